@@ -1,0 +1,101 @@
+//! Protocol drivers: each turns one request into one reply, and knows nothing of timing or
+//! statistics (the executors own the clock, `stats` owns aggregation).
+
+pub mod http;
+pub mod tcp;
+mod template;
+mod wire;
+
+use std::future::Future;
+use std::io;
+
+pub use template::Template;
+
+/// Why a request failed. The discriminant indexes `ThreadStats::errors_by_kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// Connection refused or unreachable.
+    Connect,
+    Timeout,
+    /// The peer reset or closed the connection before a whole reply arrived.
+    Reset,
+    /// The reply could not be parsed.
+    Protocol,
+    Http4xx,
+    Http5xx,
+    /// Any other I/O error.
+    Io,
+}
+
+impl ErrorKind {
+    pub const COUNT: usize = 7;
+    pub const ALL: [ErrorKind; ErrorKind::COUNT] = [
+        ErrorKind::Connect,
+        ErrorKind::Timeout,
+        ErrorKind::Reset,
+        ErrorKind::Protocol,
+        ErrorKind::Http4xx,
+        ErrorKind::Http5xx,
+        ErrorKind::Io,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Connect => "connect",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Reset => "reset",
+            ErrorKind::Protocol => "protocol",
+            ErrorKind::Http4xx => "http_4xx",
+            ErrorKind::Http5xx => "http_5xx",
+            ErrorKind::Io => "io",
+        }
+    }
+
+    /// Classifies an I/O error raised while connecting.
+    pub fn of_connect(e: &io::Error) -> ErrorKind {
+        match e.kind() {
+            io::ErrorKind::TimedOut => ErrorKind::Timeout,
+            _ => ErrorKind::Connect,
+        }
+    }
+
+    /// Classifies an I/O error raised during an exchange on an open connection.
+    pub fn of_exchange(e: &io::Error) -> ErrorKind {
+        match e.kind() {
+            io::ErrorKind::ConnectionReset
+            | io::ErrorKind::ConnectionAborted
+            | io::ErrorKind::BrokenPipe
+            | io::ErrorKind::UnexpectedEof => ErrorKind::Reset,
+            io::ErrorKind::TimedOut => ErrorKind::Timeout,
+            io::ErrorKind::InvalidData => ErrorKind::Protocol,
+            _ => ErrorKind::Io,
+        }
+    }
+}
+
+/// A complete reply. `error` is set for replies that arrived whole but report failure (HTTP
+/// 4xx/5xx); the connection stays usable unless `keep_alive` is false.
+#[derive(Debug, Clone, Copy)]
+pub struct Reply {
+    pub error: Option<ErrorKind>,
+    pub keep_alive: bool,
+}
+
+/// One protocol. A driver value is built once per worker thread from the plan; connections are
+/// owned by the executor, which times and records every call.
+pub trait Driver {
+    type Conn;
+
+    fn connect(&self) -> impl Future<Output = Result<Self::Conn, ErrorKind>>;
+
+    /// Sends request `class` (with sequence number `seq` for templates) and reads its reply.
+    /// An `Err` means the connection is no longer usable.
+    fn exchange(&self, conn: &mut Self::Conn, class: usize, seq: u64) -> impl Future<Output = Result<Reply, ErrorKind>>;
+}
+
+/// Opens a TCP connection with Nagle off: requests are small and latency matters.
+pub async fn connect_tcp(addr: std::net::SocketAddr) -> Result<tokio::net::TcpStream, ErrorKind> {
+    let stream = tokio::net::TcpStream::connect(addr).await.map_err(|e| ErrorKind::of_connect(&e))?;
+    stream.set_nodelay(true).map_err(|e| ErrorKind::of_connect(&e))?;
+    Ok(stream)
+}

@@ -1,0 +1,45 @@
+//! The closed model: a fixed number of users, each sending a request, waiting for its reply,
+//! then thinking. Throughput is whatever the system returns: users / (response + think).
+
+use super::Worker;
+use crate::driver::{Driver, ErrorKind};
+use crate::plan::Think;
+use crate::schedule::{think_time, Rng};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// A user whose connection attempt failed waits this long before retrying, instead of spinning.
+const RECONNECT_BACKOFF: Duration = Duration::from_millis(10);
+
+pub async fn run<D>(w: Rc<Worker<D>>, users: u32, think: Think, seed: u64)
+where
+    D: Driver + 'static,
+    D::Conn: 'static,
+{
+    for u in 0..users {
+        let rng = Rng::new(seed.wrapping_add(u as u64 * 7919));
+        tokio::task::spawn_local(user(w.clone(), think, rng));
+    }
+    let end = w.clock.window_end;
+    while !w.stopping(Instant::now()) {
+        let now = Instant::now();
+        let step = (end.saturating_duration_since(now)).min(Duration::from_millis(10));
+        tokio::time::sleep(step).await;
+    }
+    w.mark_sending_ended();
+}
+
+async fn user<D: Driver>(w: Rc<Worker<D>>, think: Think, mut rng: Rng) {
+    let mut conn = None;
+    while !w.stopping(Instant::now()) {
+        w.in_flight.set(w.in_flight.get() + 1);
+        let outcome = w.issue(&mut conn, Instant::now()).await;
+        w.in_flight.set(w.in_flight.get() - 1);
+        if outcome == Err(ErrorKind::Connect) {
+            tokio::time::sleep(RECONNECT_BACKOFF).await;
+        }
+        if let Some(pause) = think_time(&think, &mut rng) {
+            tokio::time::sleep(pause).await;
+        }
+    }
+}

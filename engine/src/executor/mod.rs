@@ -1,0 +1,287 @@
+//! Executors own timing: when each request is sent and what it is timed from. One file each;
+//! both share the worker thread set-up, the request mix and `Worker::issue`, which times one
+//! request through the driver and hands the record to the thread's statistics.
+
+pub mod closed;
+pub mod open;
+
+use crate::driver::{Driver, ErrorKind};
+use crate::plan::Think;
+use crate::schedule::{Rng, Schedule};
+use crate::stats::{IntervalPart, RequestRecord, RunClock, ThreadStats};
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// What the coordinator and the workers share: the stop signal and the request budget.
+#[derive(Debug, Default)]
+pub struct Control {
+    /// Ctrl-C or a failing callback: stop sending, do not wait for replies.
+    pub abort: AtomicBool,
+    /// Measured-window sends so far, when the plan sets `max_requests`.
+    pub budget_used: AtomicU64,
+    pub max_requests: Option<u64>,
+}
+
+impl Control {
+    fn aborted(&self) -> bool {
+        self.abort.load(Ordering::Relaxed)
+    }
+}
+
+/// How one worker thread's share of the load is generated.
+pub enum Share {
+    Open { schedule: Schedule, max_in_flight: u64 },
+    Closed { users: u32, think: Think },
+}
+
+/// Per-thread settings handed over by the coordinator.
+pub struct WorkerSetup {
+    pub index: usize,
+    pub threads: usize,
+    pub clock: RunClock,
+    pub share: Share,
+    pub weights: Vec<f64>,
+    pub timeout: Duration,
+    pub drain: Duration,
+    pub seed: u64,
+    pub control: Arc<Control>,
+}
+
+/// What a worker sends the coordinator.
+pub enum Message {
+    Interval(IntervalPart),
+    Done(Box<WorkerOutcome>),
+}
+
+pub struct WorkerOutcome {
+    pub stats: ThreadStats,
+    /// CPU seconds this thread used, and the share of its wall time that was.
+    pub cpu_s: f64,
+    pub busy: f64,
+    /// When the worker stopped sending (before waiting for outstanding replies).
+    pub sending_ended: Instant,
+    pub in_flight_at_end: u64,
+    pub connects: u64,
+}
+
+/// Weighted choice among request classes.
+struct Mix {
+    cumulative: Vec<f64>,
+    rng: Rng,
+}
+
+impl Mix {
+    fn new(weights: &[f64], seed: u64) -> Mix {
+        let mut total = 0.0;
+        let cumulative = weights
+            .iter()
+            .map(|w| {
+                total += w;
+                total
+            })
+            .collect();
+        Mix { cumulative, rng: Rng::new(seed) }
+    }
+
+    fn pick(&mut self) -> usize {
+        if self.cumulative.len() == 1 {
+            return 0;
+        }
+        let x = self.rng.unit() * self.cumulative[self.cumulative.len() - 1];
+        self.cumulative.partition_point(|&c| c < x).min(self.cumulative.len() - 1)
+    }
+}
+
+/// One worker thread's state, shared by its tasks (single-threaded runtime: no locks).
+pub struct Worker<D: Driver> {
+    pub driver: D,
+    pub clock: RunClock,
+    pub stats: RefCell<ThreadStats>,
+    pub in_flight: Cell<u64>,
+    pub control: Arc<Control>,
+    pub timeout: Duration,
+    pub drain: Duration,
+    mix: RefCell<Mix>,
+    next_seq: Cell<u64>,
+    seq_step: u64,
+    connects: Cell<u64>,
+    open_model: bool,
+    sending_ended: Cell<Option<Instant>>,
+}
+
+impl<D: Driver> Worker<D> {
+    /// True when no further request should be started.
+    pub fn stopping(&self, now: Instant) -> bool {
+        if now >= self.clock.window_end || self.control.aborted() {
+            return true;
+        }
+        match self.control.max_requests {
+            Some(max) => self.control.budget_used.load(Ordering::Relaxed) >= max,
+            None => false,
+        }
+    }
+
+    pub fn mark_sending_ended(&self) {
+        if self.sending_ended.get().is_none() {
+            self.sending_ended.set(Some(Instant::now()));
+        }
+    }
+
+    /// Sends one request intended for `intended` over `conn` (opening it if needed), times it,
+    /// and records the result. The connection is dropped when it is no longer usable.
+    pub async fn issue(&self, conn: &mut Option<D::Conn>, intended: Instant) -> Result<(), ErrorKind> {
+        let class = self.mix.borrow_mut().pick();
+        let seq = self.next_seq.get();
+        self.next_seq.set(seq + self.seq_step);
+        let start = Instant::now();
+        {
+            let mut stats = self.stats.borrow_mut();
+            if self.open_model {
+                stats.on_lateness(start.saturating_duration_since(intended));
+            }
+            stats.on_sent(&self.clock, class, intended);
+        }
+        if self.control.max_requests.is_some() && self.clock.measured(intended) {
+            self.control.budget_used.fetch_add(1, Ordering::Relaxed);
+        }
+        let outcome = match tokio::time::timeout(self.timeout, self.attempt(conn, class, seq)).await {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                *conn = None;
+                Err(ErrorKind::Timeout)
+            }
+        };
+        let record = RequestRecord { class, intended, start, end: Instant::now(), outcome };
+        self.stats.borrow_mut().on_done(&self.clock, &record);
+        outcome
+    }
+
+    async fn attempt(&self, conn: &mut Option<D::Conn>, class: usize, seq: u64) -> Result<(), ErrorKind> {
+        let c = match conn {
+            Some(c) => c,
+            None => {
+                self.connects.set(self.connects.get() + 1);
+                conn.insert(self.driver.connect().await?)
+            }
+        };
+        match self.driver.exchange(c, class, seq).await {
+            Ok(reply) => {
+                if !reply.keep_alive {
+                    *conn = None;
+                }
+                reply.error.map_or(Ok(()), Err)
+            }
+            Err(kind) => {
+                *conn = None;
+                Err(kind)
+            }
+        }
+    }
+
+    /// After sending stops, waits for outstanding replies up to the drain limit (none on abort).
+    pub async fn drain(&self) {
+        self.mark_sending_ended();
+        let deadline = Instant::now() + self.drain;
+        while self.in_flight.get() > 0 && Instant::now() < deadline && !self.control.aborted() {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
+    /// Sleeps until `deadline` in slices, so an abort is noticed within 50 ms. Returns false on abort.
+    pub async fn sleep_until_or_abort(&self, deadline: Instant) -> bool {
+        const SLICE: Duration = Duration::from_millis(50);
+        loop {
+            if self.control.aborted() {
+                return false;
+            }
+            let now = Instant::now();
+            if deadline <= now {
+                return true;
+            }
+            let until = if deadline - now > SLICE { now + SLICE } else { deadline };
+            tokio::time::sleep_until(until.into()).await;
+        }
+    }
+}
+
+/// Closes an interval at each boundary of the run's interval clock and sends it on.
+async fn report_intervals<D: Driver>(w: Rc<Worker<D>>, tx: Sender<Message>) {
+    let mut boundary = w.clock.start + w.clock.interval;
+    loop {
+        tokio::time::sleep_until(boundary.into()).await;
+        let part = w.stats.borrow_mut().take_interval(w.in_flight.get());
+        if tx.send(Message::Interval(part)).is_err() {
+            return;
+        }
+        boundary += w.clock.interval;
+    }
+}
+
+/// The body of one worker thread: builds a single-threaded runtime, runs this thread's share of
+/// the load next to the interval reporter, then hands its statistics to the coordinator.
+pub fn run_thread<D>(driver: D, setup: WorkerSetup, tx: Sender<Message>)
+where
+    D: Driver + 'static,
+    D::Conn: 'static,
+{
+    let cpu_before = crate::cpu::thread_cpu_s();
+    let wall_before = Instant::now();
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
+    let worker = Rc::new(Worker {
+        driver,
+        clock: setup.clock,
+        stats: RefCell::new(ThreadStats::new(setup.weights.len())),
+        in_flight: Cell::new(0),
+        control: setup.control,
+        timeout: setup.timeout,
+        drain: setup.drain,
+        mix: RefCell::new(Mix::new(&setup.weights, setup.seed ^ 0x5EED)),
+        next_seq: Cell::new(setup.index as u64),
+        seq_step: setup.threads as u64,
+        connects: Cell::new(0),
+        open_model: matches!(setup.share, Share::Open { .. }),
+        sending_ended: Cell::new(None),
+    });
+    let local = tokio::task::LocalSet::new();
+    local.block_on(&runtime, async {
+        tokio::task::spawn_local(report_intervals(worker.clone(), tx.clone()));
+        match setup.share {
+            Share::Open { schedule, max_in_flight } => open::run(worker.clone(), schedule, max_in_flight).await,
+            Share::Closed { users, think } => closed::run(worker.clone(), users, think, setup.seed).await,
+        }
+    });
+    let in_flight_at_end = worker.in_flight.get();
+    let sending_ended = worker.sending_ended.get().unwrap_or_else(Instant::now);
+    let last = worker.stats.borrow_mut().take_interval(in_flight_at_end);
+    let _ = tx.send(Message::Interval(last));
+    drop(local);
+    drop(runtime);
+    let cpu_s = crate::cpu::thread_cpu_s() - cpu_before;
+    let wall = wall_before.elapsed().as_secs_f64().max(1e-9);
+    let worker = Rc::try_unwrap(worker).ok().expect("all tasks ended with the runtime");
+    let _ = tx.send(Message::Done(Box::new(WorkerOutcome {
+        stats: worker.stats.into_inner(),
+        cpu_s,
+        busy: cpu_s / wall,
+        sending_ended,
+        in_flight_at_end,
+        connects: worker.connects.get(),
+    })));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mix_follows_weights() {
+        let mut mix = Mix::new(&[1.0, 3.0], 1);
+        let n = 40_000;
+        let second = (0..n).filter(|_| mix.pick() == 1).count() as f64 / n as f64;
+        assert!((second - 0.75).abs() < 0.01, "{second}");
+    }
+}

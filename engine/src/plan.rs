@@ -1,0 +1,413 @@
+//! The run plan as received from Python: plain data, deserialised from JSON and validated.
+//!
+//! Errors name the field (`load.rate: must be > 0`) so a caller can point at what is wrong.
+
+use serde::Deserialize;
+use std::time::Duration;
+
+/// Everything the engine needs to run one trial.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    pub target: Target,
+    #[serde(default = "default_requests")]
+    pub requests: Vec<RequestClass>,
+    pub load: Load,
+    /// Measured window length, after warm-up.
+    pub duration_s: f64,
+    #[serde(default)]
+    pub warmup_s: f64,
+    /// Stop after this many requests were sent in the measured window (optional second stop condition).
+    #[serde(default)]
+    pub max_requests: Option<u64>,
+    /// Open model: most requests outstanding at once (one connection each). Default: rate × 1 s, fd-safe.
+    #[serde(default)]
+    pub max_in_flight: Option<u32>,
+    #[serde(default = "default_interval")]
+    pub interval_s: f64,
+    /// Worker threads; default: the CPUs this process may run on.
+    #[serde(default)]
+    pub threads: Option<u32>,
+    #[serde(default = "default_timeout")]
+    pub timeout_s: f64,
+    /// Open model: a send later than this (p99) against its schedule marks the generator saturated.
+    #[serde(default = "default_lateness")]
+    pub saturation_lateness_ms: f64,
+    /// Seed for Poisson arrivals and the request mix, so runs can be repeated exactly.
+    #[serde(default)]
+    pub seed: u64,
+}
+
+/// Where requests go and how they are framed on the wire.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Target {
+    /// `http://host:port/path` or `tcp://host:port`.
+    pub url: String,
+    /// TCP only: `line`, `u32` or `mllp`.
+    #[serde(default)]
+    pub framing: Option<Framing>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Framing {
+    Line,
+    U32,
+    Mllp,
+}
+
+/// One kind of request in the mix; statistics are kept per class.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequestClass {
+    #[serde(default = "default_class_name")]
+    pub name: String,
+    #[serde(default = "default_weight")]
+    pub weight: f64,
+    #[serde(default = "default_method")]
+    pub method: String,
+    /// HTTP path and query; default: the target URL's path.
+    #[serde(default)]
+    pub path: Option<String>,
+    #[serde(default)]
+    pub headers: Vec<(String, String)>,
+    /// Request body (HTTP) or payload (TCP); `{seq}` is replaced by a sequence number when
+    /// `template` is true.
+    #[serde(default)]
+    pub body: String,
+    #[serde(default)]
+    pub template: bool,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "model", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Load {
+    /// Arrival rate: requests are sent on a schedule whatever the responses do.
+    Open {
+        #[serde(default)]
+        arrivals: Arrivals,
+        /// The rate profile over the measured window; warm-up runs at the first segment's start rate.
+        profile: Vec<Segment>,
+    },
+    /// A fixed population of users, each sending, waiting for the reply, then thinking.
+    Closed {
+        users: u32,
+        #[serde(default)]
+        think: Think,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrivals {
+    #[default]
+    Constant,
+    Poisson,
+}
+
+/// A stretch of the rate profile: the rate moves linearly from `rate_start` to `rate_end`.
+#[derive(Debug, Clone, Copy, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Segment {
+    pub duration_s: f64,
+    pub rate_start: f64,
+    pub rate_end: f64,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, Default)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Think {
+    #[default]
+    None,
+    Constant {
+        mean_s: f64,
+    },
+    Exponential {
+        mean_s: f64,
+    },
+}
+
+fn default_requests() -> Vec<RequestClass> {
+    vec![RequestClass {
+        name: default_class_name(),
+        weight: 1.0,
+        method: default_method(),
+        path: None,
+        headers: Vec::new(),
+        body: String::new(),
+        template: false,
+    }]
+}
+fn default_class_name() -> String {
+    "default".into()
+}
+fn default_weight() -> f64 {
+    1.0
+}
+fn default_method() -> String {
+    "GET".into()
+}
+fn default_interval() -> f64 {
+    1.0
+}
+fn default_timeout() -> f64 {
+    30.0
+}
+fn default_lateness() -> f64 {
+    10.0
+}
+
+/// A plan error: which field, and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanError {
+    pub field: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for PlanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.field.is_empty() {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "{}: {}", self.field, self.message)
+        }
+    }
+}
+
+impl std::error::Error for PlanError {}
+
+fn err(field: impl Into<String>, message: impl Into<String>) -> PlanError {
+    PlanError { field: field.into(), message: message.into() }
+}
+
+fn positive(field: &str, v: f64) -> Result<(), PlanError> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err(err(field, format!("must be > 0 (got {v})")))
+    }
+}
+
+fn non_negative(field: &str, v: f64) -> Result<(), PlanError> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(())
+    } else {
+        Err(err(field, format!("must be >= 0 (got {v})")))
+    }
+}
+
+impl Plan {
+    /// Parses and validates a plan from JSON.
+    pub fn from_json(text: &str) -> Result<Plan, PlanError> {
+        let de = &mut serde_json::Deserializer::from_str(text);
+        let plan: Plan = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let field = if path == "." { String::new() } else { path };
+            err(field, e.into_inner().to_string())
+        })?;
+        plan.validate()?;
+        Ok(plan)
+    }
+
+    pub fn validate(&self) -> Result<(), PlanError> {
+        positive("duration_s", self.duration_s)?;
+        non_negative("warmup_s", self.warmup_s)?;
+        positive("interval_s", self.interval_s)?;
+        positive("timeout_s", self.timeout_s)?;
+        positive("saturation_lateness_ms", self.saturation_lateness_ms)?;
+        if self.threads == Some(0) {
+            return Err(err("threads", "must be >= 1"));
+        }
+        if self.max_in_flight == Some(0) {
+            return Err(err("max_in_flight", "must be >= 1"));
+        }
+        if self.max_requests == Some(0) {
+            return Err(err("max_requests", "must be >= 1"));
+        }
+        self.target.validate()?;
+        if self.requests.is_empty() {
+            return Err(err("requests", "needs at least one request class"));
+        }
+        for (i, class) in self.requests.iter().enumerate() {
+            positive(&format!("requests[{i}].weight"), class.weight)?;
+            if class.method.is_empty() || !class.method.bytes().all(|b| b.is_ascii_alphabetic()) {
+                return Err(err(format!("requests[{i}].method"), "must be an HTTP method such as GET"));
+            }
+            for (k, _) in &class.headers {
+                if k.is_empty() || k.bytes().any(|b| b == b':' || b.is_ascii_whitespace()) {
+                    return Err(err(format!("requests[{i}].headers"), format!("bad header name {k:?}")));
+                }
+            }
+        }
+        match &self.load {
+            Load::Open { profile, .. } => {
+                if profile.is_empty() {
+                    return Err(err("load.profile", "needs at least one segment"));
+                }
+                for (i, s) in profile.iter().enumerate() {
+                    positive(&format!("load.profile[{i}].duration_s"), s.duration_s)?;
+                    non_negative(&format!("load.profile[{i}].rate_start"), s.rate_start)?;
+                    non_negative(&format!("load.profile[{i}].rate_end"), s.rate_end)?;
+                }
+                if profile.iter().all(|s| s.rate_start == 0.0 && s.rate_end == 0.0) {
+                    return Err(err("load.profile", "rate must be > 0 somewhere"));
+                }
+            }
+            Load::Closed { users, think } => {
+                if *users == 0 {
+                    return Err(err("load.users", "must be >= 1"));
+                }
+                match think {
+                    Think::None => {}
+                    Think::Constant { mean_s } | Think::Exponential { mean_s } => {
+                        non_negative("load.think.mean_s", *mean_s)?
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn duration(&self) -> Duration {
+        Duration::from_secs_f64(self.duration_s)
+    }
+
+    pub fn warmup(&self) -> Duration {
+        Duration::from_secs_f64(self.warmup_s)
+    }
+
+    /// The rate at the start of the profile (open model), used for the warm-up and the default cap.
+    pub fn peak_rate(&self) -> Option<f64> {
+        match &self.load {
+            Load::Open { profile, .. } => {
+                Some(profile.iter().map(|s| s.rate_start.max(s.rate_end)).fold(0.0, f64::max))
+            }
+            Load::Closed { .. } => None,
+        }
+    }
+
+    /// Mean offered rate over the measured window (open model).
+    pub fn offered_rate(&self) -> Option<f64> {
+        match &self.load {
+            Load::Open { profile, .. } => {
+                let total: f64 = profile.iter().map(|s| s.duration_s).sum();
+                let requests: f64 =
+                    profile.iter().map(|s| s.duration_s * (s.rate_start + s.rate_end) / 2.0).sum();
+                Some(requests / total)
+            }
+            Load::Closed { .. } => None,
+        }
+    }
+}
+
+impl Target {
+    fn validate(&self) -> Result<(), PlanError> {
+        let url = Url::parse(&self.url).map_err(|m| err("target.url", m))?;
+        match (url.scheme, self.framing) {
+            (Scheme::Http, Some(_)) => Err(err("target.framing", "only applies to tcp:// targets")),
+            (Scheme::Tcp, None) => Err(err("target.framing", "tcp:// targets need a framing: line, u32 or mllp")),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    Http,
+    Tcp,
+}
+
+/// The parts of a target URL the engine uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Url {
+    pub scheme: Scheme,
+    /// `host:port` as written (for the Host header).
+    pub authority: String,
+    pub host: String,
+    pub port: u16,
+    pub path: String,
+}
+
+impl Url {
+    pub fn parse(text: &str) -> Result<Url, String> {
+        let (scheme, rest) = if let Some(r) = text.strip_prefix("http://") {
+            (Scheme::Http, r)
+        } else if let Some(r) = text.strip_prefix("tcp://") {
+            (Scheme::Tcp, r)
+        } else if text.starts_with("https://") {
+            return Err("https is not supported yet; use http:// or tcp://".into());
+        } else {
+            return Err(format!("{text:?} is not an http:// or tcp:// URL"));
+        };
+        let (authority, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, "/"),
+        };
+        if authority.is_empty() {
+            return Err(format!("{text:?} has no host"));
+        }
+        let (host, port) = if let Some(stripped) = authority.strip_prefix('[') {
+            let end = stripped.find(']').ok_or_else(|| format!("{text:?}: unclosed [ in host"))?;
+            let host = &stripped[..end];
+            let port = stripped[end + 1..].strip_prefix(':');
+            (host.to_string(), port)
+        } else {
+            match authority.rsplit_once(':') {
+                Some((h, p)) => (h.to_string(), Some(p)),
+                None => (authority.to_string(), None),
+            }
+        };
+        let port = match (port, scheme) {
+            (Some(p), _) => p.parse::<u16>().map_err(|_| format!("{text:?}: bad port {p:?}"))?,
+            (None, Scheme::Http) => 80,
+            (None, Scheme::Tcp) => return Err(format!("{text:?}: tcp:// needs a port")),
+        };
+        Ok(Url { scheme, authority: authority.to_string(), host, port, path: path.to_string() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plan(load: &str) -> String {
+        format!(r#"{{"target": {{"url": "http://127.0.0.1:8080/x"}}, "load": {load}, "duration_s": 1}}"#)
+    }
+
+    #[test]
+    fn parses_open_and_closed() {
+        let p = Plan::from_json(&plan(
+            r#"{"model": "open", "profile": [{"duration_s": 1, "rate_start": 10, "rate_end": 30}]}"#,
+        ))
+        .unwrap();
+        assert_eq!(p.offered_rate(), Some(20.0));
+        let p = Plan::from_json(&plan(r#"{"model": "closed", "users": 3, "think": {"kind": "exponential", "mean_s": 0.1}}"#))
+            .unwrap();
+        assert!(matches!(p.load, Load::Closed { users: 3, .. }));
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let e = Plan::from_json(&plan(r#"{"model": "closed", "users": 0}"#)).unwrap_err();
+        assert_eq!(e.field, "load.users");
+        let e = Plan::from_json(&plan(r#"{"model": "closed", "users": 1, "thinks": 1}"#)).unwrap_err();
+        assert!(e.to_string().contains("thinks"), "{e}");
+        let e = Plan::from_json(
+            r#"{"target": {"url": "tcp://127.0.0.1:9"}, "load": {"model": "closed", "users": 1}, "duration_s": 1}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "target.framing");
+    }
+
+    #[test]
+    fn parses_urls() {
+        let u = Url::parse("http://localhost:8080/a?b=1").unwrap();
+        assert_eq!((u.host.as_str(), u.port, u.path.as_str()), ("localhost", 8080, "/a?b=1"));
+        let u = Url::parse("tcp://[::1]:2575").unwrap();
+        assert_eq!((u.host.as_str(), u.port, u.scheme), ("::1", 2575, Scheme::Tcp));
+        assert_eq!(Url::parse("http://h").unwrap().port, 80);
+        assert!(Url::parse("tcp://h").is_err());
+        assert!(Url::parse("ftp://h").is_err());
+    }
+}

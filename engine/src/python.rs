@@ -1,0 +1,83 @@
+//! The Python binding: JSON in, JSON out, the GIL released while the load runs.
+
+use crate::plan::Plan;
+use crate::run::{run, Hooks, RunError};
+use crate::stats::{decode, encode, new_histogram, Summary};
+use pyo3::exceptions::{PyConnectionError, PyValueError};
+use pyo3::prelude::*;
+
+pyo3::create_exception!(_engine, PlanError, PyValueError, "The run plan is invalid; the message names the field.");
+pyo3::create_exception!(_engine, TargetUnreachable, PyConnectionError, "Nothing answers at the target address.");
+
+/// Runs a plan (JSON) and returns the result (JSON). `on_interval` receives each interval
+/// snapshot as JSON. Ctrl-C stops the run; the result then has `"interrupted": true`.
+#[pyfunction]
+#[pyo3(signature = (plan_json, on_interval=None))]
+fn run_plan(py: Python<'_>, plan_json: &str, on_interval: Option<Py<PyAny>>) -> PyResult<String> {
+    let plan = Plan::from_json(plan_json).map_err(|e| PlanError::new_err(e.to_string()))?;
+    let mut callback_error: Option<PyErr> = None;
+    let outcome = py.detach(|| {
+        let mut emit = |snap: &crate::IntervalSnapshot| {
+            let Some(cb) = &on_interval else { return };
+            if callback_error.is_some() {
+                return;
+            }
+            let text = serde_json::to_string(snap).expect("snapshots serialise");
+            Python::attach(|py| {
+                if let Err(e) = cb.call1(py, (text,)) {
+                    callback_error = Some(e);
+                }
+            });
+        };
+        let mut abort = || Python::attach(|py| py.check_signals().is_err());
+        run(&plan, Hooks { on_interval: &mut emit, should_abort: &mut abort })
+    });
+    if let Some(e) = callback_error {
+        return Err(e);
+    }
+    match outcome {
+        Ok(result) => Ok(serde_json::to_string(&result).expect("results serialise")),
+        Err(RunError::Plan(e)) => Err(PlanError::new_err(e.to_string())),
+        Err(RunError::Unreachable(m)) => Err(TargetUnreachable::new_err(m)),
+    }
+}
+
+/// Merges HdrHistogram V2 (base64) histograms into one.
+#[pyfunction]
+fn merge_histograms(encoded: Vec<String>) -> PyResult<String> {
+    let mut total = new_histogram();
+    for text in &encoded {
+        let h = decode(text).map_err(PyValueError::new_err)?;
+        total.add(&h).map_err(|e| PyValueError::new_err(format!("{e:?}")))?;
+    }
+    Ok(encode(&total))
+}
+
+/// Summarises a V2 histogram (µs values) as JSON: count, min, mean, p50 … max in milliseconds.
+#[pyfunction]
+fn summarize_histogram(encoded: &str) -> PyResult<String> {
+    let h = decode(encoded).map_err(PyValueError::new_err)?;
+    Ok(serde_json::to_string(&Summary::of(&h)).expect("summaries serialise"))
+}
+
+/// Value at a quantile (0..1) of a V2 histogram, in milliseconds.
+#[pyfunction]
+fn histogram_quantile(encoded: &str, quantile: f64) -> PyResult<f64> {
+    if !(0.0..=1.0).contains(&quantile) {
+        return Err(PyValueError::new_err("quantile must be within 0..1"));
+    }
+    let h = decode(encoded).map_err(PyValueError::new_err)?;
+    Ok(h.value_at_quantile(quantile) as f64 / 1000.0)
+}
+
+#[pymodule]
+fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(run_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_histograms, m)?)?;
+    m.add_function(wrap_pyfunction!(summarize_histogram, m)?)?;
+    m.add_function(wrap_pyfunction!(histogram_quantile, m)?)?;
+    m.add("PlanError", m.py().get_type::<PlanError>())?;
+    m.add("TargetUnreachable", m.py().get_type::<TargetUnreachable>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

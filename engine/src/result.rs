@@ -1,0 +1,105 @@
+//! What a run returns: totals, summaries, HDR histograms, the interval series and the
+//! generator's own figures. Serialised to JSON for Python.
+
+use crate::stats::{encode, IntervalPart, Summary};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunResult {
+    pub model: &'static str,
+    /// Mean offered rate over the measured window (open model), None for closed.
+    pub offered_rate: Option<f64>,
+    pub users: Option<u32>,
+    /// Length of the measured window actually run (shorter than planned if stopped early).
+    pub duration_s: f64,
+    pub warmup_s: f64,
+    pub sent: u64,
+    pub completed: u64,
+    pub errors: u64,
+    pub dropped: u64,
+    /// Sent in the window but neither completed nor failed when the run ended.
+    pub in_flight_at_end: u64,
+    /// Completions per second whose reply arrived inside the measured window.
+    pub throughput: f64,
+    pub latency_ms: Summary,
+    pub service_time_ms: Summary,
+    pub latency_hdr: String,
+    pub service_time_hdr: String,
+    pub errors_by_kind: BTreeMap<&'static str, u64>,
+    pub classes: Vec<ClassResult>,
+    pub intervals: Vec<IntervalSnapshot>,
+    pub generator: GeneratorFigures,
+    pub max_in_flight: Option<u64>,
+    pub interrupted: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ClassResult {
+    pub name: String,
+    pub sent: u64,
+    pub completed: u64,
+    pub errors: u64,
+    pub latency_ms: Summary,
+    pub service_time_ms: Summary,
+    pub latency_hdr: String,
+    pub service_time_hdr: String,
+}
+
+/// One interval of the run, all threads merged.
+#[derive(Debug, Clone, Serialize)]
+pub struct IntervalSnapshot {
+    pub index: u64,
+    pub start_s: f64,
+    pub end_s: f64,
+    pub warmup: bool,
+    pub sent: u64,
+    pub completed: u64,
+    pub errors: u64,
+    pub dropped: u64,
+    pub in_flight: u64,
+    /// Completions per second in this interval.
+    pub throughput: f64,
+    pub latency_ms: Summary,
+}
+
+impl IntervalSnapshot {
+    pub fn new(part: &IntervalPart, start_s: f64, end_s: f64, warmup: bool) -> IntervalSnapshot {
+        let length = (end_s - start_s).max(1e-9);
+        IntervalSnapshot {
+            index: part.index,
+            start_s,
+            end_s,
+            warmup,
+            sent: part.sent,
+            completed: part.completed,
+            errors: part.errors,
+            dropped: part.dropped,
+            in_flight: part.in_flight,
+            throughput: part.completed as f64 / length,
+            latency_ms: Summary::of(&part.latency),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GeneratorFigures {
+    pub threads: usize,
+    /// Process CPU (user + system) over the whole run, warm-up included.
+    pub cpu_s: f64,
+    /// `cpu_s` per request sent (warm-up included, as the CPU is).
+    pub cpu_us_per_request: Option<f64>,
+    /// Open model: how late sends left against their intended time.
+    pub lateness_p99_ms: Option<f64>,
+    pub lateness_max_ms: Option<f64>,
+    /// The busiest worker thread's CPU share of its wall time (1.0 = a whole core).
+    pub busiest_thread: f64,
+    pub connections_opened: u64,
+    /// True when the generator could not keep up, so the figures describe it, not the target.
+    pub saturated: bool,
+    pub saturation_reason: Option<String>,
+}
+
+pub fn hdr(h: &hdrhistogram::Histogram<u64>) -> String {
+    encode(h)
+}

@@ -1,0 +1,348 @@
+//! The coordinator: checks the target is reachable, starts one worker thread per share of the
+//! load, merges their interval parts into snapshots as they arrive, and assembles the result.
+
+use crate::driver::http::HttpDriver;
+use crate::driver::tcp::TcpDriver;
+use crate::driver::{Driver, ErrorKind};
+use crate::executor::{run_thread, Control, Message, Share, WorkerOutcome, WorkerSetup};
+use crate::plan::{Load, Plan, PlanError, Scheme, Url};
+use crate::result::{hdr, ClassResult, GeneratorFigures, IntervalSnapshot, RunResult};
+use crate::schedule::{RateProfile, Schedule};
+use crate::stats::{IntervalPart, RunClock, Summary, ThreadStats};
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Descriptors kept back from the in-flight cap for everything else the process opens.
+const FD_RESERVE: u64 = 256;
+/// Longest wait for outstanding replies once sending stops.
+const DRAIN_MAX: Duration = Duration::from_secs(5);
+/// A worker thread busier than this may be the bottleneck itself.
+const BUSY_LIMIT: f64 = 0.95;
+
+#[derive(Debug)]
+pub enum RunError {
+    Plan(PlanError),
+    /// Nothing answers at the target; the message says what the OS said.
+    Unreachable(String),
+}
+
+impl std::fmt::Display for RunError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RunError::Plan(e) => write!(f, "{e}"),
+            RunError::Unreachable(m) => write!(f, "{m}"),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
+/// Callbacks from the coordinator: a snapshot per interval, and a poll for "stop now" (Ctrl-C).
+pub struct Hooks<'a> {
+    pub on_interval: &'a mut dyn FnMut(&IntervalSnapshot),
+    pub should_abort: &'a mut dyn FnMut() -> bool,
+}
+
+pub fn run(plan: &Plan, hooks: Hooks<'_>) -> Result<RunResult, RunError> {
+    plan.validate().map_err(RunError::Plan)?;
+    let url = Url::parse(&plan.target.url).map_err(|m| RunError::Plan(PlanError { field: "target.url".into(), message: m }))?;
+    let addr = resolve(&url)?;
+    preflight(addr, Duration::from_secs_f64(plan.timeout_s.min(5.0)))?;
+    match url.scheme {
+        Scheme::Http => {
+            let driver = || HttpDriver::new(addr, &url, &plan.requests);
+            coordinate(plan, driver, hooks)
+        }
+        Scheme::Tcp => {
+            let framing = plan.target.framing.expect("validated: tcp targets have a framing");
+            let driver = || TcpDriver::new(addr, framing, &plan.requests);
+            coordinate(plan, driver, hooks)
+        }
+    }
+}
+
+fn resolve(url: &Url) -> Result<SocketAddr, RunError> {
+    (url.host.as_str(), url.port)
+        .to_socket_addrs()
+        .map_err(|e| RunError::Unreachable(format!("cannot resolve {}: {e}", url.host)))?
+        .next()
+        .ok_or_else(|| RunError::Unreachable(format!("{} has no address", url.host)))
+}
+
+/// One connection before the run, so a wrong port fails in milliseconds with the OS's reason
+/// instead of as a run full of `connect` errors.
+fn preflight(addr: SocketAddr, timeout: Duration) -> Result<(), RunError> {
+    match TcpStream::connect_timeout(&addr, timeout) {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            let why = match e.kind() {
+                std::io::ErrorKind::ConnectionRefused => "connection refused (is the server running?)".to_string(),
+                std::io::ErrorKind::TimedOut => format!("no answer within {:.1} s", timeout.as_secs_f64()),
+                _ => e.to_string(),
+            };
+            Err(RunError::Unreachable(format!("cannot connect to {addr}: {why}")))
+        }
+    }
+}
+
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+fn coordinate<D, F>(plan: &Plan, make_driver: F, hooks: Hooks<'_>) -> Result<RunResult, RunError>
+where
+    D: Driver + Send + 'static,
+    D::Conn: 'static,
+    F: Fn() -> Result<D, PlanError>,
+{
+    let threads = plan.threads.map(|t| t as usize).unwrap_or_else(default_threads);
+    let max_in_flight = match plan.load {
+        Load::Open { .. } => Some(in_flight_cap(plan)),
+        Load::Closed { .. } => None,
+    };
+    let control = Arc::new(Control { max_requests: plan.max_requests, ..Control::default() });
+    let interval = Duration::from_secs_f64(plan.interval_s);
+    // Start a moment ahead so every thread is up before the first intended send.
+    let start = Instant::now() + Duration::from_millis(20);
+    let warmup_end = start + plan.warmup();
+    let clock = RunClock { start, warmup_end, window_end: warmup_end + plan.duration(), interval };
+    let cpu_before = crate::cpu::process_cpu_s();
+    let (tx, rx) = mpsc::channel();
+    let mut handles = Vec::with_capacity(threads);
+    for index in 0..threads {
+        let setup = WorkerSetup {
+            index,
+            threads,
+            clock,
+            share: share_for(plan, index, threads, max_in_flight),
+            weights: plan.requests.iter().map(|c| c.weight).collect(),
+            timeout: Duration::from_secs_f64(plan.timeout_s),
+            drain: Duration::from_secs_f64(plan.timeout_s).min(DRAIN_MAX),
+            seed: plan.seed.wrapping_add(index as u64 * 0x1000_0001),
+            control: control.clone(),
+        };
+        let driver = make_driver().map_err(RunError::Plan)?;
+        let tx = tx.clone();
+        let handle = std::thread::Builder::new()
+            .name(format!("caplab-worker-{index}"))
+            .spawn(move || run_thread(driver, setup, tx))
+            .expect("spawning a worker thread");
+        handles.push(handle);
+    }
+    drop(tx);
+    let mut merger = IntervalMerger::new(clock, threads);
+    let mut outcomes: Vec<WorkerOutcome> = Vec::with_capacity(threads);
+    let mut interrupted = false;
+    let mut on_interval = hooks.on_interval;
+    let should_abort = hooks.should_abort;
+    loop {
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(Message::Interval(part)) => merger.add(part, &mut on_interval),
+            Ok(Message::Done(outcome)) => outcomes.push(*outcome),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        if !interrupted && should_abort() {
+            interrupted = true;
+            control.abort.store(true, Ordering::Relaxed);
+        }
+    }
+    for h in handles {
+        let _ = h.join();
+    }
+    let ended = Instant::now();
+    merger.flush(ended, &mut on_interval);
+    let cpu_s = crate::cpu::process_cpu_s() - cpu_before;
+    Ok(assemble(plan, clock, threads, outcomes, merger.snapshots, cpu_s, max_in_flight, interrupted))
+}
+
+/// Default cap: a one-second stall at the peak rate is absorbed, within the descriptors we have.
+fn in_flight_cap(plan: &Plan) -> u64 {
+    let fd_safe = crate::cpu::raise_fd_limit().saturating_sub(FD_RESERVE).max(1);
+    match plan.max_in_flight {
+        Some(cap) => (cap as u64).min(fd_safe),
+        None => (plan.peak_rate().unwrap_or(0.0).ceil() as u64).max(100).min(fd_safe),
+    }
+}
+
+fn share_for(plan: &Plan, index: usize, threads: usize, max_in_flight: Option<u64>) -> Share {
+    match &plan.load {
+        Load::Open { arrivals, profile } => {
+            let scale = 1.0 / threads as f64;
+            let rates = RateProfile::new(profile, plan.warmup_s, scale);
+            let phase = index as f64 / threads as f64;
+            let seed = plan.seed.wrapping_add(index as u64).wrapping_mul(0x2545_F491_4F6C_DD1D);
+            let cap = max_in_flight.unwrap_or(1);
+            // Spread the cap; every thread may hold at least one request.
+            let share = (cap / threads as u64 + u64::from((index as u64) < cap % threads as u64)).max(1);
+            Share::Open { schedule: Schedule::new(rates, *arrivals, phase, seed), max_in_flight: share }
+        }
+        Load::Closed { users, think } => {
+            let n = *users as usize;
+            let mine = n / threads + usize::from(index < n % threads);
+            Share::Closed { users: mine as u32, think: *think }
+        }
+    }
+}
+
+/// Collects each interval's parts from all threads and emits the merged snapshot in order.
+struct IntervalMerger {
+    clock: RunClock,
+    threads: usize,
+    pending: BTreeMap<u64, (IntervalPart, usize)>,
+    next: u64,
+    snapshots: Vec<IntervalSnapshot>,
+}
+
+impl IntervalMerger {
+    fn new(clock: RunClock, threads: usize) -> IntervalMerger {
+        IntervalMerger { clock, threads, pending: BTreeMap::new(), next: 0, snapshots: Vec::new() }
+    }
+
+    fn add(&mut self, part: IntervalPart, emit: &mut dyn FnMut(&IntervalSnapshot)) {
+        match self.pending.get_mut(&part.index) {
+            Some((merged, n)) => {
+                merged.merge(&part);
+                *n += 1;
+            }
+            None => {
+                self.pending.insert(part.index, (part, 1));
+            }
+        }
+        while let Some((_, n)) = self.pending.get(&self.next) {
+            if *n < self.threads {
+                break;
+            }
+            let (part, _) = self.pending.remove(&self.next).expect("present");
+            let end = self.clock.start + self.clock.interval * (self.next as u32 + 1);
+            self.push(part, end, emit);
+        }
+    }
+
+    /// Emits whatever is left (the final, partial interval) once all threads have stopped.
+    fn flush(&mut self, ended: Instant, emit: &mut dyn FnMut(&IntervalSnapshot)) {
+        let pending = std::mem::take(&mut self.pending);
+        for (index, (part, _)) in pending {
+            let end = (self.clock.start + self.clock.interval * (index as u32 + 1)).min(ended);
+            self.push(part, end, emit);
+        }
+    }
+
+    fn push(&mut self, part: IntervalPart, end: Instant, emit: &mut dyn FnMut(&IntervalSnapshot)) {
+        let begin = self.clock.start + self.clock.interval * part.index as u32;
+        if end <= begin && part.sent == 0 && part.completed == 0 && part.errors == 0 {
+            return;
+        }
+        let secs = |t: Instant| t.saturating_duration_since(self.clock.start).as_secs_f64();
+        let snap = IntervalSnapshot::new(&part, secs(begin), secs(end.max(begin)), begin < self.clock.warmup_end);
+        emit(&snap);
+        self.snapshots.push(snap);
+        self.next = self.next.max(part.index + 1);
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn assemble(
+    plan: &Plan,
+    clock: RunClock,
+    threads: usize,
+    outcomes: Vec<WorkerOutcome>,
+    intervals: Vec<IntervalSnapshot>,
+    cpu_s: f64,
+    max_in_flight: Option<u64>,
+    interrupted: bool,
+) -> RunResult {
+    let mut total = ThreadStats::new(plan.requests.len());
+    let mut sending_ended = clock.start;
+    let (mut in_flight_at_end, mut connects, mut busiest) = (0, 0, 0.0f64);
+    for o in &outcomes {
+        total.merge(&o.stats);
+        sending_ended = sending_ended.max(o.sending_ended);
+        in_flight_at_end += o.in_flight_at_end;
+        connects += o.connects;
+        busiest = busiest.max(o.busy);
+    }
+    let window_end = sending_ended.min(clock.window_end);
+    let measured_s = window_end.saturating_duration_since(clock.warmup_end).as_secs_f64();
+    let mut latency = crate::stats::new_histogram();
+    let mut service = crate::stats::new_histogram();
+    let classes: Vec<ClassResult> = plan
+        .requests
+        .iter()
+        .zip(&total.classes)
+        .map(|(spec, c)| {
+            latency.add(&c.latency).expect("same bounds");
+            service.add(&c.service).expect("same bounds");
+            ClassResult {
+                name: spec.name.clone(),
+                sent: c.sent,
+                completed: c.completed,
+                errors: c.errors,
+                latency_ms: Summary::of(&c.latency),
+                service_time_ms: Summary::of(&c.service),
+                latency_hdr: hdr(&c.latency),
+                service_time_hdr: hdr(&c.service),
+            }
+        })
+        .collect();
+    let errors_by_kind = ErrorKind::ALL
+        .iter()
+        .filter(|k| total.errors_by_kind[**k as usize] > 0)
+        .map(|k| (k.name(), total.errors_by_kind[*k as usize]))
+        .collect();
+    let open = matches!(plan.load, Load::Open { .. });
+    let lateness = Summary::of(&total.lateness);
+    let lateness_p99 = if open { lateness.p99.or(lateness.max) } else { None };
+    let saturation_reason = match lateness_p99 {
+        Some(late) if late > plan.saturation_lateness_ms => Some(format!(
+            "sends ran {late:.1} ms behind schedule at p99 (limit {:.1} ms): the generator could not keep the offered rate",
+            plan.saturation_lateness_ms
+        )),
+        _ if busiest >= BUSY_LIMIT => Some(format!(
+            "a worker thread was busy {:.0}% of the time: the generator may be the bottleneck; add threads or cores",
+            busiest * 100.0
+        )),
+        _ => None,
+    };
+    let sent: u64 = classes.iter().map(|c| c.sent).sum();
+    RunResult {
+        model: if open { "open" } else { "closed" },
+        offered_rate: plan.offered_rate(),
+        users: match plan.load {
+            Load::Closed { users, .. } => Some(users),
+            Load::Open { .. } => None,
+        },
+        duration_s: measured_s,
+        warmup_s: plan.warmup_s,
+        sent,
+        completed: classes.iter().map(|c| c.completed).sum(),
+        errors: classes.iter().map(|c| c.errors).sum(),
+        dropped: total.dropped,
+        in_flight_at_end,
+        throughput: if measured_s > 0.0 { total.completed_in_window as f64 / measured_s } else { 0.0 },
+        latency_ms: Summary::of(&latency),
+        service_time_ms: Summary::of(&service),
+        latency_hdr: hdr(&latency),
+        service_time_hdr: hdr(&service),
+        errors_by_kind,
+        classes,
+        intervals,
+        generator: GeneratorFigures {
+            threads,
+            cpu_s,
+            cpu_us_per_request: (total.sent_all > 0).then(|| cpu_s * 1e6 / total.sent_all as f64),
+            lateness_p99_ms: lateness_p99,
+            lateness_max_ms: if open { lateness.max } else { None },
+            busiest_thread: busiest,
+            connections_opened: connects,
+            saturated: saturation_reason.is_some(),
+            saturation_reason,
+        },
+        max_in_flight,
+        interrupted,
+    }
+}

@@ -1,0 +1,313 @@
+//! Aggregation: per-class HDR histograms and counters, per-interval snapshots, merging.
+//!
+//! Every worker thread keeps its own `ThreadStats` (no locks on the request path); the
+//! coordinator merges them. Latencies are recorded in microseconds, 1 µs to one hour at three
+//! significant digits, and exported in the HdrHistogram V2 encoding.
+
+use crate::driver::ErrorKind;
+use base64::Engine as _;
+use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use std::time::{Duration, Instant};
+
+/// The longest latency a histogram holds, in µs (one hour); longer values saturate to it.
+const HIGHEST_US: u64 = 3_600_000_000;
+
+pub fn new_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, HIGHEST_US, 3).expect("static histogram bounds are valid")
+}
+
+fn micros(d: Duration) -> u64 {
+    (d.as_nanos() / 1000).max(1) as u64
+}
+
+/// The fixed points of a run: when it started, when warm-up ended, when the measured window ends.
+#[derive(Debug, Clone, Copy)]
+pub struct RunClock {
+    pub start: Instant,
+    pub warmup_end: Instant,
+    pub window_end: Instant,
+    pub interval: Duration,
+}
+
+impl RunClock {
+    /// Requests count when their intended start falls inside the measured window.
+    pub fn measured(&self, intended: Instant) -> bool {
+        intended >= self.warmup_end && intended < self.window_end
+    }
+
+    fn in_window(&self, t: Instant) -> bool {
+        t >= self.warmup_end && t <= self.window_end
+    }
+}
+
+/// What happened to one request, as the executor saw it.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestRecord {
+    pub class: usize,
+    pub intended: Instant,
+    pub start: Instant,
+    pub end: Instant,
+    pub outcome: Result<(), ErrorKind>,
+}
+
+/// Totals for one request class.
+#[derive(Debug, Clone)]
+pub struct ClassStats {
+    pub sent: u64,
+    pub completed: u64,
+    pub errors: u64,
+    /// From the intended send time: includes any wait the schedule imposed (CO-corrected).
+    pub latency: Histogram<u64>,
+    /// From the actual send time: what the server took.
+    pub service: Histogram<u64>,
+}
+
+impl ClassStats {
+    fn new() -> ClassStats {
+        ClassStats { sent: 0, completed: 0, errors: 0, latency: new_histogram(), service: new_histogram() }
+    }
+
+    pub fn merge(&mut self, other: &ClassStats) {
+        self.sent += other.sent;
+        self.completed += other.completed;
+        self.errors += other.errors;
+        add(&mut self.latency, &other.latency);
+        add(&mut self.service, &other.service);
+    }
+}
+
+fn add(into: &mut Histogram<u64>, from: &Histogram<u64>) {
+    into.add(from).expect("histograms share bounds");
+}
+
+/// One worker's share of one interval, sent to the coordinator at each interval boundary.
+#[derive(Debug, Clone)]
+pub struct IntervalPart {
+    pub index: u64,
+    pub sent: u64,
+    pub completed: u64,
+    pub errors: u64,
+    pub dropped: u64,
+    pub in_flight: u64,
+    pub latency: Histogram<u64>,
+}
+
+impl IntervalPart {
+    pub fn new(index: u64) -> IntervalPart {
+        IntervalPart { index, sent: 0, completed: 0, errors: 0, dropped: 0, in_flight: 0, latency: new_histogram() }
+    }
+
+    pub fn merge(&mut self, other: &IntervalPart) {
+        self.sent += other.sent;
+        self.completed += other.completed;
+        self.errors += other.errors;
+        self.dropped += other.dropped;
+        self.in_flight += other.in_flight;
+        add(&mut self.latency, &other.latency);
+    }
+}
+
+/// Everything one worker thread measured.
+#[derive(Debug, Clone)]
+pub struct ThreadStats {
+    pub classes: Vec<ClassStats>,
+    pub errors_by_kind: [u64; ErrorKind::COUNT],
+    /// Requests not sent because the in-flight cap was reached (measured window).
+    pub dropped: u64,
+    /// Completions whose reply arrived inside the measured window: the throughput numerator.
+    pub completed_in_window: u64,
+    /// Every request sent, warm-up included (the denominator of CPU per request).
+    pub sent_all: u64,
+    /// Open model: actual minus intended send time.
+    pub lateness: Histogram<u64>,
+    pub interval: IntervalPart,
+}
+
+impl ThreadStats {
+    pub fn new(classes: usize) -> ThreadStats {
+        ThreadStats {
+            classes: (0..classes).map(|_| ClassStats::new()).collect(),
+            errors_by_kind: [0; ErrorKind::COUNT],
+            dropped: 0,
+            completed_in_window: 0,
+            sent_all: 0,
+            lateness: new_histogram(),
+            interval: IntervalPart::new(0),
+        }
+    }
+
+    pub fn on_sent(&mut self, clock: &RunClock, class: usize, intended: Instant) {
+        self.sent_all += 1;
+        self.interval.sent += 1;
+        if clock.measured(intended) {
+            self.classes[class].sent += 1;
+        }
+    }
+
+    pub fn on_dropped(&mut self, clock: &RunClock, intended: Instant) {
+        self.interval.dropped += 1;
+        if clock.measured(intended) {
+            self.dropped += 1;
+        }
+    }
+
+    pub fn on_lateness(&mut self, late: Duration) {
+        self.lateness.saturating_record(micros(late));
+    }
+
+    pub fn on_done(&mut self, clock: &RunClock, r: &RequestRecord) {
+        let latency = micros(r.end.saturating_duration_since(r.intended));
+        match r.outcome {
+            Ok(()) => {
+                self.interval.completed += 1;
+                self.interval.latency.saturating_record(latency);
+            }
+            Err(_) => self.interval.errors += 1,
+        }
+        if !clock.measured(r.intended) {
+            return;
+        }
+        let class = &mut self.classes[r.class];
+        match r.outcome {
+            Ok(()) => {
+                class.completed += 1;
+                class.latency.saturating_record(latency);
+                class.service.saturating_record(micros(r.end.saturating_duration_since(r.start)));
+                if clock.in_window(r.end) {
+                    self.completed_in_window += 1;
+                }
+            }
+            Err(kind) => {
+                class.errors += 1;
+                self.errors_by_kind[kind as usize] += 1;
+            }
+        }
+    }
+
+    /// Closes the current interval and returns it, starting the next.
+    pub fn take_interval(&mut self, in_flight: u64) -> IntervalPart {
+        let next = IntervalPart::new(self.interval.index + 1);
+        let mut part = std::mem::replace(&mut self.interval, next);
+        part.in_flight = in_flight;
+        part
+    }
+
+    pub fn merge(&mut self, other: &ThreadStats) {
+        for (a, b) in self.classes.iter_mut().zip(&other.classes) {
+            a.merge(b);
+        }
+        for (a, b) in self.errors_by_kind.iter_mut().zip(&other.errors_by_kind) {
+            *a += b;
+        }
+        self.dropped += other.dropped;
+        self.completed_in_window += other.completed_in_window;
+        self.sent_all += other.sent_all;
+        add(&mut self.lateness, &other.lateness);
+    }
+}
+
+/// Latency summary in milliseconds. A percentile is given only when at least one sample lies
+/// beyond it (p99 needs 100 samples, p99.9 needs 1,000); otherwise it is None.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Summary {
+    pub count: u64,
+    pub min: Option<f64>,
+    pub mean: Option<f64>,
+    pub p50: Option<f64>,
+    pub p90: Option<f64>,
+    pub p99: Option<f64>,
+    pub p999: Option<f64>,
+    pub max: Option<f64>,
+}
+
+impl Summary {
+    pub fn of(h: &Histogram<u64>) -> Summary {
+        let n = h.len();
+        let ms = |us: u64| us as f64 / 1000.0;
+        let q = |quantile: f64| {
+            let needed = (1.0 / (1.0 - quantile)).round() as u64;
+            (n >= needed).then(|| ms(h.value_at_quantile(quantile)))
+        };
+        Summary {
+            count: n,
+            min: (n > 0).then(|| ms(h.min())),
+            mean: (n > 0).then(|| h.mean() / 1000.0),
+            p50: q(0.5),
+            p90: q(0.9),
+            p99: q(0.99),
+            p999: q(0.999),
+            max: (n > 0).then(|| ms(h.max())),
+        }
+    }
+}
+
+/// Encodes a histogram in the HdrHistogram V2 format, base64 (as HdrHistogram's log files do).
+pub fn encode(h: &Histogram<u64>) -> String {
+    let mut bytes = Vec::new();
+    V2Serializer::new().serialize(h, &mut bytes).expect("serialising to memory cannot fail");
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+pub fn decode(text: &str) -> Result<Histogram<u64>, String> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text.trim())
+        .map_err(|e| format!("histogram is not base64: {e}"))?;
+    let h: Histogram<u64> = Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .map_err(|e| format!("histogram is not HdrHistogram V2: {e:?}"))?;
+    // Widen to the standard bounds so histograms from anywhere merge.
+    let mut wide = new_histogram();
+    wide.add(&h).map_err(|e| format!("histogram does not fit 1 µs..1 h: {e:?}"))?;
+    Ok(wide)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_of_thread_histograms_equals_histogram_of_all_samples() {
+        let mut rng = crate::schedule::Rng::new(7);
+        let mut all = new_histogram();
+        let mut parts: Vec<Histogram<u64>> = (0..4).map(|_| new_histogram()).collect();
+        for i in 0..100_000 {
+            let v = (rng.exp1() * 5_000.0) as u64 + 1;
+            all.record(v).unwrap();
+            parts[i % 4].record(v).unwrap();
+        }
+        let mut merged = new_histogram();
+        for p in &parts {
+            merged.add(p).unwrap();
+        }
+        assert_eq!(merged, all);
+        assert_eq!(Summary::of(&merged), Summary::of(&all));
+    }
+
+    #[test]
+    fn v2_round_trip() {
+        let mut h = new_histogram();
+        for v in [1, 10, 100, 1_000, 123_456, 3_000_000] {
+            h.record(v).unwrap();
+        }
+        let back = decode(&encode(&h)).unwrap();
+        assert_eq!(back, h);
+        assert!(decode("not base64!").is_err());
+    }
+
+    #[test]
+    fn percentiles_need_enough_samples() {
+        let mut h = new_histogram();
+        for v in 1..=99 {
+            h.record(v * 1000).unwrap();
+        }
+        let s = Summary::of(&h);
+        assert!(s.p90.is_some() && s.p99.is_none() && s.p999.is_none());
+        h.record(100_000).unwrap();
+        let s = Summary::of(&h);
+        assert!((s.p99.unwrap() - 99.0).abs() < 0.1, "{:?}", s.p99);
+        assert!((s.max.unwrap() - 100.0).abs() < 0.1);
+        assert!(Summary::of(&new_histogram()).mean.is_none());
+    }
+}

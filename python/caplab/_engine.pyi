@@ -1,0 +1,16 @@
+"""Type stub for the compiled load engine (engine/src/python.rs)."""
+
+from collections.abc import Callable
+
+__version__: str
+
+class PlanError(ValueError):
+    """The run plan is invalid; the message names the field."""
+
+class TargetUnreachable(ConnectionError):
+    """Nothing answers at the target address."""
+
+def run_plan(plan_json: str, on_interval: Callable[[str], None] | None = None) -> str: ...
+def merge_histograms(encoded: list[str]) -> str: ...
+def summarize_histogram(encoded: str) -> str: ...
+def histogram_quantile(encoded: str, quantile: float) -> float: ...

@@ -1,0 +1,117 @@
+"""The command layer: options and messages only; the work lives in the modules it calls."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from caplab import __version__
+from caplab.engine import PlanError, TargetUnreachable
+from caplab.load import LoadOptions, UsageProblem, build_plan, run_load
+from caplab.units import parse_duration
+
+
+class Duration(click.ParamType):
+    """A click type for ``500ms``, ``30s``, ``2m``; the value is seconds."""
+
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, float):
+            return value
+        try:
+            return parse_duration(value)
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+
+
+DURATION = Duration()
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="caplab")
+def main() -> None:
+    """caplab turns load tests into capacity plans.
+
+    \b
+    Drive load at a system and measure it correctly:
+      caplab load http://127.0.0.1:8080/ --rate 2000 --duration 30s
+    """
+
+
+LOAD_EPILOG = """
+\b
+Models:
+  open   --rate R [--schedule poisson] [--ramp-to R2] | --steps 100:5s,200:5s
+         requests leave on schedule whatever the replies do; latency is timed from the
+         intended send time (coordinated omission corrected); when --connections requests
+         are already outstanding a send is counted as dropped, never delayed.
+  closed --users N [--think 100ms --think-dist exponential]
+         N users each send, wait for the reply, think, repeat (like wrk -c N).
+\b
+Examples:
+  caplab load http://127.0.0.1:8080/ --rate 2000 --duration 30s --warmup 5s
+  caplab load http://127.0.0.1:8080/ --users 50 --duration 10s --json
+  caplab load http://127.0.0.1:8080/orders -m POST -H 'Content-Type: text/xml' \\
+      --body '<order id="{seq}"/>' --template --rate 500
+  caplab load tcp://127.0.0.1:2575 --framing mllp --body-file adt.hl7 --rate 100
+\b
+Exit codes: 0 done, 1 target unreachable, 2 bad arguments, 130 interrupted (results kept).
+"""
+
+
+@main.command(epilog=LOAD_EPILOG)
+@click.argument("url")
+@click.option("--rate", type=click.FloatRange(min=0, min_open=True), help="Open model: requests per second.")
+@click.option("--ramp-to", type=click.FloatRange(min=0), help="Open model: ramp linearly from --rate to this.")
+@click.option("--steps", help="Open model: a staircase RATE:DURATION,… (e.g. 100:5s,200:5s).")
+@click.option("--schedule", type=click.Choice(["constant", "poisson"]), default="constant", show_default=True,
+              help="Open model: inter-arrival times.")
+@click.option("--users", type=click.IntRange(min=1), help="Closed model: concurrent users.")
+@click.option("--think", "think_s", type=DURATION, default=0.0, help="Closed model: think time per user.")
+@click.option("--think-dist", type=click.Choice(["constant", "exponential"]), default="constant",
+              show_default=True)
+@click.option("-d", "--duration", "duration_s", type=DURATION, default=10.0, show_default=True,
+              help="Measured window (after warm-up).")
+@click.option("--warmup", "warmup_s", type=DURATION, default=0.0, help="Load before measuring; excluded.")
+@click.option("-t", "--threads", type=click.IntRange(min=1), help="Worker threads [default: CPUs available].")
+@click.option("-c", "--connections", type=click.IntRange(min=1),
+              help="Open model: most requests in flight [default: rate × 1 s]. Closed: users if --users absent.")
+@click.option("-m", "--method", default="GET", show_default=True)
+@click.option("-H", "--header", "headers", multiple=True, help="Request header 'Name: value' (repeatable).")
+@click.option("--body", help="Request body (HTTP) or payload (TCP).")
+@click.option("--body-file", type=click.Path(path_type=Path), help="Read the body or payload from a file.")
+@click.option("--template", is_flag=True, help="Replace {seq} in the body with a per-request sequence number.")
+@click.option("--framing", type=click.Choice(["line", "u32", "mllp"]), help="TCP framing (tcp:// URLs).")
+@click.option("--timeout", "timeout_s", type=DURATION, default=30.0, show_default=True, help="Per request.")
+@click.option("-n", "--max-requests", type=click.IntRange(min=1), help="Stop after this many measured requests.")
+@click.option("--interval", "interval_s", type=DURATION, default=1.0, show_default=True,
+              help="Snapshot interval.")
+@click.option("--seed", type=int, default=0, help="Seed for Poisson arrivals.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
+def load(as_json: bool, **options: Any) -> None:
+    """Drive load at URL (http:// or tcp://) and measure it: one trial."""
+    try:
+        plan = build_plan(LoadOptions(**options))
+    except UsageProblem as e:
+        raise click.UsageError(str(e)) from e
+    try:
+        code = run_load(plan, as_json)
+    except PlanError as e:
+        raise click.UsageError(str(e)) from e
+    except TargetUnreachable as e:
+        click.echo(f"caplab: {e}", err=True)
+        sys.exit(1)
+    sys.exit(code)
+
+
+@main.command()
+@click.option("--duration", "duration_s", type=DURATION, default=5.0, show_default=True)
+def demo(duration_s: float) -> None:
+    """Run the main job on a built-in system (see README)."""
+    from caplab.demo import run_demo
+
+    sys.exit(run_demo(duration_s))

@@ -1,0 +1,1 @@
+"""Reference systems under test: small but real servers whose behaviour is known."""
