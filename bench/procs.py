@@ -1,4 +1,4 @@
-"""Child processes for the benchmarks: generator runs measured by the kernel, and the nginx target."""
+"""Child processes for the benchmarks: kernel-measured generator runs and the nginx target."""
 
 import http.client
 import os
@@ -33,12 +33,12 @@ class ProcessRun:
 
 
 def pinned(cpu: int, argv: Sequence[str]) -> list[str]:
-    """Prefix argv with taskset: it execs in place, so the pid (and wait4's figures) stay the tool's."""
+    """Prefix argv with taskset; it execs in place, so wait4 still sees the tool's own pid."""
     return ["taskset", "-c", str(cpu), *argv]
 
 
 class _Deadline:
-    """Kills a child that outlives its time budget, without ever signalling an already reaped pid."""
+    """Kills a child that outlives its time budget, never signalling a pid already reaped."""
 
     def __init__(self, pid: int, timeout_s: float) -> None:
         self._pid = pid
@@ -137,7 +137,8 @@ def nginx_target(nginx_bin: str, cpu: int) -> Iterator[NginxTarget]:
         port = _free_loopback_port()
         config = NGINX_CONF.format(tmp=tmp, port=port)
         (tmp / "nginx.conf").write_text(config)
-        argv = pinned(cpu, [nginx_bin, "-p", str(tmp), "-c", str(tmp / "nginx.conf"), "-e", "stderr"])
+        conf_path = tmp / "nginx.conf"
+        argv = pinned(cpu, [nginx_bin, "-p", str(tmp), "-c", str(conf_path), "-e", "stderr"])
         log_path = tmp / "nginx.log"
         with log_path.open("wb") as log:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log)

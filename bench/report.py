@@ -44,9 +44,10 @@ class Scenario:
         return next((m for m in self.measurements if m.tool == tool and m.report), None)
 
 
-def ratio_of(
-    scenario: Scenario, numerator: str, denominator: str, metric: Callable[[Measurement], float | None]
-) -> float | None:
+Metric = Callable[[Measurement], float | None]
+
+
+def ratio_of(scenario: Scenario, numerator: str, denominator: str, metric: Metric) -> float | None:
     """metric(numerator) ÷ metric(denominator), or None when either run is missing or failed."""
     top, bottom = scenario.find(numerator), scenario.find(denominator)
     if top is None or bottom is None:
@@ -185,7 +186,7 @@ def _method_notes() -> str:
         "caplab `throughput`).\n"
         "- CPU s: user+sys of the generator process from `wait4(2)` rusage, measured outside the "
         "tool, so it includes process start-up (for caplab: the Python interpreter and imports).\n"
-        "- CPU µs/req = CPU s × 10⁶ ÷ requests.\n"
+        "- CPU µs/req = CPU s * 10^6 / requests.\n"
         "- peak RSS: `ru_maxrss` from `wait4(2)`.\n"
         "- p50/p99: the tool's own latency percentiles. wrk and the closed-model runs measure from "
         "the actual send; oha `--latency-correction` and caplab's open model measure from the "

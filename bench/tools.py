@@ -36,6 +36,10 @@ class Tools:
     oha: str | None
     caplab: str | None
 
+    def executable(self, tool: str) -> str | None:
+        found: str | None = getattr(self, tool)
+        return found
+
 
 def find_tools(caplab: str | None) -> Tools:
     """Look in PATH, plus where bench/install.sh and `make dev` put oha and caplab."""
@@ -52,7 +56,7 @@ def _existing(path: str) -> str | None:
 
 
 def _resolve_caplab(given: str | None) -> str | None:
-    """An explicit --caplab must exist; otherwise prefer the repo's venv over whatever is in PATH."""
+    """An explicit --caplab must exist; otherwise prefer the repo's venv over PATH."""
     if given is not None:
         return shutil.which(given) or _existing(given)
     return _existing(str(REPO_DIR / ".venv" / "bin" / "caplab")) or shutil.which("caplab")
@@ -194,3 +198,6 @@ def _num(value: object) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)
+
+
+PARSERS: dict[str, Parser] = {"wrk": parse_wrk, "oha": parse_oha, "caplab": parse_caplab}

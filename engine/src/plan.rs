@@ -306,7 +306,9 @@ impl Target {
         let url = Url::parse(&self.url).map_err(|m| err("target.url", m))?;
         match (url.scheme, self.framing) {
             (Scheme::Http, Some(_)) => Err(err("target.framing", "only applies to tcp:// targets")),
-            (Scheme::Tcp, None) => Err(err("target.framing", "tcp:// targets need a framing: line, u32 or mllp")),
+            (Scheme::Tcp, None) => {
+                Err(err("target.framing", "tcp:// targets need a framing: line, u32 or mllp"))
+            }
             _ => Ok(()),
         }
     }
@@ -382,8 +384,10 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(p.offered_rate(), Some(20.0));
-        let p = Plan::from_json(&plan(r#"{"model": "closed", "users": 3, "think": {"kind": "exponential", "mean_s": 0.1}}"#))
-            .unwrap();
+        let p = Plan::from_json(&plan(
+            r#"{"model": "closed", "users": 3, "think": {"kind": "exponential", "mean_s": 0.1}}"#,
+        ))
+        .unwrap();
         assert!(matches!(p.load, Load::Closed { users: 3, .. }));
     }
 

@@ -6,8 +6,18 @@ use crate::stats::{decode, encode, new_histogram, Summary};
 use pyo3::exceptions::{PyConnectionError, PyValueError};
 use pyo3::prelude::*;
 
-pyo3::create_exception!(_engine, PlanError, PyValueError, "The run plan is invalid; the message names the field.");
-pyo3::create_exception!(_engine, TargetUnreachable, PyConnectionError, "Nothing answers at the target address.");
+pyo3::create_exception!(
+    _engine,
+    PlanError,
+    PyValueError,
+    "The run plan is invalid; the message names the field."
+);
+pyo3::create_exception!(
+    _engine,
+    TargetUnreachable,
+    PyConnectionError,
+    "Nothing answers at the target address."
+);
 
 /// Runs a plan (JSON) and returns the result (JSON). `on_interval` receives each interval
 /// snapshot as JSON. Ctrl-C stops the run; the result then has `"interrupted": true`.

@@ -49,7 +49,8 @@ pub struct Hooks<'a> {
 
 pub fn run(plan: &Plan, hooks: Hooks<'_>) -> Result<RunResult, RunError> {
     plan.validate().map_err(RunError::Plan)?;
-    let url = Url::parse(&plan.target.url).map_err(|m| RunError::Plan(PlanError { field: "target.url".into(), message: m }))?;
+    let url = Url::parse(&plan.target.url)
+        .map_err(|m| RunError::Plan(PlanError { field: "target.url".into(), message: m }))?;
     let addr = resolve(&url)?;
     preflight(addr, Duration::from_secs_f64(plan.timeout_s.min(5.0)))?;
     match url.scheme {
@@ -80,7 +81,9 @@ fn preflight(addr: SocketAddr, timeout: Duration) -> Result<(), RunError> {
         Ok(_) => Ok(()),
         Err(e) => {
             let why = match e.kind() {
-                std::io::ErrorKind::ConnectionRefused => "connection refused (is the server running?)".to_string(),
+                std::io::ErrorKind::ConnectionRefused => {
+                    "connection refused (is the server running?)".to_string()
+                }
                 std::io::ErrorKind::TimedOut => format!("no answer within {:.1} s", timeout.as_secs_f64()),
                 _ => e.to_string(),
             };
@@ -238,7 +241,8 @@ impl IntervalMerger {
             return;
         }
         let secs = |t: Instant| t.saturating_duration_since(self.clock.start).as_secs_f64();
-        let snap = IntervalSnapshot::new(&part, secs(begin), secs(end.max(begin)), begin < self.clock.warmup_end);
+        let snap =
+            IntervalSnapshot::new(&part, secs(begin), secs(end.max(begin)), begin < self.clock.warmup_end);
         emit(&snap);
         self.snapshots.push(snap);
         self.next = self.next.max(part.index + 1);

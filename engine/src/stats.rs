@@ -96,7 +96,15 @@ pub struct IntervalPart {
 
 impl IntervalPart {
     pub fn new(index: u64) -> IntervalPart {
-        IntervalPart { index, sent: 0, completed: 0, errors: 0, dropped: 0, in_flight: 0, latency: new_histogram() }
+        IntervalPart {
+            index,
+            sent: 0,
+            completed: 0,
+            errors: 0,
+            dropped: 0,
+            in_flight: 0,
+            latency: new_histogram(),
+        }
     }
 
     pub fn merge(&mut self, other: &IntervalPart) {

@@ -16,7 +16,8 @@ pub struct PreciseTimer {
 impl PreciseTimer {
     pub fn new() -> io::Result<PreciseTimer> {
         // SAFETY: timerfd_create returns a new descriptor we then own, or -1.
-        let raw = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) };
+        let raw =
+            unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) };
         if raw < 0 {
             return Err(io::Error::last_os_error());
         }

@@ -14,7 +14,7 @@ from caplab.load import LoadOptions, UsageProblem, build_plan, run_load
 from caplab.units import parse_duration
 
 
-class Duration(click.ParamType):
+class Duration(click.ParamType[float, Any]):
     """A click type for ``500ms``, ``30s``, ``2m``; the value is seconds."""
 
     name = "duration"
@@ -66,30 +66,54 @@ Exit codes: 0 done, 1 target unreachable, 2 bad arguments, 130 interrupted (resu
 @main.command(epilog=LOAD_EPILOG)
 @click.argument("url")
 @click.option("--rate", type=click.FloatRange(min=0, min_open=True), help="Open model: requests per second.")
-@click.option("--ramp-to", type=click.FloatRange(min=0), help="Open model: ramp linearly from --rate to this.")
+@click.option(
+    "--ramp-to", type=click.FloatRange(min=0), help="Open model: ramp linearly from --rate to this."
+)
 @click.option("--steps", help="Open model: a staircase RATE:DURATION,… (e.g. 100:5s,200:5s).")
-@click.option("--schedule", type=click.Choice(["constant", "poisson"]), default="constant", show_default=True,
-              help="Open model: inter-arrival times.")
+@click.option(
+    "--schedule",
+    type=click.Choice(["constant", "poisson"]),
+    default="constant",
+    show_default=True,
+    help="Open model: inter-arrival times.",
+)
 @click.option("--users", type=click.IntRange(min=1), help="Closed model: concurrent users.")
 @click.option("--think", "think_s", type=DURATION, default=0.0, help="Closed model: think time per user.")
-@click.option("--think-dist", type=click.Choice(["constant", "exponential"]), default="constant",
-              show_default=True)
-@click.option("-d", "--duration", "duration_s", type=DURATION, default=10.0, show_default=True,
-              help="Measured window (after warm-up).")
+@click.option(
+    "--think-dist", type=click.Choice(["constant", "exponential"]), default="constant", show_default=True
+)
+@click.option(
+    "-d",
+    "--duration",
+    "duration_s",
+    type=DURATION,
+    default=10.0,
+    show_default=True,
+    help="Measured window (after warm-up).",
+)
 @click.option("--warmup", "warmup_s", type=DURATION, default=0.0, help="Load before measuring; excluded.")
 @click.option("-t", "--threads", type=click.IntRange(min=1), help="Worker threads [default: CPUs available].")
-@click.option("-c", "--connections", type=click.IntRange(min=1),
-              help="Open model: most requests in flight [default: rate × 1 s]. Closed: users if --users absent.")
+@click.option(
+    "-c",
+    "--connections",
+    type=click.IntRange(min=1),
+    help="Open model: most requests in flight [default: rate × 1 s]. Closed: users if --users absent.",
+)
 @click.option("-m", "--method", default="GET", show_default=True)
 @click.option("-H", "--header", "headers", multiple=True, help="Request header 'Name: value' (repeatable).")
 @click.option("--body", help="Request body (HTTP) or payload (TCP).")
 @click.option("--body-file", type=click.Path(path_type=Path), help="Read the body or payload from a file.")
-@click.option("--template", is_flag=True, help="Replace {seq} in the body with a per-request sequence number.")
+@click.option(
+    "--template", is_flag=True, help="Replace {seq} in the body with a per-request sequence number."
+)
 @click.option("--framing", type=click.Choice(["line", "u32", "mllp"]), help="TCP framing (tcp:// URLs).")
 @click.option("--timeout", "timeout_s", type=DURATION, default=30.0, show_default=True, help="Per request.")
-@click.option("-n", "--max-requests", type=click.IntRange(min=1), help="Stop after this many measured requests.")
-@click.option("--interval", "interval_s", type=DURATION, default=1.0, show_default=True,
-              help="Snapshot interval.")
+@click.option(
+    "-n", "--max-requests", type=click.IntRange(min=1), help="Stop after this many measured requests."
+)
+@click.option(
+    "--interval", "interval_s", type=DURATION, default=1.0, show_default=True, help="Snapshot interval."
+)
 @click.option("--seed", type=int, default=0, help="Seed for Poisson arrivals.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 def load(as_json: bool, **options: Any) -> None:

@@ -33,7 +33,12 @@ def run_demo(duration_s: float) -> int:
         rate = max(1.0, round(closed.throughput * 0.7))
         console.rule(f"open model: Poisson arrivals at {rate:.0f}/s (70 % of that)")
         open_run = run(
-            Plan(Target(url), OpenLoad.constant(rate, duration_s, "poisson"), duration_s=duration_s, warmup_s=1.0)
+            Plan(
+                Target(url),
+                OpenLoad.constant(rate, duration_s, "poisson"),
+                duration_s=duration_s,
+                warmup_s=1.0,
+            )
         )
         render.summary(console, url, open_run)
         return 130 if open_run.interrupted else 0

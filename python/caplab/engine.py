@@ -76,7 +76,9 @@ class OpenLoad:
     arrivals: Literal["constant", "poisson"] = "constant"
 
     @staticmethod
-    def constant(rate: float, duration_s: float, arrivals: Literal["constant", "poisson"] = "constant") -> OpenLoad:
+    def constant(
+        rate: float, duration_s: float, arrivals: Literal["constant", "poisson"] = "constant"
+    ) -> OpenLoad:
         return OpenLoad((Segment(duration_s, rate, rate),), arrivals)
 
     @staticmethod
@@ -127,7 +129,11 @@ class Plan:
         data = asdict(self)
         data["target"] = {k: v for k, v in data["target"].items() if v is not None}
         if isinstance(self.load, OpenLoad):
-            data["load"] = {"model": "open", "arrivals": self.load.arrivals, "profile": data["load"]["profile"]}
+            data["load"] = {
+                "model": "open",
+                "arrivals": self.load.arrivals,
+                "profile": data["load"]["profile"],
+            }
         else:
             think: dict[str, Any] = {"kind": self.load.think.kind}
             if self.load.think.kind != "none":

@@ -86,7 +86,9 @@ impl Driver for HttpDriver {
             }
         };
         conn.stream.write_all(bytes).await.map_err(|e| ErrorKind::of_exchange(&e))?;
-        read_response(&mut conn.stream, &mut conn.recv, c.expects_body).await.map_err(|e| ErrorKind::of_exchange(&e))
+        read_response(&mut conn.stream, &mut conn.recv, c.expects_body)
+            .await
+            .map_err(|e| ErrorKind::of_exchange(&e))
     }
 }
 
@@ -219,7 +221,10 @@ mod tests {
         assert!(c.whole.is_none());
         assert_eq!(c.head, b"POST /orders HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nContent-Type: text/xml\r\n");
         let get = RequestClass { method: "GET".into(), body: String::new(), template: false, ..class };
-        assert_eq!(compile(&url, &get).whole.unwrap(), b"GET /orders HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nContent-Type: text/xml\r\n\r\n");
+        assert_eq!(
+            compile(&url, &get).whole.unwrap(),
+            b"GET /orders HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nContent-Type: text/xml\r\n\r\n"
+        );
     }
 
     #[test]

@@ -90,7 +90,12 @@ pub trait Driver {
 
     /// Sends request `class` (with sequence number `seq` for templates) and reads its reply.
     /// An `Err` means the connection is no longer usable.
-    fn exchange(&self, conn: &mut Self::Conn, class: usize, seq: u64) -> impl Future<Output = Result<Reply, ErrorKind>>;
+    fn exchange(
+        &self,
+        conn: &mut Self::Conn,
+        class: usize,
+        seq: u64,
+    ) -> impl Future<Output = Result<Reply, ErrorKind>>;
 }
 
 /// Opens a TCP connection with Nagle off: requests are small and latency matters.

@@ -33,7 +33,9 @@ impl TcpDriver {
             let t = Template::new(&class.body, class.template);
             let bad = match framing {
                 Framing::Line => t.contains(b'\n').then_some("a newline"),
-                Framing::Mllp => (t.contains(MLLP_START) || t.contains(MLLP_END[0])).then_some("0x0B or 0x1C"),
+                Framing::Mllp => {
+                    (t.contains(MLLP_START) || t.contains(MLLP_END[0])).then_some("0x0B or 0x1C")
+                }
                 Framing::U32 => None,
             };
             if let Some(what) = bad {
@@ -94,7 +96,9 @@ impl Driver for TcpDriver {
             }
         };
         conn.stream.write_all(bytes).await.map_err(|e| ErrorKind::of_exchange(&e))?;
-        read_frame(self.framing, &mut conn.stream, &mut conn.recv).await.map_err(|e| ErrorKind::of_exchange(&e))?;
+        read_frame(self.framing, &mut conn.stream, &mut conn.recv)
+            .await
+            .map_err(|e| ErrorKind::of_exchange(&e))?;
         Ok(Reply { error: None, keep_alive: true })
     }
 }
@@ -115,7 +119,10 @@ async fn read_frame(framing: Framing, stream: &mut TcpStream, recv: &mut RecvBuf
         Framing::Mllp => {
             recv.at_least(stream, 1).await?;
             if recv.data()[0] != MLLP_START {
-                return Err(io::Error::new(io::ErrorKind::InvalidData, "MLLP reply does not start with 0x0B"));
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "MLLP reply does not start with 0x0B",
+                ));
             }
             let end = recv.until(stream, MLLP_END).await?;
             recv.consume(end);

@@ -250,7 +250,9 @@ where
     local.block_on(&runtime, async {
         tokio::task::spawn_local(report_intervals(worker.clone(), tx.clone()));
         match setup.share {
-            Share::Open { schedule, max_in_flight } => open::run(worker.clone(), schedule, max_in_flight).await,
+            Share::Open { schedule, max_in_flight } => {
+                open::run(worker.clone(), schedule, max_in_flight).await
+            }
             Share::Closed { users, think } => closed::run(worker.clone(), users, think, setup.seed).await,
         }
     });

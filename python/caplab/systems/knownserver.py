@@ -134,7 +134,9 @@ async def serve(args: argparse.Namespace) -> None:
         finally:
             writer.close()
 
-    server = await asyncio.start_server(on_client, args.host, args.port, backlog=4096, reuse_port=args.reuse_port)
+    server = await asyncio.start_server(
+        on_client, args.host, args.port, backlog=4096, reuse_port=args.reuse_port
+    )
     host, port = server.sockets[0].getsockname()[:2]
     print(f"listening {host}:{port}", flush=True)
     stop = asyncio.Event()

@@ -39,7 +39,9 @@ class RunningServer:
         self.stop()
 
 
-def start_module(module: str, *args: str, timeout_s: float = 15.0, prefix: tuple[str, ...] = ()) -> RunningServer:
+def start_module(
+    module: str, *args: str, timeout_s: float = 15.0, prefix: tuple[str, ...] = ()
+) -> RunningServer:
     """Runs ``python -m module args…`` (optionally behind ``prefix``, e.g. taskset) and waits for
     its ``listening HOST:PORT`` line."""
     cmd = [*prefix, sys.executable, "-m", module, *args]
