@@ -182,7 +182,12 @@ fn share_for(plan: &Plan, index: usize, threads: usize, max_in_flight: Option<u6
             let cap = max_in_flight.unwrap_or(1);
             // Spread the cap; every thread may hold at least one request.
             let share = (cap / threads as u64 + u64::from((index as u64) < cap % threads as u64)).max(1);
-            Share::Open { schedule: Schedule::new(rates, *arrivals, phase, seed), max_in_flight: share }
+            let slack = send_slack(plan, threads);
+            Share::Open {
+                schedule: Schedule::new(rates, *arrivals, phase, seed),
+                max_in_flight: share,
+                slack,
+            }
         }
         Load::Closed { users, think } => {
             let n = *users as usize;
@@ -190,6 +195,16 @@ fn share_for(plan: &Plan, index: usize, threads: usize, max_in_flight: Option<u6
             Share::Closed { users: mine as u32, think: *think }
         }
     }
+}
+
+/// Above this per-thread rate, sends are close enough together that sharing wake-ups pays.
+const BATCHING_RATE: f64 = 4_000.0;
+const DEFAULT_SLACK_US: f64 = 250.0;
+
+fn send_slack(plan: &Plan, threads: usize) -> Duration {
+    let per_thread = plan.peak_rate().unwrap_or(0.0) / threads as f64;
+    let us = plan.send_slack_us.unwrap_or(if per_thread >= BATCHING_RATE { DEFAULT_SLACK_US } else { 0.0 });
+    Duration::from_secs_f64(us / 1e6)
 }
 
 /// Collects each interval's parts from all threads and emits the merged snapshot in order.

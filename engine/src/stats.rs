@@ -166,7 +166,9 @@ impl ThreadStats {
     }
 
     pub fn on_done(&mut self, clock: &RunClock, r: &RequestRecord) {
-        let latency = micros(r.end.saturating_duration_since(r.intended));
+        // Late sends are timed from the intended time (coordinated omission corrected); a send
+        // that left early to share a wake-up is timed from when it actually left.
+        let latency = micros(r.end.saturating_duration_since(r.intended.min(r.start)));
         match r.outcome {
             Ok(()) => {
                 self.interval.completed += 1;

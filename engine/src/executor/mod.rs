@@ -34,7 +34,7 @@ impl Control {
 
 /// How one worker thread's share of the load is generated.
 pub enum Share {
-    Open { schedule: Schedule, max_in_flight: u64 },
+    Open { schedule: Schedule, max_in_flight: u64, slack: Duration },
     Closed { users: u32, think: Think },
 }
 
@@ -250,8 +250,8 @@ where
     local.block_on(&runtime, async {
         tokio::task::spawn_local(report_intervals(worker.clone(), tx.clone()));
         match setup.share {
-            Share::Open { schedule, max_in_flight } => {
-                open::run(worker.clone(), schedule, max_in_flight).await
+            Share::Open { schedule, max_in_flight, slack } => {
+                open::run(worker.clone(), schedule, max_in_flight, slack).await
             }
             Share::Closed { users, think } => closed::run(worker.clone(), users, think, setup.seed).await,
         }
