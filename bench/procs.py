@@ -1,21 +1,18 @@
-"""Child processes for the benchmarks: kernel-measured generator runs and the nginx target."""
+"""Generator runs as child processes, measured by the kernel rather than by the tools."""
 
-import http.client
 import os
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-NGINX_STARTUP_TIMEOUT_S = 10.0
-NGINX_STOP_TIMEOUT_S = 10.0
+GENERATOR_CPU = 0  # every load generator is pinned here
+SERVER_CPU = 1  # and nginx here, so neither steals the other's cycles
 
 
 @dataclass(frozen=True)
@@ -95,99 +92,31 @@ def _read_all(file: IO[bytes]) -> str:
     return file.read().decode("utf-8", errors="replace")
 
 
-NGINX_CONF = """\
-daemon off;
-master_process on;
-worker_processes 1;
-worker_rlimit_nofile 16384;
-pid {tmp}/nginx.pid;
-error_log stderr warn;
-events {{ worker_connections 8192; }}
-http {{
-    access_log off;
-    keepalive_requests 1000000;
-    keepalive_timeout 75s;
-    client_body_temp_path {tmp}/client_body;
-    proxy_temp_path {tmp}/proxy;
-    fastcgi_temp_path {tmp}/fastcgi;
-    uwsgi_temp_path {tmp}/uwsgi;
-    scgi_temp_path {tmp}/scgi;
-    server {{
-        listen 127.0.0.1:{port};
-        location / {{ return 200 "ok\\n"; }}
-    }}
-}}
-"""
+def cpu_busy_s(cpu: int) -> float:
+    """Seconds one CPU has spent busy since boot, from /proc/stat (all processes, irq, softirq).
+
+    Compared with a generator's own CPU time over its run, this shows what else ran on its CPU.
+    """
+    ticks_per_s = os.sysconf("SC_CLK_TCK")
+    with open("/proc/stat") as stat:
+        for line in stat:
+            name, *fields = line.split()
+            if name == f"cpu{cpu}":
+                ticks = [int(x) for x in fields]
+                idle, iowait = ticks[3], ticks[4]
+                guest = sum(ticks[8:10])  # already counted in user and nice
+                return (sum(ticks) - idle - iowait - guest) / ticks_per_s
+    raise ValueError(f"no cpu{cpu} line in /proc/stat")
 
 
-@dataclass(frozen=True)
-class NginxTarget:
-    """The running benchmark target: where to send traffic and how it was started."""
-
-    url: str
-    command: tuple[str, ...]
-    config: str
+def tree_cpu_s(pid: int) -> float:
+    """user+sys seconds of a process and its direct children so far (nginx: master + workers)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return sum(_pid_cpu_s(p) for p in [pid, *map(int, children)])
 
 
-@contextmanager
-def nginx_target(nginx_bin: str, cpu: int) -> Iterator[NginxTarget]:
-    """Serve a fixed "ok" from one nginx worker pinned to one CPU, on a free loopback port."""
-    with tempfile.TemporaryDirectory(prefix="caplab-bench-nginx-") as tmp_name:
-        tmp = Path(tmp_name)
-        port = _free_loopback_port()
-        config = NGINX_CONF.format(tmp=tmp, port=port)
-        (tmp / "nginx.conf").write_text(config)
-        conf_path = tmp / "nginx.conf"
-        argv = pinned(cpu, [nginx_bin, "-p", str(tmp), "-c", str(conf_path), "-e", "stderr"])
-        log_path = tmp / "nginx.log"
-        with log_path.open("wb") as log:
-            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
-            try:
-                _wait_until_serving(proc, port, log_path)
-                yield NginxTarget(f"http://127.0.0.1:{port}/", tuple(argv), config)
-            finally:
-                _stop(proc)
-
-
-def _free_loopback_port() -> int:
-    """Ask the kernel for an unused loopback port, so parallel runs never collide on a fixed one."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _wait_until_serving(proc: "subprocess.Popen[bytes]", port: int, log_path: Path) -> None:
-    """Poll until nginx answers 200, so no generator ever measures a server still starting up."""
-    deadline = time.monotonic() + NGINX_STARTUP_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"nginx exited with {proc.returncode}: {log_path.read_text()}")
-        if _answers_ok(port):
-            return
-        time.sleep(0.05)
-    raise RuntimeError(f"nginx did not answer on port {port} within {NGINX_STARTUP_TIMEOUT_S} s")
-
-
-def _answers_ok(port: int) -> bool:
-    """One GET to the target; any connection error just means "not yet"."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=1.0)
-    try:
-        conn.request("GET", "/")
-        return conn.getresponse().status == 200
-    except OSError:
-        return False
-    finally:
-        conn.close()
-
-
-def _stop(proc: "subprocess.Popen[bytes]") -> None:
-    """Fast shutdown (SIGTERM) of the nginx master and its worker; SIGKILL if it hangs."""
-    if proc.poll() is not None:
-        return
-    proc.terminate()
-    try:
-        proc.wait(timeout=NGINX_STOP_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=NGINX_STOP_TIMEOUT_S)
+def _pid_cpu_s(pid: int) -> float:
+    """From /proc/PID/stat, split after the ")" closing the command name (which may hold spaces)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    utime, stime = int(fields[11]), int(fields[12])  # stat fields 14 and 15
+    return (utime + stime) / os.sysconf("SC_CLK_TCK")

@@ -1,14 +1,30 @@
 """Benchmark results and their rendering as bench/RESULTS.md (the same text goes to stdout)."""
 
 import datetime
+import os
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from procs import ProcessRun
+from procs import GENERATOR_CPU, SERVER_CPU, ProcessRun
+from target import ServerCounters
 from tools import ToolReport
 
 VERSION_TIMEOUT_S = 10.0
+DISTURBED_SHARE = 0.05  # other work on the generator CPU above this marks a run as disturbed
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What the harness saw around a run besides the tool itself."""
+
+    served: ServerCounters  # nginx's requests, new connections and CPU during the run
+    generator_cpu_others: float  # share of the run the generator's CPU spent on other work
+    server_cpu_others: float  # share of the run the server's CPU spent on other work than nginx
+
+    @property
+    def disturbed(self) -> bool:
+        return max(self.generator_cpu_others, self.server_cpu_others) > DISTURBED_SHARE
 
 
 @dataclass(frozen=True)
@@ -19,6 +35,7 @@ class Measurement:
     command: str
     run: ProcessRun | None
     report: ToolReport | None
+    observed: Observed
     error: str | None = None
 
     @property
@@ -76,6 +93,7 @@ def machine_facts() -> dict[str, str]:
         "CPUs (nproc)": _first_line(["nproc"]),
         "kernel (uname -r)": _first_line(["uname", "-r"]),
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "load average (1/5/15 min) before the run": " ".join(f"{x:.2f}" for x in os.getloadavg()),
     }
 
 
@@ -137,6 +155,7 @@ def _section(scenario: Scenario) -> str:
     lines = [f"## {scenario.title}", "", TABLE_HEAD, rows, ""]
     if scenario.ratio_label:
         lines.append(f"**{scenario.ratio_label} = {_fmt(scenario.ratio, '.3f')}**\n")
+    lines += _disturbance_warning(scenario)
     lines += [f"- {note}" for note in _all_notes(scenario)]
     lines += ["", "Commands:", "", "```", *(m.command for m in scenario.measurements), "```"]
     return "\n".join(lines)
@@ -159,12 +178,24 @@ def _row(m: Measurement) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
+def _disturbance_warning(scenario: Scenario) -> list[str]:
+    """Flags runs that shared the generator CPU with other work: their CPU figures are suspect."""
+    disturbed = [m.tool for m in scenario.measurements if m.observed.disturbed]
+    if not disturbed:
+        return []
+    return [
+        f"**Disturbed: CPU {GENERATOR_CPU} or {SERVER_CPU} was more than {DISTURBED_SHARE:.0%} "
+        f"busy with other work during {', '.join(disturbed)}; rerun on a quiet machine.**\n"
+    ]
+
+
 def _all_notes(scenario: Scenario) -> list[str]:
     """Scenario notes, then per tool: achieved vs offered rate, errors, and the tool's own notes."""
     notes = list(scenario.notes)
     for m in scenario.measurements:
         if m.error is not None:
             notes.append(f"{m.tool} FAILED: {m.error}")
+        notes.append(f"{m.tool}: {_observed_note(m.observed)}")
         if m.report is None:
             continue
         if scenario.offered_rate:
@@ -175,6 +206,15 @@ def _all_notes(scenario: Scenario) -> list[str]:
             )
         notes += [f"{m.tool}: {note}" for note in m.report.notes]
     return notes
+
+
+def _observed_note(seen: Observed) -> str:
+    served = seen.served
+    return (
+        f"nginx served {served.requests:,} requests on {served.accepted_connections:,} new "
+        f"connections using {served.cpu_s:.2f} s CPU; other work on CPU {GENERATOR_CPU}: "
+        f"{seen.generator_cpu_others:.1%}, on CPU {SERVER_CPU}: {seen.server_cpu_others:.1%}"
+    )
 
 
 def _method_notes() -> str:
@@ -188,6 +228,11 @@ def _method_notes() -> str:
         "tool, so it includes process start-up (for caplab: the Python interpreter and imports).\n"
         "- CPU µs/req = CPU s * 10^6 / requests.\n"
         "- peak RSS: `ru_maxrss` from `wait4(2)`.\n"
+        "- nginx served / new connections: deltas of nginx's `stub_status` around each run, an "
+        "independent check of the tool's request count and of connection reuse.\n"
+        "- other work on a CPU: its busy time in `/proc/stat` over the run (and the 1 s settle "
+        "after it), less the generator's (CPU 0) or nginx's (CPU 1) own CPU time, as a share of "
+        "that time. Above 5 % the section is marked disturbed.\n"
         "- p50/p99: the tool's own latency percentiles. wrk and the closed-model runs measure from "
         "the actual send; oha `--latency-correction` and caplab's open model measure from the "
         "intended start (coordinated omission corrected)."

@@ -1,8 +1,11 @@
 """The load generators under comparison: how each is invoked, and how its output is read."""
 
+import datetime
+import hashlib
 import json
 import re
 import shutil
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -201,3 +204,29 @@ def _num(value: object) -> str:
 
 
 PARSERS: dict[str, Parser] = {"wrk": parse_wrk, "oha": parse_oha, "caplab": parse_caplab}
+
+
+def caplab_engine_file(caplab: str) -> Path | None:
+    """The compiled engine the caplab script loads, found with the script's own interpreter."""
+    try:
+        with open(caplab, "rb") as script:
+            first = script.readline().decode(errors="replace")
+    except OSError:
+        return None
+    if not first.startswith("#!"):
+        return None
+    probe = "import caplab._engine as e; print(e.__file__)"
+    argv = [*first[2:].split(), "-c", probe]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    path = Path(done.stdout.strip())
+    return path if done.returncode == 0 and path.is_file() else None
+
+
+def file_stamp(path: Path) -> str:
+    """Identifies one build: a content hash, and when it was written."""
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+    written = datetime.datetime.fromtimestamp(path.stat().st_mtime, datetime.UTC)
+    return f"{path.name} sha256 {digest}…, built {written:%Y-%m-%d %H:%M:%S} UTC"

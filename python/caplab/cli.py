@@ -139,3 +139,23 @@ def demo(duration_s: float) -> None:
     from caplab.demo import run_demo
 
     sys.exit(run_demo(duration_s))
+
+
+DB_HELP = "Results store URL [default: $CAPLAB_DB or sqlite:///caplab.db]; postgresql://… for PostgreSQL."
+
+
+@main.command("run")
+@click.argument("study_file", type=click.Path(path_type=Path))
+@click.option("--db", help=DB_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print the study and its cells as one JSON object.")
+@click.option("--resume", is_flag=True, help="Continue the newest unfinished run of this study; skip complete cells.")
+def run_study(study_file: Path, db: str | None, as_json: bool, resume: bool) -> None:
+    """Run a study file: every cell of the factor matrix, its trials and resources, into the store.
+
+    \b
+    Exit codes: 0 all cells complete, 1 some cells failed (the rest are kept),
+    2 bad study file, 130 interrupted (finished cells kept; continue with --resume).
+    """
+    from caplab.study.cli import run_study_command
+
+    sys.exit(run_study_command(study_file, db, as_json, resume))

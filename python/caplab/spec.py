@@ -1,0 +1,378 @@
+"""The study file: YAML validated into typed models, with errors that name file, line and field.
+
+A study declares a target, optionally how to start the system under test, factors whose product
+is the test matrix, and the load. Any string may reference a factor as ``{name}``; each cell of
+the matrix is substituted and validated on its own, so ``rate: "{rate}"`` is checked as a number
+for every value the factor takes. Unknown ``{names}`` are left alone (``{seq}`` is the engine's).
+
+    study.yaml:7: load.duraton: unknown field (did you mean duration?)
+"""
+
+from __future__ import annotations
+
+import difflib
+import itertools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+
+from caplab.units import parse_duration
+
+Scalar = int | float | str | bool
+
+
+class SpecError(Exception):
+    """A problem in a study file, already formatted as ``file:line: field: message``."""
+
+
+def _seconds(value: Any) -> Any:
+    if isinstance(value, str):
+        return parse_duration(value)
+    return value
+
+
+Seconds = Annotated[float, BeforeValidator(_seconds), Field(ge=0)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class HttpTarget(Strict):
+    url: str
+    method: str = "GET"
+    headers: dict[str, str] = Field(default_factory=dict)
+    body: str | None = None
+    body_file: str | None = None
+    template: bool = False
+
+    @model_validator(mode="after")
+    def _check(self) -> HttpTarget:
+        if not self.url.startswith("http://"):
+            raise ValueError("url must start with http://")
+        if self.body is not None and self.body_file is not None:
+            raise ValueError("give body or body_file, not both")
+        return self
+
+
+class TcpTarget(Strict):
+    url: str
+    framing: Literal["line", "u32", "mllp"]
+    body: str | None = None
+    body_file: str | None = None
+    template: bool = False
+
+    @model_validator(mode="after")
+    def _check(self) -> TcpTarget:
+        if not self.url.startswith("tcp://"):
+            raise ValueError("url must start with tcp://")
+        if self.body is not None and self.body_file is not None:
+            raise ValueError("give body or body_file, not both")
+        return self
+
+
+class TargetSpec(Strict):
+    http: HttpTarget | None = None
+    tcp: TcpTarget | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> TargetSpec:
+        if (self.http is None) == (self.tcp is None):
+            raise ValueError("give exactly one of http: or tcp:")
+        return self
+
+
+class ReadySpec(Strict):
+    """How to tell the SUT is up: an HTTP URL answering < 500, a TCP port accepting, or a command
+    exiting 0."""
+
+    url: str | None = None
+    port: int | None = Field(default=None, ge=1, le=65535)
+    host: str = "127.0.0.1"
+    command: str | None = None
+    timeout: Seconds = 30.0
+
+    @model_validator(mode="after")
+    def _one(self) -> ReadySpec:
+        if sum(x is not None for x in (self.url, self.port, self.command)) != 1:
+            raise ValueError("give exactly one of url, port or command")
+        return self
+
+
+def _ready(value: Any) -> Any:
+    if isinstance(value, str):
+        return {"url": value} if value.startswith(("http://", "https://")) else {"command": value}
+    if isinstance(value, int) and not isinstance(value, bool):
+        return {"port": value}
+    return value
+
+
+class RoleSpecModel(Strict):
+    """A process group whose resources are attributed: by pid, command-line substring or cgroup."""
+
+    pid: int | None = None
+    match: str | None = None
+    cgroup: str | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> RoleSpecModel:
+        if sum(x is not None for x in (self.pid, self.match, self.cgroup)) != 1:
+            raise ValueError("give exactly one of pid, match or cgroup")
+        return self
+
+
+class SutSpec(Strict):
+    start: str | None = None
+    stop: str | None = None
+    ready: Annotated[ReadySpec | None, BeforeValidator(_ready)] = None
+    roles: dict[str, RoleSpecModel] = Field(default_factory=dict)
+
+
+class LoadSpec(Strict):
+    model: Literal["open", "closed"] | None = None
+    rate: float | None = Field(default=None, gt=0)
+    ramp_to: float | None = Field(default=None, ge=0)
+    schedule: Literal["constant", "poisson"] = "constant"
+    users: int | None = Field(default=None, ge=1)
+    think: Seconds = 0.0
+    think_dist: Literal["constant", "exponential"] = "constant"
+    duration: Seconds = 30.0
+    warmup: Seconds = 0.0
+    repeat: int = Field(default=1, ge=1)
+    threads: int | None = Field(default=None, ge=1)
+    connections: int | None = Field(default=None, ge=1)
+    timeout: Seconds = 30.0
+
+    @model_validator(mode="after")
+    def _consistent(self) -> LoadSpec:
+        model = self.model or ("open" if self.rate is not None else "closed")
+        if model == "open" and self.rate is None:
+            raise ValueError("the open model needs rate (or use search:, once available)")
+        if model == "open" and self.users is not None:
+            raise ValueError("give rate (open model) or users (closed model), not both")
+        if model == "closed" and self.rate is not None:
+            raise ValueError("the closed model takes users, not rate")
+        if self.duration <= 0:
+            raise ValueError("duration must be > 0")
+        return self
+
+    @property
+    def open_model(self) -> bool:
+        return (self.model or ("open" if self.rate is not None else "closed")) == "open"
+
+
+class StudyConfig(Strict):
+    """One cell's fully substituted configuration."""
+
+    name: str = Field(min_length=1)
+    description: str | None = None
+    target: TargetSpec
+    sut: SutSpec | None = None
+    load: LoadSpec = Field(default_factory=LoadSpec)
+    slo: list[str] = Field(default_factory=list)
+    search: dict[str, Any] | None = None
+    cost: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Cell:
+    index: int
+    factors: dict[str, Scalar]
+    config: StudyConfig
+
+
+@dataclass(frozen=True)
+class Study:
+    path: Path
+    text: str
+    name: str
+    factor_names: list[str]
+    cells: list[Cell]
+
+    @property
+    def directory(self) -> Path:
+        return self.path.parent
+
+
+# -- line numbers ------------------------------------------------------------------------------
+
+Path_ = tuple[str | int, ...]
+
+
+def _line_map(node: yaml.Node, path: Path_ = (), out: dict[Path_, int] | None = None) -> dict[Path_, int]:
+    """Maps each key path in the YAML document to the 1-based line where it appears."""
+    out = {} if out is None else out
+    out.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            k = key.value
+            out[(*path, k)] = key.start_mark.line + 1
+            _line_map(value, (*path, k), out)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _line_map(item, (*path, i), out)
+    return out
+
+
+def _line_of(lines: dict[Path_, int], loc: Path_) -> int:
+    while loc not in lines and loc:
+        loc = loc[:-1]
+    return lines.get(loc, 1)
+
+
+# -- factors ------------------------------------------------------------------------------------
+
+_REF = re.compile(r"\{(\w+)\}")
+
+
+def _matrix(factors: Any, where: str) -> list[dict[str, Scalar]]:
+    """The cells: the product of each factor's values, a ``zip:`` group moving together."""
+    if factors is None:
+        return [{}]
+    if not isinstance(factors, dict):
+        raise ValueError(f"{where}: must be a mapping of factor name to a list of values")
+    dims: list[list[dict[str, Scalar]]] = []
+    for name, values in factors.items():
+        if name == "zip":
+            dims.append(_zip_group(values, f"{where}.zip"))
+            continue
+        if not isinstance(values, list) or not values:
+            raise ValueError(f"{where}.{name}: must be a non-empty list of values")
+        _check_scalars(values, f"{where}.{name}")
+        dims.append([{name: v} for v in values])
+    return [{k: v for part in combo for k, v in part.items()} for combo in itertools.product(*dims)]
+
+
+def _zip_group(group: Any, where: str) -> list[dict[str, Scalar]]:
+    if not isinstance(group, dict) or not group:
+        raise ValueError(f"{where}: must map factor names to lists of equal length")
+    lengths = {name: len(v) if isinstance(v, list) else -1 for name, v in group.items()}
+    if min(lengths.values()) < 1 or len(set(lengths.values())) != 1:
+        raise ValueError(f"{where}: lists must be non-empty and of equal length (got {lengths})")
+    for name, values in group.items():
+        _check_scalars(values, f"{where}.{name}")
+    names = list(group)
+    return [dict(zip(names, row, strict=True)) for row in zip(*(group[n] for n in names), strict=True)]
+
+
+def _check_scalars(values: list[Any], where: str) -> None:
+    for v in values:
+        if not isinstance(v, Scalar):
+            raise ValueError(f"{where}: values must be numbers or strings, got {v!r}")
+
+
+def substitute(value: Any, factors: dict[str, Scalar]) -> Any:
+    """Replaces ``{factor}`` references; a string that is only a reference takes the factor's type."""
+    if isinstance(value, str):
+        whole = _REF.fullmatch(value)
+        if whole and whole.group(1) in factors:
+            return factors[whole.group(1)]
+        return _REF.sub(lambda m: str(factors[m.group(1)]) if m.group(1) in factors else m.group(0), value)
+    if isinstance(value, dict):
+        return {k: substitute(v, factors) for k, v in value.items()}
+    if isinstance(value, list):
+        return [substitute(v, factors) for v in value]
+    return value
+
+
+# -- loading ------------------------------------------------------------------------------------
+
+
+def _suggest(name: str, model_fields: list[str]) -> str:
+    close = difflib.get_close_matches(name, model_fields, n=1)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
+def _fields_at(loc: Path_) -> list[str]:
+    """Field names valid at a location, for did-you-mean suggestions."""
+    model: type[BaseModel] | None = StudyConfig
+    for part in loc[:-1]:
+        if model is None or not isinstance(part, str):
+            continue
+        field = model.model_fields.get(part)
+        if field is None:
+            return []
+        model = _model_of(field.annotation)
+    if model is None:
+        return []
+    names = list(model.model_fields)
+    return [*names, "factors"] if model is StudyConfig else names
+
+
+def _model_of(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()) or ():
+        found = _model_of(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _raw_at(data: Any, loc: Path_) -> Any:
+    for part in loc:
+        if isinstance(data, dict) and part in data:
+            data = data[part]
+        elif isinstance(data, list) and isinstance(part, int) and part < len(data):
+            data = data[part]
+        else:
+            return None
+    return data
+
+
+def _format_error(
+    path: Path, lines: dict[Path_, int], err: Any, data: Any, cell: dict[str, Scalar]
+) -> str:
+    loc: Path_ = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
+    # pydantic puts union member names ("HttpTarget") into loc; drop them.
+    loc = tuple(p for p in loc if not (isinstance(p, str) and p[:1].isupper()))
+    field = ".".join(str(p) for p in loc) or "(top level)"
+    if err["type"] == "extra_forbidden":
+        message = f"unknown field{_suggest(str(loc[-1]), _fields_at(loc))}"
+    elif err["type"] == "missing":
+        message = "required field is missing"
+    else:
+        message = str(err["msg"]).removeprefix("Value error, ")
+        if "input" in err and isinstance(err["input"], str) and _REF.search(err["input"]):
+            message += f" (got {err['input']!r}: is the factor name right?)"
+    raw = _raw_at(data, loc)
+    refers = isinstance(raw, str) and any(m.group(1) in cell for m in _REF.finditer(raw))
+    where = f" (in the cell where {', '.join(f'{k}={v}' for k, v in cell.items())})" if refers else ""
+    return f"{path}:{_line_of(lines, loc)}: {field}: {message}{where}"
+
+
+def load_study(path: str | Path) -> Study:
+    """Reads and validates a study file; raises SpecError with ``file:line: field: message``."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise SpecError(f"{path}: cannot read: {e.strerror}") from e
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as e:
+        line = e.problem_mark.line + 1 if e.problem_mark else 1
+        raise SpecError(f"{path}:{line}: YAML syntax error: {e.problem}") from e
+    if not isinstance(data, dict) or node is None:
+        raise SpecError(f"{path}:1: a study file must be a YAML mapping (name:, target:, load: …)")
+    lines = _line_map(node)
+    factors_raw = data.pop("factors", None)
+    try:
+        matrix = _matrix(factors_raw, "factors")
+    except ValueError as e:
+        raise SpecError(f"{path}:{lines.get(('factors',), 1)}: {e}") from e
+    cells = []
+    for index, factors in enumerate(matrix):
+        try:
+            config = StudyConfig.model_validate(substitute(data, factors))
+        except ValidationError as e:
+            first = e.errors()[0]
+            raise SpecError(_format_error(path, lines, first, data, factors)) from e
+        cells.append(Cell(index, factors, config))
+    names = list(matrix[0]) if matrix else []
+    return Study(path=path, text=text, name=cells[0].config.name, factor_names=names, cells=cells)

@@ -1,0 +1,1 @@
+"""Studies: the runner that walks the factor matrix, and what it needs per cell."""

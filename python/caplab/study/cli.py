@@ -1,0 +1,45 @@
+"""`caplab run`: load the study, run it into the store, print the summary or the JSON document."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from caplab.spec import SpecError, load_study
+from caplab.store import Store, default_url
+from caplab.study.progress import StudyProgress, summary_table
+from caplab.study.runner import StudyRunner
+
+EXIT_FAILED_CELLS = 1
+EXIT_BAD_STUDY = 2
+EXIT_INTERRUPTED = 130
+
+
+def run_study_command(study_file: Path, db: str | None, as_json: bool, resume: bool) -> int:
+    try:
+        study = load_study(study_file)
+    except SpecError as e:
+        click.echo(f"caplab: {e}", err=True)
+        return EXIT_BAD_STUDY
+    store = Store(db or default_url())
+    progress = StudyProgress()
+    try:
+        outcome = StudyRunner(study, store, progress).run(resume=resume)
+    finally:
+        progress.close()
+    document = store.study_document(outcome.study_id)
+    if as_json:
+        json.dump(document, sys.stdout, default=str)
+        sys.stdout.write("\n")
+    else:
+        console = Console()
+        console.print(summary_table(document))
+        console.print(f"stored as study {outcome.study_id} in {store.url} — `caplab show {outcome.study_id}`")
+    if outcome.status == "interrupted":
+        click.echo(f"interrupted: resume with `caplab run {study_file} --resume`", err=True)
+        return EXIT_INTERRUPTED
+    return EXIT_FAILED_CELLS if outcome.cells_failed else 0

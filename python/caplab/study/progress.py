@@ -1,0 +1,120 @@
+"""What a running study shows: which cell and trial, the live rate and p99, each role's CPU; and
+the summary table at the end. Progress goes to stderr so `--json` output stays clean."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from caplab.collect.base import ResourceSample
+from caplab.engine import IntervalSnapshot, OpenLoad, Plan
+from caplab.render import fmt_ms
+from caplab.spec import Cell, Study
+from caplab.store import CellRow
+
+
+def factors_text(factors: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in factors.items()) or "(single cell)"
+
+
+class StudyProgress:
+    def __init__(self, console: Console | None = None) -> None:
+        self.console = console or Console(stderr=True)
+        self.live: Live | None = None
+        self.total = 0
+        self.position = 0
+        self.header = ""
+        self.trial = ""
+
+    def study_started(self, study_id: int, study: Study, rows: list[CellRow]) -> None:
+        self.total = len(rows)
+        done = sum(r.status == "complete" for r in rows)
+        resumed = f", {done} already complete" if done else ""
+        self.console.print(f"[bold]study {study_id}[/] {study.name}: {self.total} cells{resumed}")
+
+    def cell_skipped(self, cell: Cell) -> None:
+        self.position += 1
+        self.console.print(f"cell {self.position}/{self.total} {factors_text(cell.factors)}: complete, skipped")
+
+    def cell_started(self, cell: Cell) -> None:
+        self.position += 1
+        self.header = f"cell {self.position}/{self.total} {factors_text(cell.factors)}"
+        if self.console.is_terminal and self.live is None:
+            self.live = Live(console=self.console, transient=True, auto_refresh=False)
+            self.live.start()
+        self._show(Text(f"{self.header}: starting"))
+
+    def trial_started(self, index: int, repeat: int, plan: Plan) -> None:
+        load = (
+            f"{plan.load.profile[0].rate_start:g}/s"
+            if isinstance(plan.load, OpenLoad)
+            else f"{plan.load.users} users"
+        )
+        self.trial = f"trial {index + 1}/{repeat} at {load}"
+        self._show(Text(f"{self.header} {self.trial}"))
+
+    def interval(self, s: IntervalSnapshot, samples: list[ResourceSample]) -> None:
+        roles = " ".join(
+            f"{x.scope.removeprefix('role:')} {x.value:.0f}%"
+            for x in samples
+            if x.metric == "cpu_percent" and (x.scope.startswith("role:") or x.scope == "host")
+        )
+        phase = "warm-up " if s.warmup else ""
+        line = (
+            f"{self.header} {self.trial}  {phase}{s.end_s:5.1f}s  {s.throughput:,.0f}/s  "
+            f"p99 {fmt_ms(s.latency_ms.p99 or s.latency_ms.max)}  errors {s.errors}  cpu {roles}"
+        )
+        self._show(Text(line))
+
+    def cell_finished(
+        self,
+        cell: Cell,
+        status: str,
+        metrics: dict[str, Any],
+        resources: dict[str, Any],
+        reason: str | None = None,
+    ) -> None:
+        if status == "complete":
+            p99 = (metrics.get("latency_ms") or {}).get("p99")
+            note = f"{metrics.get('throughput', 0):,.1f}/s, p99 {fmt_ms(p99)}"
+            self.console.print(f"{self.header}: [green]complete[/] {note}")
+        else:
+            self.console.print(f"{self.header}: [red]{status}[/] {reason or ''}")
+
+    def _show(self, text: Text) -> None:
+        if self.live is not None:
+            self.live.update(text, refresh=True)
+
+    def close(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+
+
+def summary_table(document: dict[str, Any]) -> Table:
+    """One row per cell: factors, status, throughput, latency, CPU of each role."""
+    cells = document["cells"]
+    factor_names = list(cells[0]["factors"]) if cells else []
+    roles = sorted({r for c in cells for r in (c.get("resources") or {}) if r not in ("host", "generator")})
+    table = Table(title=f"study {document['study']['id']}: {document['study']['name']}", header_style="bold")
+    for name in [*factor_names, "status", "throughput", "p50", "p99", "errors"]:
+        table.add_column(name, justify="right")
+    for role in [*roles, "host"]:
+        table.add_column(f"cpu {role}", justify="right")
+    for c in cells:
+        m = c.get("metrics") or {}
+        lat = m.get("latency_ms") or {}
+        res = c.get("resources") or {}
+        style = {"complete": "green", "failed": "red"}.get(c["status"], "yellow")
+        row = [str(c["factors"][f]) for f in factor_names]
+        row += [f"[{style}]{c['status']}[/]", f"{m['throughput']:,.1f}/s" if "throughput" in m else "–"]
+        row += [fmt_ms(lat.get("p50")), fmt_ms(lat.get("p99")), str(m.get("errors", "–"))]
+        for role in [*roles, "host"]:
+            cpu = (res.get(role) or {}).get("cpu_percent")
+            row.append(f"{cpu:.0f}%" if cpu is not None else "–")
+        table.add_row(*row)
+    return table

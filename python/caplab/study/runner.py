@@ -1,0 +1,169 @@
+"""The study runner: for each cell of the matrix, start the SUT, run the cell's trials with the
+collectors watching, stop the SUT, store everything.
+
+A failed cell (SUT did not start, died, target unreachable) is recorded with its reason and the
+study goes on. Ctrl-C stores what was measured, marks the study interrupted and stops; `resume`
+then skips the cells already complete.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from caplab.collect import RoleSpec, cell_resources, default_collectors
+from caplab.engine import Plan, PlanError, TargetUnreachable
+from caplab.load import LoadOptions, UsageProblem, build_plan
+from caplab.spec import Cell, StudyConfig, Study
+from caplab.store import CellRow, Store
+from caplab.study.environment import environment
+from caplab.study.metrics import cell_metrics
+from caplab.study.progress import StudyProgress
+from caplab.study.sut import Sut, SutFailed
+from caplab.study.trials import CellProcedure, FixedLoad, Interrupted, TrialRecord, run_trial
+
+
+@dataclass(frozen=True)
+class StudyOutcome:
+    study_id: int
+    status: str
+    cells_failed: int
+
+
+def plan_for(config: StudyConfig, directory: Path) -> Plan:
+    """The engine plan of one cell, built the way `caplab load` builds it from options."""
+    load = config.load
+    target = config.target.http or config.target.tcp
+    assert target is not None
+    body_file = (directory / target.body_file) if target.body_file else None
+    http = config.target.http
+    options = LoadOptions(
+        url=target.url,
+        rate=load.rate if load.open_model else None,
+        ramp_to=load.ramp_to,
+        users=None if load.open_model else (load.users or 10),
+        think_s=load.think,
+        think_dist=load.think_dist,
+        schedule=load.schedule,
+        duration_s=load.duration,
+        warmup_s=load.warmup,
+        threads=load.threads,
+        connections=load.connections,
+        method=http.method if http else "GET",
+        headers=tuple(f"{k}: {v}" for k, v in (http.headers.items() if http else ())),
+        body=target.body,
+        body_file=body_file,
+        template=target.template,
+        framing=config.target.tcp.framing if config.target.tcp else None,
+        timeout_s=load.timeout,
+    )
+    return build_plan(options)
+
+
+def roles_of(config: StudyConfig, sut: Sut | None) -> list[RoleSpec]:
+    """The declared roles; a SUT caplab started and no roles declared is the role ``sut``."""
+    declared = config.sut.roles if config.sut else {}
+    roles = [RoleSpec(name=n, pid=r.pid, match=r.match, cgroup=r.cgroup) for n, r in declared.items()]
+    if not roles and sut is not None and sut.pid is not None:
+        roles.append(RoleSpec(name="sut", pid=sut.pid))
+    return roles
+
+
+class _Cell:
+    """One cell's run: the CellContext a procedure works through."""
+
+    def __init__(self, runner: StudyRunner, cell: Cell, row: CellRow, sut: Sut | None) -> None:
+        self.runner = runner
+        self.cell = cell
+        self.row = row
+        self.sut = sut
+        self.collectors = default_collectors(roles_of(cell.config, sut))
+        self.records: list[TrialRecord] = []
+
+    def plan(self) -> Plan:
+        return plan_for(self.cell.config, self.runner.study.directory)
+
+    def trial(self, plan: Plan, index: int, kind: str) -> TrialRecord:
+        progress = self.runner.progress
+        progress.trial_started(index, self.cell.config.load.repeat, plan)
+        record = run_trial(plan, self.collectors, progress.interval)
+        record.kind = kind
+        interrupted = record.result.interrupted
+        status = "interrupted" if interrupted else "complete"
+        self.runner.store.save_trial(self.row.id, index, record.result, record.samples, kind=kind, status=status)
+        self.records.append(record)
+        if interrupted:
+            raise Interrupted()
+        if self.sut is not None and not self.sut.alive():
+            raise SutFailed(self.sut.exit_message(f"during trial {index + 1}"))
+        return record
+
+
+class StudyRunner:
+    def __init__(self, study: Study, store: Store, progress: StudyProgress) -> None:
+        self.study = study
+        self.store = store
+        self.progress = progress
+
+    def run(self, resume: bool = False) -> StudyOutcome:
+        study_id = self.store.find_resumable(self.study.name, self.study.text) if resume else None
+        if study_id is None:
+            study_id = self.store.create_study(self.study.name, self.study.text, str(self.study.path), environment())
+        else:
+            self.store.add_event(study_id, "resumed", "resuming: complete cells are skipped")
+        rows = self.store.add_cells(study_id, [c.factors for c in self.study.cells])
+        failed = 0
+        self.progress.study_started(study_id, self.study, rows)
+        try:
+            for cell, row in zip(self.study.cells, rows, strict=True):
+                if row.status == "complete":
+                    self.progress.cell_skipped(cell)
+                    continue
+                if not self._run_cell(study_id, cell, row):
+                    failed += 1
+        except (Interrupted, KeyboardInterrupt):
+            self.store.add_event(study_id, "interrupted", "stopped by Ctrl-C; finished cells are kept")
+            self.store.finish_study(study_id, "interrupted")
+            return StudyOutcome(study_id, "interrupted", failed)
+        status = "failed" if failed else "complete"
+        self.store.finish_study(study_id, status)
+        return StudyOutcome(study_id, status, failed)
+
+    def _run_cell(self, study_id: int, cell: Cell, row: CellRow) -> bool:
+        """Runs one cell; True if it completed. Interrupts propagate after the cell is marked."""
+        self.store.set_cell_status(row.id, "running")
+        self.progress.cell_started(cell)
+        config = cell.config
+        sut = Sut(config.sut, self.study.directory) if config.sut else None
+        ctx: _Cell | None = None
+        try:
+            if sut is not None:
+                sut.start()
+                sut.wait_ready()
+            ctx = _Cell(self, cell, row, sut)
+            procedure: CellProcedure = FixedLoad(config.load.repeat)
+            records = procedure.run(ctx)
+            metrics = cell_metrics([r.result for r in records])
+            samples = [s for r in records for s in r.samples]
+            resources = cell_resources(samples, config.load.warmup)
+            self.store.set_cell_status(row.id, "complete", metrics=metrics, resources=resources)
+            self.progress.cell_finished(cell, "complete", metrics, resources)
+            return True
+        except (SutFailed, TargetUnreachable, PlanError, UsageProblem) as e:
+            self._fail(study_id, cell, row, str(e), ctx)
+            return False
+        except (Interrupted, KeyboardInterrupt):
+            self.store.set_cell_status(row.id, "interrupted", error="interrupted by Ctrl-C")
+            raise
+        finally:
+            if sut is not None:
+                sut.stop()
+
+    def _fail(self, study_id: int, cell: Cell, row: CellRow, reason: str, ctx: _Cell | None) -> None:
+        """Records a failed cell, keeping the metrics of any trials it completed."""
+        records = ctx.records if ctx else []
+        metrics: dict[str, Any] | None = cell_metrics([r.result for r in records]) if records else None
+        self.store.set_cell_status(row.id, "failed", error=reason, metrics=metrics)
+        self.store.add_event(study_id, "cell_failed", reason, cell_id=row.id)
+        self.progress.cell_finished(cell, "failed", metrics or {}, {}, reason)

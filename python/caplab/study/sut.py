@@ -1,0 +1,139 @@
+"""The system under test's lifecycle for one cell: start it, wait until it is ready, watch that it
+stays up, stop it — keeping its last output lines, which are what explain a failure."""
+
+from __future__ import annotations
+
+import collections
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from caplab.spec import ReadySpec, SutSpec
+
+TAIL_LINES = 20
+STOP_GRACE_S = 10.0
+
+
+class SutFailed(Exception):
+    """The SUT did not start, never became ready, or died; the message carries its last output."""
+
+
+class Sut:
+    def __init__(self, spec: SutSpec, cwd: Path) -> None:
+        self.spec = spec
+        self.cwd = cwd
+        self.process: subprocess.Popen[str] | None = None
+        self._tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
+        self._reader: threading.Thread | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    def start(self) -> None:
+        """Runs the start command (in its own session, so stopping it stops its children too)."""
+        if not self.spec.start:
+            return
+        try:
+            self.process = subprocess.Popen(
+                self.spec.start,
+                shell=True,
+                cwd=self.cwd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                text=True,
+                start_new_session=True,
+            )
+        except OSError as e:
+            raise SutFailed(f"cannot start {self.spec.start!r}: {e.strerror}") from e
+        self._reader = threading.Thread(target=self._read_output, daemon=True)
+        self._reader.start()
+
+    def _read_output(self) -> None:
+        assert self.process is not None and self.process.stdout is not None
+        for line in self.process.stdout:
+            self._tail.append(line.rstrip("\n"))
+
+    def tail(self) -> str:
+        """The SUT's last output lines, for error messages."""
+        if self._reader is not None and self.process is not None and self.process.poll() is not None:
+            self._reader.join(timeout=1)
+        lines = list(self._tail)
+        return "\n".join(f"  | {line}" for line in lines) if lines else "  (no output)"
+
+    def alive(self) -> bool:
+        return self.process is None or self.process.poll() is None
+
+    def exit_message(self, when: str) -> str:
+        code = self.process.poll() if self.process else None
+        return f"the SUT exited with code {code} {when}; its last output:\n{self.tail()}"
+
+    def wait_ready(self) -> None:
+        """Polls the readiness check until it passes; fails early if the SUT exits."""
+        ready = self.spec.ready
+        if ready is None:
+            return
+        deadline = time.monotonic() + ready.timeout
+        while time.monotonic() < deadline:
+            if not self.alive():
+                raise SutFailed(self.exit_message("before it was ready"))
+            if _check(ready, self.cwd):
+                return
+            time.sleep(0.1)
+        raise SutFailed(f"the SUT was not ready within {ready.timeout:g}s ({_describe(ready)}); last output:\n"
+                        f"{self.tail()}")
+
+    def stop(self) -> None:
+        """The stop command if there is one, then SIGTERM to the process group, SIGKILL after a grace."""
+        if self.spec.stop:
+            subprocess.run(self.spec.stop, shell=True, cwd=self.cwd, timeout=60, capture_output=True, check=False)
+        if self.process is None or self.process.poll() is not None:
+            return
+        _signal_group(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            _signal_group(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+
+
+def _signal_group(pid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _describe(ready: ReadySpec) -> str:
+    if ready.url:
+        return f"GET {ready.url}"
+    if ready.port:
+        return f"TCP {ready.host}:{ready.port}"
+    return f"command {ready.command!r}"
+
+
+def _check(ready: ReadySpec, cwd: Path) -> bool:
+    if ready.url:
+        try:
+            with urllib.request.urlopen(ready.url, timeout=2) as resp:
+                return int(resp.status) < 500
+        except urllib.error.HTTPError as e:
+            return e.code < 500
+        except (OSError, ValueError):
+            return False
+    if ready.port:
+        try:
+            with socket.create_connection((ready.host, ready.port), timeout=1):
+                return True
+        except OSError:
+            return False
+    assert ready.command is not None
+    done = subprocess.run(ready.command, shell=True, cwd=cwd, capture_output=True, timeout=30, check=False)
+    return done.returncode == 0
