@@ -8,7 +8,8 @@ bench_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 tools_root="${bench_dir}/.tools"
 
 missing_debs=()
-command -v nginx >/dev/null 2>&1 || missing_debs+=(nginx-light)
+# /usr/sbin is not in every PATH, so look there too before deciding nginx is missing.
+{ [[ -x /usr/sbin/nginx ]] || command -v nginx >/dev/null 2>&1; } || missing_debs+=(nginx-light)
 command -v wrk >/dev/null 2>&1 || missing_debs+=(wrk)
 if ((${#missing_debs[@]} > 0)); then
     sudo_cmd=()
@@ -23,4 +24,4 @@ if [[ ! -x "${tools_root}/bin/oha" ]]; then
     nice -n 10 cargo install oha --locked --root "${tools_root}"
 fi
 
-echo "bench tools ready: $(command -v nginx) $(command -v wrk) ${tools_root}/bin/oha"
+echo "bench tools ready: nginx, $(command -v wrk), ${tools_root}/bin/oha"

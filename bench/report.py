@@ -33,7 +33,7 @@ class Measurement:
 
     tool: str
     command: str
-    run: ProcessRun | None
+    run: ProcessRun
     report: ToolReport | None
     observed: Observed
     error: str | None = None
@@ -41,7 +41,7 @@ class Measurement:
     @property
     def cpu_us_per_request(self) -> float | None:
         """External CPU (user+sys from wait4) per completed request, start-up included."""
-        if self.run is None or self.report is None or self.report.completed == 0:
+        if self.report is None or self.report.completed == 0:
             return None
         return self.run.cpu_s * 1e6 / self.report.completed
 
@@ -162,7 +162,7 @@ def _section(scenario: Scenario) -> str:
 
 
 def _row(m: Measurement) -> str:
-    if m.report is None or m.run is None:
+    if m.report is None:
         return f"| {m.tool} | failed, see notes | | | | | | {_rss(m.run)} |"
     r = m.report
     cells = [
@@ -195,7 +195,7 @@ def _all_notes(scenario: Scenario) -> list[str]:
     for m in scenario.measurements:
         if m.error is not None:
             notes.append(f"{m.tool} FAILED: {m.error}")
-        notes.append(f"{m.tool}: {_observed_note(m.observed)}")
+        notes.append(f"{m.tool}: ran {m.run.wall_s:.1f} s wall; {_observed_note(m.observed)}")
         if m.report is None:
             continue
         if scenario.offered_rate:
@@ -243,5 +243,5 @@ def _fmt(value: float | None, spec: str) -> str:
     return "n/a" if value is None else format(value, spec)
 
 
-def _rss(run: ProcessRun | None) -> str:
-    return "" if run is None else f"{run.peak_rss_mb:.1f}"
+def _rss(run: ProcessRun) -> str:
+    return f"{run.peak_rss_mb:.1f}"

@@ -176,7 +176,7 @@ def _caplab_open_for(url: str, rate: int, duration_s: int) -> CommandFor:
 
 
 def _peak_rss(m: Measurement) -> float | None:
-    return m.run.peak_rss_mb if m.run else None
+    return m.run.peak_rss_mb
 
 
 ALL: tuple[Callable[[Bench], Scenario], ...] = (closed_model, open_model, memory_vs_length)

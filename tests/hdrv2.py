@@ -31,7 +31,7 @@ class Decoded:
 
     def bucket_width(self, value: int) -> int:
         """The width of the bucket holding `value`: the precision the histogram keeps there."""
-        sub_bucket_half = 2 ** math.ceil(math.log2(2 * 10**self.significant_digits)) // 2
+        sub_bucket_half = (1 << math.ceil(math.log2(2 * 10**self.significant_digits))) // 2
         magnitude = max(0, value.bit_length() - sub_bucket_half.bit_length())
         return 1 << magnitude
 
@@ -60,7 +60,7 @@ def decode(encoded: str) -> Decoded:
         raise ValueError(f"not an uncompressed V2 histogram (cookie {cookie:#x})")
     if offset != 0 or ratio != 1.0:
         raise ValueError("normalising offsets and conversion ratios are not used by caplab")
-    sub_bucket_half = 2 ** math.ceil(math.log2(2 * 10**digits)) // 2
+    sub_bucket_half = (1 << math.ceil(math.log2(2 * 10**digits))) // 2
     half_magnitude = sub_bucket_half.bit_length() - 1
     unit_magnitude = lowest.bit_length() - 1
     counts: dict[int, int] = {}

@@ -3,6 +3,7 @@ the wire: a framed TCP echo server and an HTTP server that records requests."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import selectors
@@ -22,6 +23,11 @@ KnownServer = Callable[..., RunningServer]
 """Starts knownserver with extra arguments (the `known_server` fixture)."""
 Reply = Literal["echo", "never", "close"]
 
+# Linux (asm-generic): ask the kernel to stamp each received segment; the stamp travels with
+# recvmsg as SCM_TIMESTAMPNS (same number). Python's socket module does not name it.
+SO_TIMESTAMPNS = 35
+TIMESPEC = struct.Struct("@qq")
+
 MLLP_START = 0x0B
 MLLP_END = b"\x1c\r"
 
@@ -34,6 +40,16 @@ def served_requests(server: RunningServer) -> int:
         return int(json.loads(conn.getresponse().read())["requests"])
     finally:
         conn.close()
+
+
+def arrival_ns(ancillary: list[tuple[int, int, bytes]]) -> int:
+    """When the data arrived: the kernel's receive stamp (CLOCK_REALTIME) when present, so that
+    scheduling delays of this Python thread do not blur arrival times; else the time of reading."""
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= TIMESPEC.size:
+            seconds, nanos = TIMESPEC.unpack_from(data)
+            return int(seconds) * 1_000_000_000 + int(nanos)
+    return time.time_ns()
 
 
 def split_frames(framing: Framing, buf: bytearray) -> list[bytes]:
@@ -75,7 +91,7 @@ def frame(framing: Framing, payload: bytes) -> bytes:
 
 @dataclass(frozen=True)
 class Received:
-    """One request frame as the server saw it: when it arrived (perf_counter_ns) and its payload."""
+    """One request frame as the server saw it: when it arrived (ns, see `arrival_ns`) and its payload."""
 
     at_ns: int
     payload: bytes
@@ -136,14 +152,16 @@ class FramedServer:
                         continue
                     conn.setblocking(True)
                     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                    with contextlib.suppress(OSError):
+                        conn.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
                     sel.register(conn, selectors.EVENT_READ)
                     buffers[conn] = bytearray()
                     continue
                 try:
-                    data = sock.recv(65536)
+                    data, ancillary, _, _ = sock.recvmsg(65536, socket.CMSG_SPACE(TIMESPEC.size))
                 except OSError:
-                    data = b""
-                at = time.perf_counter_ns()
+                    data, ancillary = b"", []
+                at = arrival_ns(ancillary)
                 if not data:
                     drop(sock)
                     continue

@@ -108,6 +108,9 @@ def test_poisson_arrivals_reach_the_server_exponentially_spaced(
         requests=(RequestClass(body="x"),),
     )
     r = run(plan)
+    # A starved generator sends late and in bursts; it says so, and then the test is moot.
+    assert not r.generator.saturated, r.generator.saturation_reason
+    assert r.dropped == 0
     gaps = gaps_s([f.at_ns for f in server.received()])
     n = len(gaps)
     assert n == pytest.approx(rate * 3.0, rel=0.1)
@@ -117,17 +120,17 @@ def test_poisson_arrivals_reach_the_server_exponentially_spaced(
     assert cv == pytest.approx(1.0, abs=0.12), "an exponential's coefficient of variation is 1"
     # KS critical value at α = 0.01 is 1.63/√n (the schedule is seeded, so this is not a coin toss).
     assert ks_exponential(gaps, rate) < 1.63 / math.sqrt(n)
-    assert r.dropped == 0 and not r.generator.saturated
 
 
 def test_constant_arrivals_reach_the_server_evenly_spaced(framed_server: FramedFactory) -> None:
     rate = 500.0
     server = framed_server("line")
-    run(open_plan(Target(server.url, "line"), rate, 3.0, threads=1, requests=(RequestClass(body="x"),)))
+    r = run(open_plan(Target(server.url, "line"), rate, 3.0, threads=1, requests=(RequestClass(body="x"),)))
+    assert not r.generator.saturated, r.generator.saturation_reason
     gaps = gaps_s([f.at_ns for f in server.received()])
     mean = statistics.fmean(gaps)
     assert mean * rate == pytest.approx(1.0, abs=0.02)
-    assert statistics.pstdev(gaps) / mean < 0.3
+    assert statistics.pstdev(gaps) / mean < 0.5, "evenly spaced, up to send and network jitter"
     # The same KS test rejects the exponential outright: it has the power to tell the two apart.
     assert ks_exponential(gaps, rate) > 0.3
 
@@ -400,7 +403,7 @@ def test_unreachable_target_raises_before_the_run(closed_port: int) -> None:
         ({"target": Target("http://127.0.0.1:1/", "line")}, "target.framing"),
     ],
 )
-def test_bad_plans_raise_plan_error_naming_the_field(changes: dict[str, object], field: str) -> None:
+def test_bad_plans_raise_plan_error_naming_the_field(changes: dict[str, Any], field: str) -> None:
     # Port 1 has nothing listening: a plan that got past validation would fail as unreachable.
     plan = replace(Plan(Target("http://127.0.0.1:1/"), ClosedLoad(1), duration_s=1.0), **changes)
     with pytest.raises(PlanError) as e:

@@ -148,7 +148,9 @@ DB_HELP = "Results store URL [default: $CAPLAB_DB or sqlite:///caplab.db]; postg
 @click.argument("study_file", type=click.Path(path_type=Path))
 @click.option("--db", help=DB_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the study and its cells as one JSON object.")
-@click.option("--resume", is_flag=True, help="Continue the newest unfinished run of this study; skip complete cells.")
+@click.option(
+    "--resume", is_flag=True, help="Continue the newest unfinished run of this study; skip complete cells."
+)
 def run_study(study_file: Path, db: str | None, as_json: bool, resume: bool) -> None:
     """Run a study file: every cell of the factor matrix, its trials and resources, into the store.
 
@@ -159,3 +161,40 @@ def run_study(study_file: Path, db: str | None, as_json: bool, resume: bool) -> 
     from caplab.study.cli import run_study_command
 
     sys.exit(run_study_command(study_file, db, as_json, resume))
+
+
+@main.command("ls")
+@click.option("--db", help=DB_HELP)
+@click.option("--json", "as_json", is_flag=True, help="One JSON list instead of a table.")
+def list_studies(db: str | None, as_json: bool) -> None:
+    """List the studies in the results store, newest first."""
+    from caplab.store.commands import cmd_ls
+
+    sys.exit(cmd_ls(db, as_json))
+
+
+@main.command()
+@click.argument("study", default="latest")
+@click.option("--db", help=DB_HELP)
+@click.option("--json", "as_json", is_flag=True, help="The whole study (cells, trials, events) as JSON.")
+def show(study: str, db: str | None, as_json: bool) -> None:
+    """Show a study: STUDY is an id, a name or `latest`."""
+    from caplab.store.commands import cmd_show
+
+    sys.exit(cmd_show(db, study, as_json))
+
+
+@main.command()
+@click.argument("study")
+@click.option(
+    "--format", "fmt", type=click.Choice(["csv", "parquet", "json"]), default="csv", show_default=True
+)
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path), help="Directory (csv, parquet) or file (json)."
+)
+@click.option("--db", help=DB_HELP)
+def export(study: str, fmt: str, output: Path | None, db: str | None) -> None:
+    """Export a study's cells, trials, intervals and resource samples."""
+    from caplab.store.commands import cmd_export
+
+    sys.exit(cmd_export(db, study, fmt, output))

@@ -314,6 +314,7 @@ def _model_of(annotation: Any) -> type[BaseModel] | None:
 
 
 def _raw_at(data: Any, loc: Path_) -> Any:
+    """The raw YAML value at a validation error's location, or None."""
     for part in loc:
         if isinstance(data, dict) and part in data:
             data = data[part]
@@ -324,9 +325,7 @@ def _raw_at(data: Any, loc: Path_) -> Any:
     return data
 
 
-def _format_error(
-    path: Path, lines: dict[Path_, int], err: Any, data: Any, cell: dict[str, Scalar]
-) -> str:
+def _format_error(path: Path, lines: dict[Path_, int], err: Any, data: Any, cell: dict[str, Scalar]) -> str:
     loc: Path_ = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
     # pydantic puts union member names ("HttpTarget") into loc; drop them.
     loc = tuple(p for p in loc if not (isinstance(p, str) and p[:1].isupper()))

@@ -5,6 +5,16 @@ SQLAlchemy Core over SQLite (default ``./caplab.db`` or ``$CAPLAB_DB``) or Postg
 transaction, so a run killed at any moment leaves a consistent store.
 """
 
+from caplab.store.errors import NotFound, StoreError, StudyNotFound
 from caplab.store.repository import CellRow, Store, StudyRow, default_url, redact_url
 
-__all__ = ["CellRow", "Store", "StudyRow", "default_url", "redact_url"]
+__all__ = [
+    "CellRow",
+    "NotFound",
+    "Store",
+    "StoreError",
+    "StudyNotFound",
+    "StudyRow",
+    "default_url",
+    "redact_url",
+]

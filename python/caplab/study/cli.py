@@ -10,7 +10,7 @@ import click
 from rich.console import Console
 
 from caplab.spec import SpecError, load_study
-from caplab.store import Store, default_url
+from caplab.store import Store, StoreError, default_url
 from caplab.study.progress import StudyProgress, summary_table
 from caplab.study.runner import StudyRunner
 
@@ -25,7 +25,11 @@ def run_study_command(study_file: Path, db: str | None, as_json: bool, resume: b
     except SpecError as e:
         click.echo(f"caplab: {e}", err=True)
         return EXIT_BAD_STUDY
-    store = Store(db or default_url())
+    try:
+        store = Store(db or default_url())
+    except StoreError as e:
+        click.echo(f"caplab: {e}", err=True)
+        return EXIT_FAILED_CELLS
     progress = StudyProgress()
     try:
         outcome = StudyRunner(study, store, progress).run(resume=resume)

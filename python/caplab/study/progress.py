@@ -38,7 +38,9 @@ class StudyProgress:
 
     def cell_skipped(self, cell: Cell) -> None:
         self.position += 1
-        self.console.print(f"cell {self.position}/{self.total} {factors_text(cell.factors)}: complete, skipped")
+        self.console.print(
+            f"cell {self.position}/{self.total} {factors_text(cell.factors)}: complete, skipped"
+        )
 
     def cell_started(self, cell: Cell) -> None:
         self.position += 1

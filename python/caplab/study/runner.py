@@ -15,7 +15,7 @@ from typing import Any
 from caplab.collect import RoleSpec, cell_resources, default_collectors
 from caplab.engine import Plan, PlanError, TargetUnreachable
 from caplab.load import LoadOptions, UsageProblem, build_plan
-from caplab.spec import Cell, StudyConfig, Study
+from caplab.spec import Cell, Study, StudyConfig
 from caplab.store import CellRow, Store
 from caplab.study.environment import environment
 from caplab.study.metrics import cell_metrics
@@ -91,7 +91,9 @@ class _Cell:
         record.kind = kind
         interrupted = record.result.interrupted
         status = "interrupted" if interrupted else "complete"
-        self.runner.store.save_trial(self.row.id, index, record.result, record.samples, kind=kind, status=status)
+        self.runner.store.save_trial(
+            self.row.id, index, record.result, record.samples, kind=kind, status=status
+        )
         self.records.append(record)
         if interrupted:
             raise Interrupted()
@@ -109,8 +111,11 @@ class StudyRunner:
     def run(self, resume: bool = False) -> StudyOutcome:
         study_id = self.store.find_resumable(self.study.name, self.study.text) if resume else None
         if study_id is None:
-            study_id = self.store.create_study(self.study.name, self.study.text, str(self.study.path), environment())
+            study_id = self.store.create_study(
+                self.study.name, self.study.text, str(self.study.path), environment()
+            )
         else:
+            self.store.reopen_study(study_id)
             self.store.add_event(study_id, "resumed", "resuming: complete cells are skipped")
         rows = self.store.add_cells(study_id, [c.factors for c in self.study.cells])
         failed = 0
@@ -132,6 +137,8 @@ class StudyRunner:
 
     def _run_cell(self, study_id: int, cell: Cell, row: CellRow) -> bool:
         """Runs one cell; True if it completed. Interrupts propagate after the cell is marked."""
+        if row.status != "pending":
+            self.store.reset_cell(row.id)  # an earlier attempt's trials would mix with this one's
         self.store.set_cell_status(row.id, "running")
         self.progress.cell_started(cell)
         config = cell.config

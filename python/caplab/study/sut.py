@@ -4,6 +4,7 @@ stays up, stop it — keeping its last output lines, which are what explain a fa
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import signal
 import socket
@@ -87,13 +88,17 @@ class Sut:
             if _check(ready, self.cwd):
                 return
             time.sleep(0.1)
-        raise SutFailed(f"the SUT was not ready within {ready.timeout:g}s ({_describe(ready)}); last output:\n"
-                        f"{self.tail()}")
+        raise SutFailed(
+            f"the SUT was not ready within {ready.timeout:g}s ({_describe(ready)}); last output:\n"
+            f"{self.tail()}"
+        )
 
     def stop(self) -> None:
         """The stop command if there is one, then SIGTERM to the process group, SIGKILL after a grace."""
         if self.spec.stop:
-            subprocess.run(self.spec.stop, shell=True, cwd=self.cwd, timeout=60, capture_output=True, check=False)
+            subprocess.run(
+                self.spec.stop, shell=True, cwd=self.cwd, timeout=60, capture_output=True, check=False
+            )
         if self.process is None or self.process.poll() is not None:
             return
         _signal_group(self.process.pid, signal.SIGTERM)
@@ -105,10 +110,8 @@ class Sut:
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, sig)
-    except ProcessLookupError:
-        pass
 
 
 def _describe(ready: ReadySpec) -> str:

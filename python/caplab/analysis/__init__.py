@@ -1,0 +1,1 @@
+"""Analysis: SLO verdicts, capacity search, the limiting resource, scaling fits, steady state."""

@@ -1,0 +1,151 @@
+"""SLO predicates: parsed from strings, evaluated per trial, with the reason when one fails.
+
+p99 <= 50ms          latency percentile (p50 p90 p99 p999 max mean), from the intended send
+errors <= 0.1%       failed / sent
+throughput >= 0.99*offered   achieved against offered (implied for open-model searches)
+cpu <= 75%           host CPU, share of all cores
+cpu[server] <= 75%   a role's CPU, 100 % = one core (as top shows it)
+disk_busy <= 90%     the busiest disk
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from caplab.units import parse_duration
+
+_LATENCY = ("p50", "p90", "p99", "p999", "max", "mean")
+_PATTERN = re.compile(
+    r"^\s*(?P<metric>[A-Za-z_0-9]+)(?:\[(?P<role>[^\]]+)\])?\s*(?P<op><=|>=|<|>)\s*(?P<value>.+?)\s*$"
+)
+
+
+class SloError(ValueError):
+    """An SLO string that does not parse; the message says what would."""
+
+
+@dataclass(frozen=True)
+class Trial:
+    """What an SLO is evaluated against: one trial's figures."""
+
+    offered_rate: float | None
+    throughput: float
+    sent: int
+    errors: int
+    latency_ms: dict[str, float | None]
+    resources: dict[str, dict[str, float]]
+    cores: int
+
+
+@dataclass(frozen=True)
+class Verdict:
+    slo: str
+    passed: bool
+    observed: float | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class Slo:
+    text: str
+    metric: str
+    role: str | None
+    op: str
+    value: float
+    relative_to_offered: bool = False
+
+    def evaluate(self, t: Trial) -> Verdict:
+        observed = self.observe(t)
+        if observed is None:
+            return Verdict(self.text, False, None, f"{self.text}: no data for {self.metric}")
+        bound = self.value * (t.offered_rate or 0.0) if self.relative_to_offered else self.value
+        ok = {"<=": observed <= bound, "<": observed < bound, ">=": observed >= bound, ">": observed > bound}[
+            self.op
+        ]
+        shown = f"{observed:.4g}{self.unit} {'meets' if ok else 'fails'} {self.op} {bound:.4g}{self.unit}"
+        return Verdict(self.text, ok, observed, f"{self.text}: {shown}")
+
+    @property
+    def unit(self) -> str:
+        if self.metric in _LATENCY:
+            return "ms"
+        if self.metric in ("errors", "cpu", "disk_busy"):
+            return "%"
+        return "/s"
+
+    def observe(self, t: Trial) -> float | None:
+        if self.metric in _LATENCY:
+            return t.latency_ms.get(self.metric) if self.metric != "p999" else t.latency_ms.get("p999")
+        if self.metric == "errors":
+            return 100.0 * t.errors / t.sent if t.sent else 0.0
+        if self.metric == "throughput":
+            return t.throughput
+        if self.metric == "cpu":
+            if self.role is not None:
+                return (t.resources.get(self.role) or {}).get("cpu_percent")
+            host = t.resources.get("host") or {}
+            cpu = host.get("cpu_percent")
+            return cpu / max(t.cores, 1) if cpu is not None else None
+        if self.metric == "disk_busy":
+            return (t.resources.get("host") or {}).get("disk_busy_percent")
+        return None
+
+
+def parse_slo(text: str) -> Slo:
+    """Parses one predicate; raises SloError naming what is wrong."""
+    m = _PATTERN.match(text)
+    if not m:
+        raise SloError(f"{text!r}: expected METRIC OP VALUE, e.g. 'p99<=50ms', 'errors<=0.1%', 'cpu<=75%'")
+    metric, role, op, raw = (
+        m.group("metric").lower(),
+        m.group("role"),
+        m.group("op"),
+        m.group("value").lower(),
+    )
+    if metric in _LATENCY:
+        _no_role(text, role)
+        try:
+            return Slo(text, metric, None, op, parse_duration(raw) * 1000.0)
+        except ValueError as e:
+            raise SloError(f"{text!r}: {raw!r} is not a latency (e.g. 50ms, 1s)") from e
+    if metric in ("errors", "cpu", "disk_busy"):
+        if metric != "cpu":
+            _no_role(text, role)
+        return Slo(text, metric, role, op, _percent(text, raw))
+    if metric == "throughput":
+        _no_role(text, role)
+        rel = re.fullmatch(r"(\d+(?:\.\d+)?)\s*\*\s*offered", raw)
+        if rel:
+            return Slo(text, metric, None, op, float(rel.group(1)), relative_to_offered=True)
+        try:
+            return Slo(text, metric, None, op, float(raw.removesuffix("/s")))
+        except ValueError as e:
+            raise SloError(
+                f"{text!r}: throughput bound must be a rate (500/s) or a share (0.99*offered)"
+            ) from e
+    known = ", ".join([*_LATENCY, "errors", "throughput", "cpu", "cpu[ROLE]", "disk_busy"])
+    raise SloError(f"{text!r}: unknown metric {metric!r} (known: {known})")
+
+
+def _no_role(text: str, role: str | None) -> None:
+    if role is not None:
+        raise SloError(f"{text!r}: only cpu takes a [role]")
+
+
+def _percent(text: str, raw: str) -> float:
+    if not raw.endswith("%"):
+        raise SloError(f"{text!r}: {raw!r} must be a percentage, e.g. 75%")
+    try:
+        return float(raw[:-1])
+    except ValueError as e:
+        raise SloError(f"{text!r}: {raw!r} is not a percentage") from e
+
+
+def evaluate(slos: list[Slo], trial: Trial) -> list[Verdict]:
+    return [s.evaluate(trial) for s in slos]
+
+
+def as_dict(v: Verdict) -> dict[str, Any]:
+    return {"slo": v.slo, "passed": v.passed, "observed": v.observed, "reason": v.reason}

@@ -1,0 +1,396 @@
+"""Process roles: the resources of one part of the system under test, summed over its process tree.
+
+A role is declared as ``{pid: N}``, ``{match: "command-line substring"}`` or ``{cgroup: path}``; its
+resources are summed over the matching processes and all their descendants. The tree is resolved
+again at every sample, so workers forked mid-trial and a restarted server are followed.
+
+CPU is attributed per process from its own counters, so the figure is what the role really used:
+- a process seen at the previous sample counts its CPU since then;
+- a process first seen now counts all its CPU if it was created during the interval, and nothing
+  yet otherwise (it existed before but has only now joined the tree: its past is not this role's);
+- a descendant that started and ended between two samples is seen only once its parent reaps it,
+  in the parent's ``children_user``/``children_system``; that growth is added, less whatever had
+  already been counted for tracked children that ended (so a child is never counted twice).
+
+``rss_mb`` sums resident sets, so pages shared between forked workers count once per process (an
+upper bound, as ``top`` would add them). ``read_mb_s``/``write_mb_s`` are bytes the processes made
+the storage layer read or write (``/proc/PID/io`` ``read_bytes``/``write_bytes``), not page-cache
+hits. Context switches are summed over every live thread (``/proc/PID/task``), because
+``/proc/PID/status`` only shows the main thread's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from caplab.collect.base import ResourceSample
+
+__all__ = ["RoleCollector", "RoleSpec", "cgroup_dir"]
+
+MIB = 1024 * 1024
+MB = 1_000_000
+RESERVED_NAMES = frozenset({"host", "generator"})
+"""Keys ``cell_resources`` uses for other scopes; a role may not take them."""
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+@dataclass(frozen=True)
+class RoleSpec:
+    """One process group of the system under test: exactly one of ``pid``, ``match``, ``cgroup``."""
+
+    name: str
+    pid: int | None = None
+    match: str | None = None
+    cgroup: str | None = None
+
+    def __post_init__(self) -> None:
+        given = [k for k in ("pid", "match", "cgroup") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"role {self.name!r}: give exactly one of pid, match, cgroup (got {given})")
+        if not self.name or self.name in RESERVED_NAMES or ":" in self.name:
+            reserved = ", ".join(sorted(RESERVED_NAMES))
+            raise ValueError(f"role name {self.name!r} is empty, has ':' or is reserved ({reserved})")
+        if self.match is not None and not self.match.strip():
+            raise ValueError(f"role {self.name!r}: match must not be blank (it would match everything)")
+
+    def describe(self) -> str:
+        if self.pid is not None:
+            return f"pid {self.pid}"
+        if self.match is not None:
+            return f"match {self.match!r}"
+        return f"cgroup {self.cgroup}"
+
+
+def cgroup_dir(path: str) -> Path | None:
+    """The cgroup directory for ``path``: absolute as given, else under the unified hierarchy or, on a
+    cgroup v1 host, under the first controller hierarchy that has it."""
+    given = Path(path)
+    if given.is_absolute() and (given / "cgroup.procs").is_file():
+        return given
+    rel = path.lstrip("/")
+    candidates = [CGROUP_ROOT / rel]
+    with contextlib.suppress(OSError):
+        candidates += [CGROUP_ROOT / d / rel for d in sorted(os.listdir(CGROUP_ROOT))]
+    return next((c for c in candidates if (c / "cgroup.procs").is_file()), None)
+
+
+def _cgroup_pids(directory: Path) -> set[int]:
+    """Every process in the cgroup and its sub-cgroups."""
+    pids: set[int] = set()
+    for root, _dirs, files in os.walk(directory):
+        if "cgroup.procs" in files:
+            try:
+                text = (Path(root) / "cgroup.procs").read_text()
+            except OSError:
+                continue
+            pids.update(int(line) for line in text.split())
+    return pids
+
+
+@dataclass(frozen=True)
+class _Cpu:
+    """Cumulative counters of one process (seconds, bytes, switches)."""
+
+    user: float = 0.0
+    system: float = 0.0
+    children_user: float = 0.0
+    children_system: float = 0.0
+    read_bytes: int = 0
+    write_bytes: int = 0
+
+    @property
+    def total(self) -> tuple[float, float]:
+        """User and system CPU of the process and of its reaped descendants."""
+        return self.user + self.children_user, self.system + self.children_system
+
+
+@dataclass(frozen=True)
+class _Reading:
+    ppid: int
+    started_s: float
+    """Creation time, seconds since boot (the clock ``/proc/PID/stat`` uses)."""
+    cpu: _Cpu
+    ctx_by_thread: dict[int, int]
+    rss: int
+    threads: int
+
+
+_NO_CPU = _Cpu()
+
+
+def _since_boot_now() -> float:
+    """Now on the clock process start times use (Linux: CLOCK_BOOTTIME; elsewhere the wall clock)."""
+    if psutil.LINUX:
+        return time.clock_gettime(time.CLOCK_BOOTTIME)
+    return time.time()
+
+
+def _started_s(p: psutil.Process) -> float:
+    """Creation time in seconds since boot, to the kernel's tick: the ``starttime`` field of
+    ``/proc/PID/stat``. (psutil adds a boot time rounded to the second, too coarse to tell whether
+    a process started before or after the previous sample.)"""
+    if not psutil.LINUX:
+        return p.create_time()
+    with open(f"/proc/{p.pid}/stat", "rb") as f:
+        data = f.read()
+    # Fields after the parenthesised command name start at field 3 (state); starttime is field 22.
+    return int(data[data.rindex(b")") + 2 :].split()[19]) / CLOCK_TICKS
+
+
+def _thread_ctx(pid: int) -> dict[int, int] | None:
+    """Voluntary + involuntary context switches of each live thread; None where /proc has no tasks."""
+    task_dir = f"/proc/{pid}/task"
+    try:
+        tids = os.listdir(task_dir)
+    except OSError:
+        return None
+    out: dict[int, int] = {}
+    for tid in tids:
+        try:
+            with open(f"{task_dir}/{tid}/status", "rb") as f:
+                out[int(tid)] = sum(int(line.split()[1]) for line in f if b"ctxt_switches:" in line)
+        except (OSError, ValueError, IndexError):
+            continue  # the thread ended while we read
+    return out
+
+
+@dataclass
+class _Pending:
+    """CPU already counted for tracked children that ended but whose parent may not have reaped them."""
+
+    user: float = 0.0
+    system: float = 0.0
+
+
+class RoleCollector:
+    """Scope ``role:NAME``: cpu_percent (user + system, 100 = one core), user_percent,
+    system_percent, rss_mb, read_mb_s, write_mb_s, threads, ctx_switches_s, processes."""
+
+    def __init__(self, spec: RoleSpec) -> None:
+        self.spec = spec
+        self.name = f"role:{spec.name}"
+        self.pids: frozenset[int] = frozenset()
+        """The processes found at the last reading (roots and descendants)."""
+        self._excluded = _self_and_ancestors()
+        self._prev: dict[tuple[int, float], _Reading] = {}
+        self._pending: dict[int, _Pending] = {}
+        self._last_wall = 0.0
+        self._last_boot_s = 0.0
+        self._samples = 0
+        self._empty_samples = 0
+        self._io_denied: set[int] = set()
+
+    @property
+    def warning(self) -> str | None:
+        """What the runner should tell the user about this role's figures, if anything."""
+        notes = []
+        if self._empty_samples:
+            notes.append(
+                f"role {self.spec.name!r} ({self.spec.describe()}) matched no process "
+                f"at {self._empty_samples} of {self._samples} samples"
+            )
+        if self._io_denied:
+            notes.append(
+                f"role {self.spec.name!r}: IO counters not readable for {len(self._io_denied)} "
+                "process(es) (permission); their IO is missing"
+            )
+        return "; ".join(notes) or None
+
+    def start(self) -> None:
+        # Clocks are read just before the counters, here and in sample(), so the wall time and
+        # the counter deltas cover the same span.
+        self._last_wall = time.monotonic()
+        self._last_boot_s = _since_boot_now()
+        self._prev = self._read_all()
+        self._pending = {}
+
+    def sample(self, t: float) -> list[ResourceSample]:
+        now_wall = time.monotonic()
+        now_boot = _since_boot_now()
+        readings = self._read_all()
+        wall = max(now_wall - self._last_wall, 1e-9)
+        user, system = self._cpu_delta(readings)
+        read_b = write_b = ctx = 0
+        for key, r in readings.items():
+            base = self._baseline(key, r)
+            if base is r:
+                continue  # joined the tree only now: it counts from the next sample on
+            read_b += max(0, r.cpu.read_bytes - base.cpu.read_bytes)
+            write_b += max(0, r.cpu.write_bytes - base.cpu.write_bytes)
+            for tid, n in r.ctx_by_thread.items():
+                # A thread first seen now was created during the interval: all its switches count.
+                ctx += max(0, n - base.ctx_by_thread.get(tid, 0))
+        self._samples += 1
+        if not readings:
+            self._empty_samples += 1
+        self._prev = readings
+        self._last_wall, self._last_boot_s = now_wall, now_boot
+        values = {
+            "cpu_percent": (user + system) / wall * 100,
+            "user_percent": user / wall * 100,
+            "system_percent": system / wall * 100,
+            "rss_mb": sum(r.rss for r in readings.values()) / MIB,
+            "read_mb_s": read_b / MB / wall,
+            "write_mb_s": write_b / MB / wall,
+            "threads": float(sum(r.threads for r in readings.values())),
+            "ctx_switches_s": ctx / wall,
+            "processes": float(len(readings)),
+        }
+        return [ResourceSample(t, self.name, metric, value) for metric, value in values.items()]
+
+    def stop(self) -> None:
+        self._prev = {}
+        self._pending = {}
+
+    # --- internals ----------------------------------------------------------------------------
+
+    def _baseline(self, key: tuple[int, float], r: _Reading) -> _Reading:
+        """What to subtract from ``r``: the previous reading; nothing (a zero reading) for a process
+        created during the interval; ``r`` itself for one that has only now joined the tree."""
+        prev = self._prev.get(key)
+        if prev is not None:
+            return prev
+        # Start times are whole ticks, rounded down: one started just after the previous sample's
+        # clock reading (and too late for its process list) can read up to a tick earlier.
+        if r.started_s >= self._last_boot_s - 1 / CLOCK_TICKS:
+            return _Reading(r.ppid, r.started_s, _NO_CPU, {}, 0, 0)
+        return r
+
+    def _cpu_delta(self, readings: dict[tuple[int, float], _Reading]) -> tuple[float, float]:
+        """User and system CPU seconds the role used since the last sample."""
+        gone = {key[0]: r for key, r in self._prev.items() if key not in readings}
+        for r in gone.values():
+            pending = self._pending.setdefault(r.ppid, _Pending())
+            u, s = r.cpu.total
+            pending.user += u
+            pending.system += s
+        # A credit held for a process that has itself ended passes to its parent, which reaps the
+        # whole subtree's CPU along with it.
+        for pid in sorted(gone, key=lambda p: _depth(p, gone), reverse=True):
+            held = self._pending.pop(pid, None)
+            if held is not None:
+                up = self._pending.setdefault(gone[pid].ppid, _Pending())
+                up.user += held.user
+                up.system += held.system
+        user = system = 0.0
+        for key, r in readings.items():
+            base = self._baseline(key, r)
+            user += max(0.0, r.cpu.user - base.cpu.user)
+            system += max(0.0, r.cpu.system - base.cpu.system)
+            reaped_user = max(0.0, r.cpu.children_user - base.cpu.children_user)
+            reaped_system = max(0.0, r.cpu.children_system - base.cpu.children_system)
+            credit = self._pending.get(key[0])
+            if credit is not None:
+                reaped_user, credit.user = _net(reaped_user, credit.user)
+                reaped_system, credit.system = _net(reaped_system, credit.system)
+            user += reaped_user
+            system += reaped_system
+        live = {key[0] for key in readings}
+        self._pending = {pid: p for pid, p in self._pending.items() if pid in live}
+        return user, system
+
+    def _read_all(self) -> dict[tuple[int, float], _Reading]:
+        """Reads every process of the role, keyed by (pid, create time) so a reused pid is a new process."""
+        procs = self._resolve()
+        out: dict[tuple[int, float], _Reading] = {}
+        for p in procs:
+            try:
+                with p.oneshot():
+                    times = p.cpu_times()
+                    started = _started_s(p)
+                    ppid = p.ppid()
+                    rss = p.memory_info().rss
+                    threads = p.num_threads()
+                    read_bytes, write_bytes = self._io(p)
+                    ctx = _thread_ctx(p.pid)
+                    if ctx is None:
+                        c = p.num_ctx_switches()
+                        ctx = {p.pid: c.voluntary + c.involuntary}
+            except (psutil.NoSuchProcess, psutil.AccessDenied, OSError):
+                continue  # gone mid-read (or not ours to read): it simply is not in this sample
+            cpu = _Cpu(
+                times.user, times.system, times.children_user, times.children_system, read_bytes, write_bytes
+            )
+            out[(p.pid, started)] = _Reading(ppid, started, cpu, ctx, rss, threads)
+        self.pids = frozenset(pid for pid, _ in out)
+        return out
+
+    def _io(self, p: psutil.Process) -> tuple[int, int]:
+        try:
+            io = p.io_counters()
+        except psutil.AccessDenied:
+            self._io_denied.add(p.pid)
+            return 0, 0
+        except (AttributeError, NotImplementedError):
+            return 0, 0
+        return io.read_bytes, io.write_bytes
+
+    def _resolve(self) -> list[psutil.Process]:
+        """The role's processes now: the roots the spec names, then all their descendants."""
+        attrs = ["ppid", "cmdline"] if self.spec.match is not None else ["ppid"]
+        table = {p.pid: p for p in psutil.process_iter(attrs)}
+        children: dict[int, list[int]] = defaultdict(list)
+        for p in table.values():
+            ppid = p.info.get("ppid")
+            if isinstance(ppid, int):
+                children[ppid].append(p.pid)
+        roots = self._roots(table)
+        seen: set[int] = set()
+        stack = list(roots)
+        while stack:
+            pid = stack.pop()
+            if pid in seen or pid not in table:
+                continue
+            seen.add(pid)
+            stack.extend(children.get(pid, ()))
+        # The observer is never part of what it observes (its own figures are the generator scope).
+        seen.discard(os.getpid())
+        return [table[pid] for pid in sorted(seen)]
+
+    def _roots(self, table: dict[int, psutil.Process]) -> list[int]:
+        spec = self.spec
+        if spec.pid is not None:
+            return [spec.pid]
+        if spec.match is not None:
+            needle = spec.match
+            return [
+                pid
+                for pid, p in table.items()
+                if pid not in self._excluded and needle in " ".join(p.info.get("cmdline") or ())
+            ]
+        assert spec.cgroup is not None
+        directory = cgroup_dir(spec.cgroup)
+        return sorted(_cgroup_pids(directory)) if directory is not None else []
+
+
+def _depth(pid: int, gone: dict[int, _Reading]) -> int:
+    """How many ended ancestors ``pid`` has among ``gone`` (deepest credits move up first)."""
+    depth = 0
+    while pid in gone and depth < len(gone):
+        pid = gone[pid].ppid
+        depth += 1
+    return depth
+
+
+def _net(grown: float, credit: float) -> tuple[float, float]:
+    """Reaped-children CPU not yet counted, and the credit left for children still to be reaped."""
+    used = min(grown, credit)
+    return grown - used, credit - used
+
+
+def _self_and_ancestors() -> frozenset[int]:
+    """caplab's process and the shells and launchers above it: their command lines often contain
+    the very words a ``match`` looks for, and they are never the system under test."""
+    pids = {os.getpid()}
+    with contextlib.suppress(psutil.Error):
+        pids.update(p.pid for p in psutil.Process().parents())
+    return frozenset(pids)

@@ -1,0 +1,72 @@
+"""From resource samples to the figures of one cell: means over the measured window.
+
+``summarize`` is the general form (every scope and metric); ``cell_resources`` is the compact shape
+the runner stores per cell and the analysis reads: one entry per role, the host with its disks and
+interfaces folded in, and the generator.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+
+from caplab.collect.base import ResourceSample
+
+__all__ = ["cell_resources", "summarize"]
+
+STACKED_PREFIXES = ("dm-", "md", "drbd", "bcache")
+"""Devices built on other block devices: their IO is already counted on the disks beneath."""
+HOST_METRICS = ("cpu_percent", "cpu_util_percent", "iowait_percent", "mem_used_mb", "load1")
+
+
+def summarize(samples: Iterable[ResourceSample], t_from: float | None = None) -> dict[str, dict[str, float]]:
+    """Mean of each scope's metrics over the samples with ``t > t_from`` (all when None): passing
+    the warm-up's end leaves the warm-up out."""
+    sums: dict[tuple[str, str], float] = defaultdict(float)
+    counts: dict[tuple[str, str], int] = defaultdict(int)
+    for s in samples:
+        if t_from is None or s.t > t_from:
+            sums[(s.scope, s.metric)] += s.value
+            counts[(s.scope, s.metric)] += 1
+    out: dict[str, dict[str, float]] = defaultdict(dict)
+    for (scope, metric), total in sums.items():
+        out[scope][metric] = total / counts[(scope, metric)]
+    return dict(out)
+
+
+def cell_resources(
+    samples: Iterable[ResourceSample], t_from: float | None = None
+) -> dict[str, dict[str, float]]:
+    """``{ROLE: {…role metrics}, "host": {…}, "generator": {…}}``, means over ``t > t_from``.
+
+    Host keys: cpu_percent, cpu_util_percent, iowait_percent, mem_used_mb, load1 (from the host
+    scope); disk_busy_percent and disk_avg_queue (the busiest disk's, since one saturated disk
+    limits the system however idle the others are); disk_read_mb_s, disk_write_mb_s,
+    disk_read_iops, disk_write_iops (sums over disks, stacked devices left out unless there is
+    nothing else); net_rx_mb_s, net_tx_mb_s (sums over interfaces, loopback included). A key is
+    present only when its source was sampled, so a missing collector never reads as zero use.
+    """
+    means = summarize(samples, t_from)
+    out: dict[str, dict[str, float]] = {}
+    for scope, metrics in means.items():
+        if scope.startswith("role:"):
+            out[scope.removeprefix("role:")] = dict(metrics)
+    if "generator" in means:
+        out["generator"] = dict(means["generator"])
+
+    host: dict[str, float] = {k: v for k, v in means.get("host", {}).items() if k in HOST_METRICS}
+    disks = {scope.removeprefix("disk:"): m for scope, m in means.items() if scope.startswith("disk:")}
+    if disks:
+        host["disk_busy_percent"] = max(m.get("busy_percent", 0.0) for m in disks.values())
+        host["disk_avg_queue"] = max(m.get("avg_queue", 0.0) for m in disks.values())
+        physical = [m for name, m in disks.items() if not name.startswith(STACKED_PREFIXES)]
+        counted = physical or list(disks.values())
+        for metric in ("read_mb_s", "write_mb_s", "read_iops", "write_iops"):
+            host[f"disk_{metric}"] = sum(m.get(metric, 0.0) for m in counted)
+    nets = [m for scope, m in means.items() if scope.startswith("net:")]
+    if nets:
+        host["net_rx_mb_s"] = sum(m.get("rx_mb_s", 0.0) for m in nets)
+        host["net_tx_mb_s"] = sum(m.get("tx_mb_s", 0.0) for m in nets)
+    if host:
+        out["host"] = host
+    return out

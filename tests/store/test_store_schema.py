@@ -1,0 +1,78 @@
+"""The migrated schema is the one schema.py declares, on both databases; opening is idempotent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.runtime.migration import MigrationContext
+
+from caplab.store import Store
+from caplab.store.connect import open_engine
+from caplab.store.errors import StoreError
+from caplab.store.migrate import current_revision, head_revision
+from caplab.store.schema import metadata
+
+
+def test_migrations_build_exactly_the_declared_schema(store_url: str) -> None:
+    Store(store_url).close()
+    engine = open_engine(store_url)
+    with engine.connect() as conn:
+        context = MigrationContext.configure(
+            conn, opts={"compare_type": True, "compare_server_default": True}
+        )
+        diffs = compare_metadata(context, metadata)
+    engine.dispose()
+    assert diffs == []
+
+
+def test_a_new_store_is_at_head_and_reopening_changes_nothing(store_url: str) -> None:
+    with Store(store_url) as store:
+        study_id = store.create_study("s", "name: s", "s.yaml", {})
+    engine = open_engine(store_url)
+    assert current_revision(engine) == head_revision()
+    with Store(store_url) as store:
+        assert [s.id for s in store.list_studies()] == [study_id]
+    engine.dispose()
+
+
+def test_a_store_from_a_newer_caplab_is_refused_with_a_clear_message(sqlite_url: str) -> None:
+    Store(sqlite_url).close()
+    engine = open_engine(sqlite_url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE alembic_version SET version_num = '9999'"))
+    engine.dispose()
+    with pytest.raises(StoreError, match="revision 9999, newer than this caplab"):
+        Store(sqlite_url)
+
+
+def test_sqlite_runs_in_wal_mode_with_foreign_keys(sqlite_url: str) -> None:
+    with Store(sqlite_url) as store:
+        store.create_study("s", "name: s", "s.yaml", {})
+    engine = open_engine(sqlite_url)
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+    engine.dispose()
+
+
+def test_the_default_store_is_caplab_db_in_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("CAPLAB_DB", raising=False)
+    with Store() as store:
+        assert store.url == "sqlite:///caplab.db"
+    assert (tmp_path / "caplab.db").exists()
+    monkeypatch.setenv("CAPLAB_DB", f"sqlite:///{tmp_path / 'other.db'}")
+    with Store() as store:
+        assert store.url.endswith("other.db")
+
+
+def test_an_unreachable_database_is_a_store_error_naming_the_redacted_url() -> None:
+    with pytest.raises(StoreError) as caught:
+        Store("postgresql://caplab:hunter2@127.0.0.1:1/nothing")
+    assert "postgresql://caplab:***@127.0.0.1:1/nothing" in str(caught.value)
+    assert "hunter2" not in str(caught.value)
