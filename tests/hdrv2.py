@@ -1,5 +1,5 @@
-"""An independent reader for the engine's histograms: HdrHistogram V2 encoding (uncompressed,
-base64), written from the format description so the tests do not trust the engine to read its own
+"""An independent reader for the engine's histograms: HdrHistogram V2 encoding (compressed, as
+HdrHistogram log files hold it, or uncompressed; base64), written from the format description so the tests do not trust the engine to read its own
 output. Values are microseconds."""
 
 from __future__ import annotations
@@ -7,10 +7,12 @@ from __future__ import annotations
 import base64
 import math
 import struct
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 V2_COOKIE_BASE = 0x1C849303
+V2_COMPRESSED_COOKIE_BASE = 0x1C849304
 HEADER = struct.Struct(">iiiiqqd")
 
 
@@ -55,6 +57,10 @@ def _zigzag_leb128(payload: bytes) -> Iterator[int]:
 
 def decode(encoded: str) -> Decoded:
     data = base64.b64decode(encoded)
+    (cookie,) = struct.unpack_from(">i", data)
+    if cookie & ~0xF0 == V2_COMPRESSED_COOKIE_BASE:
+        (length,) = struct.unpack_from(">i", data, 4)
+        data = zlib.decompress(data[8 : 8 + length])
     cookie, length, offset, digits, lowest, highest, ratio = HEADER.unpack_from(data)
     if cookie & ~0xF0 != V2_COOKIE_BASE:
         raise ValueError(f"not an uncompressed V2 histogram (cookie {cookie:#x})")

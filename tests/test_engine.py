@@ -154,6 +154,7 @@ def test_in_flight_cap_drops_sends_instead_of_delaying_them(known_server: KnownS
     # Little's law: at most 5 in flight for 0.2 s each is 25 sends a second.
     assert r.sent / r.duration_s == pytest.approx(25, rel=0.15)
     assert all(i.in_flight <= 5 for i in r.intervals)
+    assert sum(i.dropped for i in r.intervals) == r.dropped
     assert r.generator.connections_opened <= 5, "one connection per request in flight, reused"
     # What was sent left on schedule: the backlog became drops, not a slower offered rate.
     lateness = r.generator.lateness_p99_ms
@@ -205,6 +206,23 @@ def test_freeze_under_a_small_cap_becomes_drops_not_late_sends(known_server: Kno
     accounted(r)
 
 
+def test_a_seed_makes_poisson_arrivals_and_the_mix_repeatable(http_recorder: HttpFactory) -> None:
+    def sends(seed: int) -> list[str]:
+        """The class (path) of each request in the order it was sent ({seq} numbers the sends)."""
+        server = http_recorder("length")
+        classes = tuple(
+            RequestClass(p, path=f"/{p}", method="POST", body="{seq}", template=True) for p in "ab"
+        )
+        plan = open_plan(Target(server.url), 200, 1.0, "poisson", threads=1, seed=seed, requests=classes)
+        r = run(plan)
+        assert r.completed == r.sent == len(server.requests)
+        return [req.path for req in sorted(server.requests, key=lambda req: int(req.body))]
+
+    first = sends(1)
+    assert sends(1) == first
+    assert sends(2) != first
+
+
 # --- the closed model ------------------------------------------------------------------------------
 
 
@@ -231,21 +249,11 @@ def test_closed_model_stops_at_max_requests(plain_server: RunningServer) -> None
     assert r.duration_s < 10
 
 
-@pytest.mark.xfail(
-    reason="open model overshoots max_requests by one per worker thread: open::run checks the budget "
-    "before the previously spawned send task has run Worker::issue (which counts it)",
-    strict=True,
-)
 def test_open_model_stops_at_max_requests(plain_server: RunningServer) -> None:
     r = run(open_plan(http(plain_server), 500, 10.0, max_requests=200, threads=1))
     assert r.sent == 200
 
 
-@pytest.mark.xfail(
-    reason="the closed executor returns at the window end without draining: replies still outstanding "
-    "are abandoned (left in in_flight_at_end), while the README promises min(timeout, 5 s) to finish",
-    strict=True,
-)
 def test_closed_model_waits_for_outstanding_replies(known_server: KnownServer) -> None:
     server = known_server("--sleep-ms", "300")
     r = run(Plan(http(server), ClosedLoad(4), duration_s=1.0))
@@ -254,11 +262,6 @@ def test_closed_model_waits_for_outstanding_replies(known_server: KnownServer) -
     assert r.completed == r.sent
 
 
-@pytest.mark.xfail(
-    reason="duration_s ends at the last send, not the window end, so at low rates throughput exceeds "
-    "the offered rate (10/s for 2 s → duration_s 1.9, throughput 10.5/s)",
-    strict=True,
-)
 def test_throughput_never_exceeds_the_offered_rate_at_low_rates(plain_server: RunningServer) -> None:
     r = run(open_plan(http(plain_server), 10, 2.0))
     assert r.completed == r.sent == 20
@@ -503,11 +506,6 @@ def test_an_exception_in_the_callback_is_raised_by_run(plain_server: RunningServ
         run(open_plan(http(plain_server), 50, 1.5), on_interval=fail)
 
 
-@pytest.mark.xfail(
-    reason="a failing on_interval callback does not abort the run (Control.abort documents 'Ctrl-C or a "
-    "failing callback: stop sending'), so the load continues to the end before the error surfaces",
-    strict=True,
-)
 def test_a_failing_callback_stops_the_load(known_server: KnownServer) -> None:
     server = known_server()
 

@@ -3,8 +3,10 @@
 use crate::plan::Plan;
 use crate::run::{run, Hooks, RunError};
 use crate::stats::{decode, encode, new_histogram, Summary};
-use pyo3::exceptions::{PyConnectionError, PyValueError};
+use pyo3::exceptions::{PyConnectionError, PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 pyo3::create_exception!(
     _engine,
@@ -25,24 +27,30 @@ pyo3::create_exception!(
 #[pyo3(signature = (plan_json, on_interval=None))]
 fn run_plan(py: Python<'_>, plan_json: &str, on_interval: Option<Py<PyAny>>) -> PyResult<String> {
     let plan = Plan::from_json(plan_json).map_err(|e| PlanError::new_err(e.to_string()))?;
-    let mut callback_error: Option<PyErr> = None;
+    // A callback that raises stops the run (its error is re-raised after); Ctrl-C landing inside
+    // the callback is an interrupt like any other, not an error.
+    let callback_error: Mutex<Option<PyErr>> = Mutex::new(None);
+    let stop = AtomicBool::new(false);
     let outcome = py.detach(|| {
         let mut emit = |snap: &crate::IntervalSnapshot| {
             let Some(cb) = &on_interval else { return };
-            if callback_error.is_some() {
+            if stop.load(Ordering::Relaxed) {
                 return;
             }
             let text = serde_json::to_string(snap).expect("snapshots serialise");
             Python::attach(|py| {
                 if let Err(e) = cb.call1(py, (text,)) {
-                    callback_error = Some(e);
+                    stop.store(true, Ordering::Relaxed);
+                    if !e.is_instance_of::<PyKeyboardInterrupt>(py) {
+                        *callback_error.lock().expect("not poisoned") = Some(e);
+                    }
                 }
             });
         };
-        let mut abort = || Python::attach(|py| py.check_signals().is_err());
+        let mut abort = || stop.load(Ordering::Relaxed) || Python::attach(|py| py.check_signals().is_err());
         run(&plan, Hooks { on_interval: &mut emit, should_abort: &mut abort })
     });
-    if let Some(e) = callback_error {
+    if let Some(e) = callback_error.into_inner().expect("not poisoned") {
         return Err(e);
     }
     match outcome {

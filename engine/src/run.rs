@@ -102,11 +102,15 @@ where
     D::Conn: 'static,
     F: Fn() -> Result<D, PlanError>,
 {
-    let threads = plan.threads.map(|t| t as usize).unwrap_or_else(default_threads);
+    let mut threads = plan.threads.map(|t| t as usize).unwrap_or_else(default_threads);
     let max_in_flight = match plan.load {
         Load::Open { .. } => Some(in_flight_cap(plan)),
         Load::Closed { .. } => None,
     };
+    if let Some(cap) = max_in_flight {
+        // Each thread holds at least one request, so more threads than the cap would exceed it.
+        threads = threads.min(cap as usize).max(1);
+    }
     let control = Arc::new(Control { max_requests: plan.max_requests, ..Control::default() });
     let interval = Duration::from_secs_f64(plan.interval_s);
     // Start a moment ahead so every thread is up before the first intended send.
@@ -160,7 +164,18 @@ where
     let ended = Instant::now();
     merger.flush(ended, &mut on_interval);
     let cpu_s = crate::cpu::process_cpu_s() - cpu_before;
-    Ok(assemble(plan, clock, threads, outcomes, merger.snapshots, cpu_s, max_in_flight, interrupted))
+    let stopped_early = interrupted || control.budget_spent();
+    Ok(assemble(
+        plan,
+        clock,
+        threads,
+        outcomes,
+        merger.snapshots,
+        cpu_s,
+        max_in_flight,
+        interrupted,
+        stopped_early,
+    ))
 }
 
 /// Default cap: a one-second stall at the peak rate is absorbed, within the descriptors we have.
@@ -274,6 +289,7 @@ fn assemble(
     cpu_s: f64,
     max_in_flight: Option<u64>,
     interrupted: bool,
+    stopped_early: bool,
 ) -> RunResult {
     let mut total = ThreadStats::new(plan.requests.len());
     let mut sending_ended = clock.start;
@@ -285,7 +301,9 @@ fn assemble(
         connects += o.connects;
         busiest = busiest.max(o.busy);
     }
-    let window_end = sending_ended.min(clock.window_end);
+    // A run that ran its course measures the whole window; one stopped early (Ctrl-C, request
+    // budget) only up to when sending stopped.
+    let window_end = if stopped_early { sending_ended.min(clock.window_end) } else { clock.window_end };
     let measured_s = window_end.saturating_duration_since(clock.warmup_end).as_secs_f64();
     let mut latency = crate::stats::new_histogram();
     let mut service = crate::stats::new_histogram();

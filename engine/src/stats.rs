@@ -6,7 +6,7 @@
 
 use crate::driver::ErrorKind;
 use base64::Engine as _;
-use hdrhistogram::serialization::{Deserializer, Serializer, V2Serializer};
+use hdrhistogram::serialization::{Deserializer, Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::time::{Duration, Instant};
@@ -253,10 +253,11 @@ impl Summary {
     }
 }
 
-/// Encodes a histogram in the HdrHistogram V2 format, base64 (as HdrHistogram's log files do).
+/// Encodes a histogram in the compressed HdrHistogram V2 format, base64 — the form HdrHistogram's
+/// log files use (`HISTFAAA…`), so its tools read it.
 pub fn encode(h: &Histogram<u64>) -> String {
     let mut bytes = Vec::new();
-    V2Serializer::new().serialize(h, &mut bytes).expect("serialising to memory cannot fail");
+    V2DeflateSerializer::new().serialize(h, &mut bytes).expect("serialising to memory cannot fail");
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 

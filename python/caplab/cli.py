@@ -198,3 +198,7 @@ def export(study: str, fmt: str, output: Path | None, db: str | None) -> None:
     from caplab.store.commands import cmd_export
 
     sys.exit(cmd_export(db, study, fmt, output))
+
+
+if __name__ == "__main__":
+    main()

@@ -26,12 +26,19 @@ where
         let step = (end.saturating_duration_since(now)).min(Duration::from_millis(10));
         tokio::time::sleep(step).await;
     }
-    w.mark_sending_ended();
+    // Users send nothing more; requests already out get the drain time to come back.
+    w.drain().await;
 }
 
 async fn user<D: Driver>(w: Rc<Worker<D>>, think: Think, mut rng: Rng) {
+    // Start with the run clock, so the first request is timed like every other.
+    tokio::time::sleep_until(w.clock.start.into()).await;
     let mut conn = None;
-    while !w.stopping(Instant::now()) {
+    loop {
+        let now = Instant::now();
+        if w.stopping(now) || !w.claim(now) {
+            break;
+        }
         w.in_flight.set(w.in_flight.get() + 1);
         let outcome = w.issue(&mut conn, Instant::now()).await;
         w.in_flight.set(w.in_flight.get() - 1);

@@ -30,6 +30,11 @@ impl Control {
     fn aborted(&self) -> bool {
         self.abort.load(Ordering::Relaxed)
     }
+
+    /// True once `max_requests` measured requests have been claimed.
+    pub fn budget_spent(&self) -> bool {
+        self.max_requests.is_some_and(|max| self.budget_used.load(Ordering::Relaxed) >= max)
+    }
 }
 
 /// How one worker thread's share of the load is generated.
@@ -116,12 +121,17 @@ pub struct Worker<D: Driver> {
 impl<D: Driver> Worker<D> {
     /// True when no further request should be started.
     pub fn stopping(&self, now: Instant) -> bool {
-        if now >= self.clock.window_end || self.control.aborted() {
-            return true;
-        }
+        now >= self.clock.window_end || self.control.aborted() || self.control.budget_spent()
+    }
+
+    /// Claims one request of the `max_requests` budget before it is sent; false when the budget
+    /// is spent (the claim is atomic, so threads together never exceed it).
+    pub fn claim(&self, intended: Instant) -> bool {
         match self.control.max_requests {
-            Some(max) => self.control.budget_used.load(Ordering::Relaxed) >= max,
-            None => false,
+            Some(max) if self.clock.measured(intended) => {
+                self.control.budget_used.fetch_add(1, Ordering::Relaxed) < max
+            }
+            _ => true,
         }
     }
 
@@ -144,9 +154,6 @@ impl<D: Driver> Worker<D> {
                 stats.on_lateness(start.saturating_duration_since(intended));
             }
             stats.on_sent(&self.clock, class, intended);
-        }
-        if self.control.max_requests.is_some() && self.clock.measured(intended) {
-            self.control.budget_used.fetch_add(1, Ordering::Relaxed);
         }
         let outcome = match tokio::time::timeout(self.timeout, self.attempt(conn, class, seq)).await {
             Ok(outcome) => outcome,

@@ -49,6 +49,9 @@ where
             w.stats.borrow_mut().on_dropped(&w.clock, intended);
             continue;
         }
+        if !w.claim(intended) {
+            break;
+        }
         w.in_flight.set(w.in_flight.get() + 1);
         let conn = idle.borrow_mut().pop();
         let (w2, idle2) = (w.clone(), idle.clone());

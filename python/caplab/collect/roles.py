@@ -98,7 +98,7 @@ def _cgroup_pids(directory: Path) -> set[int]:
 
 @dataclass(frozen=True)
 class _Cpu:
-    """Cumulative counters of one process (seconds, bytes, switches)."""
+    """Cumulative counters of one process: CPU seconds (its own and its reaped children's), IO bytes."""
 
     user: float = 0.0
     system: float = 0.0

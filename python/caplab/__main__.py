@@ -1,0 +1,5 @@
+"""`python -m caplab` runs the CLI."""
+
+from caplab.cli import main
+
+main()
