@@ -1,6 +1,6 @@
 """An independent reader for the engine's histograms: HdrHistogram V2 encoding (compressed, as
-HdrHistogram log files hold it, or uncompressed; base64), written from the format description so the tests do not trust the engine to read its own
-output. Values are microseconds."""
+HdrHistogram log files hold it, or uncompressed; base64), written from the format description so
+the tests do not trust the engine to read its own output. Values are microseconds."""
 
 from __future__ import annotations
 

@@ -316,12 +316,11 @@ def _model_of(annotation: Any) -> type[BaseModel] | None:
 def _raw_at(data: Any, loc: Path_) -> Any:
     """The raw YAML value at a validation error's location, or None."""
     for part in loc:
-        if isinstance(data, dict) and part in data:
-            data = data[part]
-        elif isinstance(data, list) and isinstance(part, int) and part < len(data):
-            data = data[part]
-        else:
+        in_dict = isinstance(data, dict) and part in data
+        in_list = isinstance(data, list) and isinstance(part, int) and part < len(data)
+        if not (in_dict or in_list):
             return None
+        data = data[part]
     return data
 
 
