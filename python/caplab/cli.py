@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,41 @@ def main() -> None:
     Drive load at a system and measure it correctly:
       caplab load http://127.0.0.1:8080/ --rate 2000 --duration 30s
     """
+
+
+def request_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The options that shape requests and connections, shared by `load` and `find-capacity`."""
+    for option in reversed(_REQUEST_OPTIONS):
+        command = option(command)
+    return command
+
+
+_REQUEST_OPTIONS = [
+    click.option(
+        "-t", "--threads", type=click.IntRange(min=1), help="Worker threads [default: CPUs available]."
+    ),
+    click.option(
+        "-c",
+        "--connections",
+        type=click.IntRange(min=1),
+        help="Open model: most requests in flight [default: rate × 1 s]. Closed: users if --users absent.",
+    ),
+    click.option("-m", "--method", default="GET", show_default=True),
+    click.option(
+        "-H", "--header", "headers", multiple=True, help="Request header 'Name: value' (repeatable)."
+    ),
+    click.option("--body", help="Request body (HTTP) or payload (TCP)."),
+    click.option(
+        "--body-file", type=click.Path(path_type=Path), help="Read the body or payload from a file."
+    ),
+    click.option(
+        "--template", is_flag=True, help="Replace {seq} in the body with a per-request sequence number."
+    ),
+    click.option("--framing", type=click.Choice(["line", "u32", "mllp"]), help="TCP framing (tcp:// URLs)."),
+    click.option(
+        "--timeout", "timeout_s", type=DURATION, default=30.0, show_default=True, help="Per request."
+    ),
+]
 
 
 LOAD_EPILOG = """
@@ -92,22 +128,7 @@ Exit codes: 0 done, 1 target unreachable, 2 bad arguments, 130 interrupted (resu
     help="Measured window (after warm-up).",
 )
 @click.option("--warmup", "warmup_s", type=DURATION, default=0.0, help="Load before measuring; excluded.")
-@click.option("-t", "--threads", type=click.IntRange(min=1), help="Worker threads [default: CPUs available].")
-@click.option(
-    "-c",
-    "--connections",
-    type=click.IntRange(min=1),
-    help="Open model: most requests in flight [default: rate × 1 s]. Closed: users if --users absent.",
-)
-@click.option("-m", "--method", default="GET", show_default=True)
-@click.option("-H", "--header", "headers", multiple=True, help="Request header 'Name: value' (repeatable).")
-@click.option("--body", help="Request body (HTTP) or payload (TCP).")
-@click.option("--body-file", type=click.Path(path_type=Path), help="Read the body or payload from a file.")
-@click.option(
-    "--template", is_flag=True, help="Replace {seq} in the body with a per-request sequence number."
-)
-@click.option("--framing", type=click.Choice(["line", "u32", "mllp"]), help="TCP framing (tcp:// URLs).")
-@click.option("--timeout", "timeout_s", type=DURATION, default=30.0, show_default=True, help="Per request.")
+@request_options
 @click.option(
     "-n", "--max-requests", type=click.IntRange(min=1), help="Stop after this many measured requests."
 )
@@ -198,6 +219,80 @@ def export(study: str, fmt: str, output: Path | None, db: str | None) -> None:
     from caplab.store.commands import cmd_export
 
     sys.exit(cmd_export(db, study, fmt, output))
+
+
+FIND_EPILOG = """
+\b
+The search: short trials double the load until the SLO fails, bisect to --precision, then
+--repeats full-length trials confirm the found load (stepping down if one fails). Every trial must
+also be steady (no trend through its window); an open-model search always adds
+'throughput>=0.99*offered' (a backlog is a failure). A generator that saturates stops the search.
+\b
+Examples:
+  caplab find-capacity http://127.0.0.1:8080/ --slo 'p99<=50ms' --slo 'errors<=0.1%' --sut-match server
+  caplab find-capacity http://127.0.0.1:8080/ --closed --think 1s --slo 'cpu<=75%' --sut-pid 1234
+\b
+Exit codes: 0 capacity found, 1 not found (SLO fails at the minimum, generator saturated,
+target unreachable), 2 bad arguments, 130 interrupted.
+"""
+
+
+@main.command("find-capacity", epilog=FIND_EPILOG)
+@click.argument("url")
+@click.option(
+    "--slo", "slos", multiple=True, help="An SLO predicate (repeatable): p99<=50ms, errors<=0.1%, cpu<=75%…"
+)
+@click.option("--sut-pid", type=int, help="The SUT's process id: its CPU, memory and IO name the limit.")
+@click.option("--sut-match", help="The SUT's processes by command-line substring.")
+@click.option(
+    "--precision", default="5%", show_default=True, help="Stop bisecting when hi/lo is within this."
+)
+@click.option("--closed", is_flag=True, help="Search the number of users (closed model) instead of the rate.")
+@click.option("--think", "think_s", type=DURATION, default=0.0, help="Closed model: think time per user.")
+@click.option("--think-dist", type=click.Choice(["constant", "exponential"]), default="constant")
+@click.option(
+    "--start", type=click.FloatRange(min=0, min_open=True), help="First load tried [100/s or 1 user]."
+)
+@click.option("--max", "maximum", type=click.FloatRange(min=0, min_open=True), help="Highest load tried.")
+@click.option(
+    "--trial", "trial_s", type=DURATION, default=3.0, show_default=True, help="Search trial length."
+)
+@click.option(
+    "--confirm",
+    "confirm_s",
+    type=DURATION,
+    default=10.0,
+    show_default=True,
+    help="Confirmation trial length.",
+)
+@click.option(
+    "--repeats", type=click.IntRange(min=1, max=10), default=3, show_default=True, help="Confirmation trials."
+)
+@click.option(
+    "--warmup", "warmup_s", type=DURATION, default=1.0, show_default=True, help="Warm-up of each trial."
+)
+@request_options
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
+def find_capacity(as_json: bool, **options: Any) -> None:
+    """Find the highest load URL sustains within the SLO, and what limits it."""
+    from caplab.analysis.commands import find_capacity_command
+
+    try:
+        code = find_capacity_command(as_json=as_json, **options)
+    except UsageProblem as e:
+        raise click.UsageError(str(e)) from e
+    sys.exit(code)
+
+
+@main.command("fit-usl")
+@click.argument("csv_file", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+@click.option("--predict", type=float, multiple=True, help="Also predict throughput at this N (repeatable).")
+def fit_usl(csv_file: Path, as_json: bool, predict: tuple[float, ...]) -> None:
+    """Fit the Universal Scalability Law to CSV_FILE (columns n,throughput; repeated n allowed)."""
+    from caplab.analysis.commands import fit_usl_command
+
+    sys.exit(fit_usl_command(csv_file, as_json, list(predict)))
 
 
 if __name__ == "__main__":

@@ -120,6 +120,7 @@ class _Reading:
     """Creation time, seconds since boot (the clock ``/proc/PID/stat`` uses)."""
     cpu: _Cpu
     ctx_by_thread: dict[int, int]
+    cpu_by_thread: dict[int, float]
     rss: int
     threads: int
 
@@ -146,20 +147,27 @@ def _started_s(p: psutil.Process) -> float:
     return int(data[data.rindex(b")") + 2 :].split()[19]) / CLOCK_TICKS
 
 
-def _thread_ctx(pid: int) -> dict[int, int] | None:
-    """Voluntary + involuntary context switches of each live thread; None where /proc has no tasks."""
+def _thread_stats(pid: int) -> dict[int, tuple[int, float]] | None:
+    """Per live thread: context switches (voluntary + involuntary) and CPU seconds (user + system).
+    None where /proc has no tasks. The CPU per thread shows a single-threaded bottleneck that the
+    process total hides (one thread at 100 % of a core while the machine looks half idle)."""
     task_dir = f"/proc/{pid}/task"
     try:
         tids = os.listdir(task_dir)
     except OSError:
         return None
-    out: dict[int, int] = {}
+    out: dict[int, tuple[int, float]] = {}
     for tid in tids:
         try:
             with open(f"{task_dir}/{tid}/status", "rb") as f:
-                out[int(tid)] = sum(int(line.split()[1]) for line in f if b"ctxt_switches:" in line)
+                ctx = sum(int(line.split()[1]) for line in f if b"ctxt_switches:" in line)
+            with open(f"{task_dir}/{tid}/stat", "rb") as f:
+                data = f.read()
+            fields = data[data.rindex(b")") + 2 :].split()
+            cpu = (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
         except (OSError, ValueError, IndexError):
             continue  # the thread ended while we read
+        out[int(tid)] = (ctx, cpu)
     return out
 
 
@@ -173,7 +181,8 @@ class _Pending:
 
 class RoleCollector:
     """Scope ``role:NAME``: cpu_percent (user + system, 100 = one core), user_percent,
-    system_percent, rss_mb, read_mb_s, write_mb_s, threads, ctx_switches_s, processes."""
+    system_percent, rss_mb, read_mb_s, write_mb_s, threads, ctx_switches_s, max_thread_cpu_percent
+    (the busiest single thread, 100 = a whole core), processes."""
 
     def __init__(self, spec: RoleSpec) -> None:
         self.spec = spec
@@ -220,6 +229,7 @@ class RoleCollector:
         wall = max(now_wall - self._last_wall, 1e-9)
         user, system = self._cpu_delta(readings)
         read_b = write_b = ctx = 0
+        busiest_thread = 0.0
         for key, r in readings.items():
             base = self._baseline(key, r)
             if base is r:
@@ -229,6 +239,8 @@ class RoleCollector:
             for tid, n in r.ctx_by_thread.items():
                 # A thread first seen now was created during the interval: all its switches count.
                 ctx += max(0, n - base.ctx_by_thread.get(tid, 0))
+            for tid, c in r.cpu_by_thread.items():
+                busiest_thread = max(busiest_thread, c - base.cpu_by_thread.get(tid, 0.0))
         self._samples += 1
         if not readings:
             self._empty_samples += 1
@@ -243,6 +255,7 @@ class RoleCollector:
             "write_mb_s": write_b / MB / wall,
             "threads": float(sum(r.threads for r in readings.values())),
             "ctx_switches_s": ctx / wall,
+            "max_thread_cpu_percent": min(busiest_thread / wall * 100, 100.0),
             "processes": float(len(readings)),
         }
         return [ResourceSample(t, self.name, metric, value) for metric, value in values.items()]
@@ -262,7 +275,7 @@ class RoleCollector:
         # Start times are whole ticks, rounded down: one started just after the previous sample's
         # clock reading (and too late for its process list) can read up to a tick earlier.
         if r.started_s >= self._last_boot_s - 1 / CLOCK_TICKS:
-            return _Reading(r.ppid, r.started_s, _NO_CPU, {}, 0, 0)
+            return _Reading(r.ppid, r.started_s, _NO_CPU, {}, {}, 0, 0)
         return r
 
     def _cpu_delta(self, readings: dict[tuple[int, float], _Reading]) -> tuple[float, float]:
@@ -311,16 +324,18 @@ class RoleCollector:
                     rss = p.memory_info().rss
                     threads = p.num_threads()
                     read_bytes, write_bytes = self._io(p)
-                    ctx = _thread_ctx(p.pid)
-                    if ctx is None:
+                    per_thread = _thread_stats(p.pid)
+                    if per_thread is None:
                         c = p.num_ctx_switches()
-                        ctx = {p.pid: c.voluntary + c.involuntary}
+                        per_thread = {p.pid: (c.voluntary + c.involuntary, times.user + times.system)}
             except (psutil.NoSuchProcess, psutil.AccessDenied, OSError):
                 continue  # gone mid-read (or not ours to read): it simply is not in this sample
             cpu = _Cpu(
                 times.user, times.system, times.children_user, times.children_system, read_bytes, write_bytes
             )
-            out[(p.pid, started)] = _Reading(ppid, started, cpu, ctx, rss, threads)
+            ctx = {tid: n for tid, (n, _) in per_thread.items()}
+            thread_cpu = {tid: c for tid, (_, c) in per_thread.items()}
+            out[(p.pid, started)] = _Reading(ppid, started, cpu, ctx, thread_cpu, rss, threads)
         self.pids = frozenset(pid for pid, _ in out)
         return out
 

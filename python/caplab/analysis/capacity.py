@@ -1,0 +1,161 @@
+"""Capacity search: the highest load at which the SLO holds in repeated trials.
+
+Bracket quickly (double until a trial fails, or halve until one passes), bisect with short trials
+to the requested precision, then confirm with repeated full-length trials at the found load —
+stepping down if a confirmation fails. The load is an arrival rate (open model) or a number of
+users (closed model). A trial in which the generator saturated stops the search: its numbers
+describe caplab, not the system, and must never become a capacity.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Phase = Literal["bracket", "bisect", "confirm"]
+
+MAX_CONFIRM_ROUNDS = 4
+T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}
+
+
+class GeneratorSaturated(Exception):
+    """The generator could not keep up: the search stops rather than report a false capacity."""
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One trial of the search and its verdict."""
+
+    phase: Phase
+    load: float
+    passed: bool
+    reasons: list[str]
+    throughput: float
+    p99_ms: float | None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "phase": self.phase,
+            "load": self.load,
+            "passed": self.passed,
+            "reasons": self.reasons,
+            "throughput": self.throughput,
+            "p99_ms": self.p99_ms,
+            **self.details,
+        }
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    closed: bool = False
+    """Search over users (closed model) instead of arrival rate."""
+    start: float = 100.0
+    minimum: float = 1.0
+    maximum: float = 1_000_000.0
+    precision: float = 0.05
+    confirm_repeats: int = 3
+
+
+@dataclass
+class SearchOutcome:
+    capacity: float | None
+    ci95: tuple[float, float] | None
+    capacity_throughput: float | None
+    probes: list[Probe]
+    search_s: float
+    found: bool
+    message: str
+    confirmations: list[Probe] = field(default_factory=list)
+
+
+ProbeFn = Callable[[float, Phase], Probe]
+
+
+class CapacitySearch:
+    def __init__(self, settings: SearchSettings, probe: ProbeFn) -> None:
+        self.s = settings
+        self._probe = probe
+        self.probes: list[Probe] = []
+
+    def _run(self, load: float, phase: Phase) -> Probe:
+        p = self._probe(load, phase)
+        self.probes.append(p)
+        return p
+
+    def _round(self, load: float) -> float:
+        return float(max(1, round(load))) if self.s.closed else load
+
+    def _midpoint(self, lo: float, hi: float) -> float:
+        return float((lo + hi) // 2) if self.s.closed else (lo + hi) / 2
+
+    def _close_enough(self, lo: float, hi: float) -> bool:
+        if self.s.closed and hi - lo <= 1:
+            return True
+        return (hi - lo) / lo <= self.s.precision
+
+    def run(self) -> SearchOutcome:
+        began = time.monotonic()
+        bracket = self._bracket()
+        if isinstance(bracket, str):
+            return SearchOutcome(None, None, None, self.probes, time.monotonic() - began, False, bracket)
+        lo, hi = bracket
+        while not self._close_enough(lo, hi):
+            mid = self._midpoint(lo, hi)
+            if self._run(mid, "bisect").passed:
+                lo = mid
+            else:
+                hi = mid
+        return self._confirm(lo, hi, began)
+
+    def _bracket(self) -> tuple[float, float] | str:
+        """(highest passing, lowest failing) loads, or why there are none."""
+        load = self._round(min(max(self.s.start, self.s.minimum), self.s.maximum))
+        first = self._run(load, "bracket")
+        if first.passed:
+            while True:
+                nxt = self._round(min(load * 2, self.s.maximum))
+                if nxt <= load:
+                    return f"the SLO still holds at the maximum load searched ({load:g}); capacity is higher"
+                p = self._run(nxt, "bracket")
+                if not p.passed:
+                    return load, nxt
+                load = nxt
+        while True:
+            nxt = self._round(max(load / 2, self.s.minimum))
+            if nxt >= load:
+                return f"the SLO fails even at the minimum load ({load:g}): {'; '.join(first.reasons)}"
+            p = self._run(nxt, "bracket")
+            if p.passed:
+                return nxt, load
+            load = nxt
+
+    def _confirm(self, lo: float, hi: float, began: float) -> SearchOutcome:
+        for _ in range(MAX_CONFIRM_ROUNDS):
+            runs = [self._run(lo, "confirm") for _ in range(self.s.confirm_repeats)]
+            if all(p.passed for p in runs):
+                tput = [p.throughput for p in runs]
+                spread = statistics.stdev(tput) if len(tput) > 1 else 0.0
+                half = T95.get(len(tput) - 1, 2.0) * spread / math.sqrt(len(tput))
+                ci = (max(0.0, lo - half), hi)
+                message = f"SLO held in {len(runs)} of {len(runs)} confirmation trials at {lo:g}"
+                return SearchOutcome(
+                    lo, ci, statistics.fmean(tput), self.probes, time.monotonic() - began, True, message, runs
+                )
+            hi = lo
+            lo = self._round(lo - 1 if self.s.closed else lo * (1 - self.s.precision))
+            if lo < self.s.minimum or lo >= hi:
+                break
+        return SearchOutcome(
+            None,
+            None,
+            None,
+            self.probes,
+            time.monotonic() - began,
+            False,
+            "confirmation trials kept failing: the system is not stable near its apparent capacity",
+        )

@@ -1,0 +1,104 @@
+"""The limit: which resource stops the system at its capacity.
+
+Service demand D_r = U_r / X for each resource r (U its utilisation, 0–1; X the throughput): the
+resource with the largest demand is the bottleneck and X / U_r the throughput bound it sets. A
+role's CPU is utilised either as a share of the host's cores or, for a single busy thread, as a
+share of one core — a single-threaded server is CPU-bound at one core on a machine that looks half
+idle. When no resource is near saturation at capacity the limit is software (locks, pools,
+serialisation, round trips), and the evidence says which signals point there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+NEAR_SATURATION = 0.80
+
+
+@dataclass(frozen=True)
+class Demand:
+    resource: str
+    utilization: float
+    demand_ms: float
+    """Milliseconds of the resource each request uses: U / X."""
+    bound_rps: float | None
+    note: str
+
+
+def demands(throughput: float, scopes: dict[str, dict[str, float]], roles: list[str]) -> list[Demand]:
+    """The demands table, largest first, from per-scope mean resource use at one load."""
+    cores = max(scopes.get("host", {}).get("cores", 1.0), 1.0)
+    out: list[Demand] = []
+    for role in roles:
+        m = scopes.get(f"role:{role}", {})
+        if "cpu_percent" not in m:
+            continue
+        share = m["cpu_percent"] / (100.0 * cores)
+        thread = m.get("max_thread_cpu_percent", 0.0) / 100.0
+        if thread > share:
+            note = f"busiest thread at {thread:.0%} of one core ({m['cpu_percent']:.0f}% of a core in all)"
+        else:
+            note = f"{m['cpu_percent']:.0f}% of a core over {cores:g} cores"
+        out.append(_demand(f"cpu:{role}", max(share, thread), throughput, note))
+    for scope, m in scopes.items():
+        if scope.startswith("disk:") and m.get("read_iops", 0.0) + m.get("write_iops", 0.0) > 0:
+            busy = m.get("busy_percent", 0.0) / 100.0
+            note = f"busy {busy:.0%}, queue {m.get('avg_queue', 0.0):.1f}"
+            out.append(_demand(scope, busy, throughput, note))
+        if scope.startswith("net:") and m.get("link_mb_s"):
+            use = max(m.get("rx_mb_s", 0.0), m.get("tx_mb_s", 0.0)) / m["link_mb_s"]
+            out.append(_demand(scope, use, throughput, f"{use:.0%} of a {m['link_mb_s']:g} MB/s link"))
+    return sorted(out, key=lambda d: d.utilization, reverse=True)
+
+
+def _demand(resource: str, utilization: float, throughput: float, note: str) -> Demand:
+    demand_ms = 1000.0 * utilization / throughput if throughput > 0 else 0.0
+    bound = throughput / utilization if utilization > 0 else None
+    return Demand(resource, utilization, demand_ms, bound, note)
+
+
+def find_limit(
+    throughput: float,
+    scopes: dict[str, dict[str, float]],
+    roles: list[str],
+    signals: list[str] | None = None,
+) -> dict[str, Any]:
+    """``{resource, kind, utilization, bound_rps, evidence, summary}`` at the capacity load."""
+    table = demands(throughput, scopes, roles)
+    evidence: dict[str, Any] = {"demands": [asdict(d) for d in table], "signals": list(signals or [])}
+    if not roles:
+        return {
+            "resource": None,
+            "kind": "unknown",
+            "utilization": None,
+            "bound_rps": None,
+            "evidence": evidence,
+            "summary": "unknown: no SUT process was named (a role, --sut-pid or --sut-match), so resource "
+            "use cannot be attributed to the system under test",
+        }
+    top = table[0] if table else None
+    if top is not None and top.utilization >= NEAR_SATURATION:
+        return {
+            "resource": top.resource,
+            "kind": "hardware",
+            "utilization": top.utilization,
+            "bound_rps": top.bound_rps,
+            "evidence": evidence,
+            "summary": f"{top.resource} at {top.utilization:.0%} ({top.note}); it bounds throughput near "
+            f"{top.bound_rps:,.0f}/s",
+        }
+    busiest = (
+        f"the busiest resource is {top.resource} at {top.utilization:.0%}"
+        if top
+        else "no resource was measured"
+    )
+    evidence["signals"].insert(0, f"no hardware resource near saturation at capacity: {busiest}")
+    return {
+        "resource": "software",
+        "kind": "software",
+        "utilization": top.utilization if top else None,
+        "bound_rps": None,
+        "evidence": evidence,
+        "summary": "software: " + "; ".join(evidence["signals"]),
+    }

@@ -1,0 +1,165 @@
+"""A search trial: run the load, sample resources, judge it against the SLO and steady state.
+
+Shared by `caplab find-capacity` and by studies with `search:`; the caller decides where trials
+go (a study stores each one) through `on_trial`.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from caplab.analysis.capacity import GeneratorSaturated, Phase, Probe, SearchOutcome
+from caplab.analysis.limit import demands, find_limit
+from caplab.analysis.slo import Slo, Trial, as_dict, evaluate, parse_slo
+from caplab.analysis.steady import littles_law, steadiness
+from caplab.collect import RoleSpec, cell_resources, default_collectors, summarize
+from caplab.load import LoadOptions, build_plan
+from caplab.study.trials import ProgressFn, TrialRecord, run_trial
+
+NO_BACKLOG = "throughput>=0.99*offered"
+
+
+@dataclass(frozen=True)
+class TrialShape:
+    duration_s: float
+    warmup_s: float
+
+
+OnTrial = Callable[[TrialRecord, Probe], None]
+
+
+class TrialProber:
+    """Turns a load (rate or users) into a judged trial; keeps the records for the limit analysis."""
+
+    def __init__(
+        self,
+        base: LoadOptions,
+        slos: list[Slo],
+        roles: list[RoleSpec],
+        short: TrialShape,
+        full: TrialShape,
+        closed: bool,
+        on_trial: OnTrial | None = None,
+        progress: ProgressFn | None = None,
+    ) -> None:
+        self.base = base
+        self.closed = closed
+        self.slos = (
+            slos if closed or any(s.relative_to_offered for s in slos) else [*slos, parse_slo(NO_BACKLOG)]
+        )
+        self.roles = roles
+        self.short = short
+        self.full = full
+        self.on_trial = on_trial
+        self.progress = progress
+        self.records: list[tuple[Probe, TrialRecord]] = []
+
+    def options(self, load: float, phase: Phase) -> LoadOptions:
+        shape = self.full if phase == "confirm" else self.short
+        common = {"duration_s": shape.duration_s, "warmup_s": shape.warmup_s, "interval_s": 0.5}
+        if self.closed:
+            return replace(self.base, rate=None, users=int(load), **common)  # type: ignore[arg-type]
+        return replace(self.base, rate=load, users=None, think_s=0.0, **common)  # type: ignore[arg-type]
+
+    def __call__(self, load: float, phase: Phase) -> Probe:
+        plan = build_plan(self.options(load, phase))
+        record = run_trial(plan, default_collectors(self.roles), self.progress)
+        record.kind = f"search:{phase}"
+        r = record.result
+        warmup = plan.warmup_s
+        scopes = summarize(record.samples, warmup)
+        resources = cell_resources(record.samples, warmup)
+        cores = int(scopes.get("host", {}).get("cores", 1))
+        trial = Trial(r.offered_rate, r.throughput, r.sent, r.errors, r.latency_ms.__dict__, resources, cores)
+        verdicts = evaluate(self.slos, trial)
+        steady = steadiness(r.intervals, r.warmup_s + r.duration_s)
+        reasons = [v.reason for v in verdicts if not v.passed]
+        if not steady.steady:
+            reasons.append(f"not steady: {steady.reason}")
+        if r.interrupted:
+            reasons.append("interrupted")
+        table = demands(r.throughput, scopes, [x.name for x in self.roles])
+        details: dict[str, Any] = {
+            "offered_rate": r.offered_rate,
+            "users": r.users,
+            "sent": r.sent,
+            "errors": r.errors,
+            "dropped": r.dropped,
+            "p50_ms": r.latency_ms.p50,
+            "in_flight": statistics.fmean([i.in_flight for i in r.intervals if not i.warmup] or [0]),
+            "verdicts": [as_dict(v) for v in verdicts],
+            "consistency": steady.consistency,
+            "throughput_cv": steady.throughput_cv,
+            "busiest": {"resource": table[0].resource, "utilization": table[0].utilization}
+            if table
+            else None,
+            "resources": resources,
+        }
+        probe = Probe(phase, load, not reasons, reasons, r.throughput, r.latency_ms.p99, details)
+        self.records.append((probe, record))
+        if self.on_trial is not None:
+            self.on_trial(record, probe)
+        if r.interrupted:
+            raise KeyboardInterrupt
+        if r.generator.saturated:
+            raise GeneratorSaturated(
+                f"the generator saturated at {load:g} ({r.generator.saturation_reason}); the search "
+                "stopped rather than report the generator's limit as the system's — give caplab more "
+                "cores or threads, or run it on another machine"
+            )
+        return probe
+
+    def analyse(self, outcome: SearchOutcome) -> dict[str, Any]:
+        """The limit at capacity (from the confirmation trials) and its supporting signals."""
+        confirm = [(p, rec) for p, rec in self.records if p.phase == "confirm" and p.passed]
+        if not outcome.found or not confirm:
+            return {"limit": None, "consistency": None, "littles_law": None}
+        last = confirm[-self.full_repeats(confirm) :]
+        samples = [s for _, rec in last for s in rec.samples]
+        scopes = summarize(samples, self.full.warmup_s)
+        throughput = statistics.fmean(p.throughput for p, _ in last)
+        limit = find_limit(throughput, scopes, [x.name for x in self.roles], self._signals(outcome))
+        rec = last[-1][1].result
+        return {
+            "limit": limit,
+            "consistency": steadiness(rec.intervals, rec.warmup_s + rec.duration_s).consistency,
+            "littles_law": littles_law(
+                rec.throughput, rec.latency_ms.mean, rec.intervals, rec.warmup_s + rec.duration_s
+            ),
+        }
+
+    @staticmethod
+    def full_repeats(confirm: list[tuple[Probe, TrialRecord]]) -> int:
+        loads = [p.load for p, _ in confirm]
+        return sum(1 for x in loads if x == loads[-1])
+
+    def _signals(self, outcome: SearchOutcome) -> list[str]:
+        """What the trials just above capacity say: latency climbing while the CPU stays idle, a
+        concurrency ceiling."""
+        if outcome.capacity is None:
+            return []
+        above = sorted(
+            (p for p in outcome.probes if not p.passed and p.load > outcome.capacity), key=lambda p: p.load
+        )
+        at = [p for p in outcome.probes if p.passed and p.load == outcome.capacity]
+        if not above or not at:
+            return []
+        fail, ok = above[0], at[-1]
+        out = []
+        busiest = fail.details.get("busiest") or {}
+        if fail.p99_ms and ok.p99_ms and busiest:
+            out.append(
+                f"from {ok.load:g} to {fail.load:g}, p99 went {ok.p99_ms:.1f} → {fail.p99_ms:.1f} ms while "
+                f"{busiest['resource']} stayed at {busiest['utilization']:.0%}"
+            )
+        growth = fail.throughput / ok.throughput if ok.throughput else 0.0
+        if growth < 1.0 + 0.5 * (fail.load / ok.load - 1.0):
+            out.append(
+                f"throughput stopped growing with load ({ok.throughput:,.1f} → {fail.throughput:,.1f}/s) "
+                f"with {fail.details.get('in_flight', 0):.1f} requests in flight: a concurrency ceiling "
+                "(a pool, a lock, one thread)"
+            )
+        return out

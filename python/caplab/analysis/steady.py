@@ -1,0 +1,99 @@
+"""Steady state and consistency, from a trial's interval series (warm-up excluded).
+
+A trial is accepted as a measurement only if neither throughput nor latency trends through its
+window: a queue that is still growing passes a short trial's percentile but fails a long one.
+Consistency is the Connexion paper's Good/Fair column made a number: the coefficient of variation
+of per-interval throughput. Little's law (in flight ≈ throughput × latency) is checked as a sanity
+test of the measurement itself.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from caplab.engine import IntervalSnapshot
+
+Rating = Literal["good", "fair", "poor"]
+
+GOOD_CV = 0.05
+FAIR_CV = 0.15
+# Over the window, a fitted rise of this fraction of the mean counts as a trend.
+THROUGHPUT_TREND = 0.10
+LATENCY_TREND = 0.50
+MIN_INTERVALS = 3
+
+
+@dataclass(frozen=True)
+class Steadiness:
+    steady: bool
+    reason: str
+    consistency: Rating
+    throughput_cv: float
+    throughput_trend: float
+    latency_trend: float
+
+
+def _slope(ys: list[float]) -> float:
+    n = len(ys)
+    mean_x = (n - 1) / 2
+    mean_y = statistics.fmean(ys)
+    num = sum((i - mean_x) * (y - mean_y) for i, y in enumerate(ys))
+    den = sum((i - mean_x) ** 2 for i in range(n))
+    return num / den if den else 0.0
+
+
+def _trend(ys: list[float]) -> float:
+    """The fitted change over the whole window, as a fraction of the mean."""
+    mean = statistics.fmean(ys)
+    return _slope(ys) * (len(ys) - 1) / mean if mean > 0 else 0.0
+
+
+def rate(cv: float) -> Rating:
+    return "good" if cv < GOOD_CV else "fair" if cv < FAIR_CV else "poor"
+
+
+def measured(intervals: list[IntervalSnapshot], window_end_s: float | None = None) -> list[IntervalSnapshot]:
+    """Whole intervals after the warm-up and inside the window: the drain after it and a short final
+    interval would read as a dip."""
+    end = window_end_s + 1e-3 if window_end_s is not None else float("inf")
+    full = [i for i in intervals if not i.warmup and i.end_s <= end]
+    if len(full) > 1:
+        length = full[0].end_s - full[0].start_s
+        full = [i for i in full if i.end_s - i.start_s >= 0.9 * length]
+    return full
+
+
+def steadiness(intervals: list[IntervalSnapshot], window_end_s: float | None = None) -> Steadiness:
+    """``window_end_s``: warm-up + duration, in the intervals' time (seconds from the run start)."""
+    window = measured(intervals, window_end_s)
+    if len(window) < MIN_INTERVALS:
+        return Steadiness(True, f"too few intervals ({len(window)}) to judge a trend", "fair", 0.0, 0.0, 0.0)
+    tput = [i.throughput for i in window]
+    mean = statistics.fmean(tput)
+    cv = statistics.stdev(tput) / mean if mean > 0 else 0.0
+    t_trend = _trend(tput)
+    p50 = [i.latency_ms.p50 for i in window if i.latency_ms.p50 is not None]
+    l_trend = _trend(p50) if len(p50) >= MIN_INTERVALS else 0.0
+    reasons = []
+    if abs(t_trend) > THROUGHPUT_TREND:
+        reasons.append(f"throughput trends {t_trend:+.0%} across the window")
+    if l_trend > LATENCY_TREND:
+        reasons.append(f"median latency climbs {l_trend:+.0%} across the window (a queue is growing)")
+    steady = not reasons
+    return Steadiness(steady, "; ".join(reasons) or "steady", rate(cv), cv, t_trend, l_trend)
+
+
+def littles_law(
+    throughput: float, mean_latency_ms: float | None, intervals: list[IntervalSnapshot]
+) -> dict[str, Any]:
+    """Compares the in-flight count the engine saw with throughput × mean latency."""
+    window = measured(intervals)
+    if not window or mean_latency_ms is None:
+        return {"checked": False}
+    observed = statistics.fmean(i.in_flight for i in window)
+    expected = throughput * mean_latency_ms / 1000.0
+    # In-flight is sampled once per interval, so small populations are noisy: allow ±1 plus 50 %.
+    ok = abs(observed - expected) <= max(1.0, 0.5 * expected)
+    return {"checked": True, "in_flight": observed, "expected": expected, "holds": ok}
