@@ -86,10 +86,10 @@ def steadiness(intervals: list[IntervalSnapshot], window_end_s: float | None = N
 
 
 def littles_law(
-    throughput: float, mean_latency_ms: float | None, intervals: list[IntervalSnapshot]
+    throughput: float, mean_latency_ms: float | None, intervals: list[IntervalSnapshot], window_end_s: float
 ) -> dict[str, Any]:
     """Compares the in-flight count the engine saw with throughput × mean latency."""
-    window = measured(intervals)
+    window = measured(intervals, window_end_s)
     if not window or mean_latency_ms is None:
         return {"checked": False}
     observed = statistics.fmean(i.in_flight for i in window)
