@@ -149,9 +149,7 @@ class LoadSpec(Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> LoadSpec:
-        model = self.model or ("open" if self.rate is not None else "closed")
-        if model == "open" and self.rate is None:
-            raise ValueError("the open model needs rate (or use search:, once available)")
+        model = self.model or ("closed" if self.users is not None else "open")
         if model == "open" and self.users is not None:
             raise ValueError("give rate (open model) or users (closed model), not both")
         if model == "closed" and self.rate is not None:
@@ -162,7 +160,38 @@ class LoadSpec(Strict):
 
     @property
     def open_model(self) -> bool:
-        return (self.model or ("open" if self.rate is not None else "closed")) == "open"
+        return (self.model or ("closed" if self.users is not None else "open")) == "open"
+
+
+def _percent_fraction(value: Any) -> Any:
+    if isinstance(value, str) and value.strip().endswith("%"):
+        return float(value.strip()[:-1]) / 100.0
+    return value
+
+
+def _slo_text(value: Any) -> Any:
+    from caplab.analysis.slo import parse_slo
+
+    if isinstance(value, str):
+        parse_slo(value)  # raises SloError (a ValueError) naming what is wrong
+    return value
+
+
+SloText = Annotated[str, BeforeValidator(_slo_text)]
+
+
+class SearchSpec(Strict):
+    """Find each cell's capacity instead of running a fixed load: the rate (open model) or the
+    users (closed model) at which the SLO holds."""
+
+    slo: list[SloText] = Field(default_factory=list)
+    precision: Annotated[float, BeforeValidator(_percent_fraction), Field(gt=0, le=0.5)] = 0.05
+    trial: Seconds = 3.0
+    confirm: Seconds | None = None
+    """Confirmation trial length; default: load.duration."""
+    repeats: int = Field(default=3, ge=1, le=10)
+    start: float | None = Field(default=None, gt=0)
+    max: float | None = Field(default=None, gt=0)
 
 
 class StudyConfig(Strict):
@@ -173,9 +202,23 @@ class StudyConfig(Strict):
     target: TargetSpec
     sut: SutSpec | None = None
     load: LoadSpec = Field(default_factory=LoadSpec)
-    slo: list[str] = Field(default_factory=list)
-    search: dict[str, Any] | None = None
+    slo: list[SloText] = Field(default_factory=list)
+    search: SearchSpec | None = None
     cost: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _load_or_search(self) -> StudyConfig:
+        if self.search is None and self.load.open_model and self.load.rate is None:
+            raise ValueError(
+                "load needs a rate (open model), users (closed model), "
+                "or a search: section to find the capacity"
+            )
+        return self
+
+    @property
+    def slos(self) -> list[str]:
+        """The SLO: top-level ``slo:`` and ``search.slo`` together."""
+        return [*self.slo, *(self.search.slo if self.search else [])]
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 NEAR_SATURATION = 0.80
+# A latency SLO usually gives out before a resource is fully busy: a resource this busy at
+# capacity that is near saturation in the trial just above it is the limit too.
+BUSY_AT_CAPACITY = 0.60
 
 
 @dataclass(frozen=True)
@@ -63,8 +66,10 @@ def find_limit(
     scopes: dict[str, dict[str, float]],
     roles: list[str],
     signals: list[str] | None = None,
+    above: tuple[str, float] | None = None,
 ) -> dict[str, Any]:
-    """``{resource, kind, utilization, bound_rps, evidence, summary}`` at the capacity load."""
+    """``{resource, kind, utilization, bound_rps, evidence, summary}`` at the capacity load.
+    ``above``: the busiest resource and its utilisation in the first trial that failed above it."""
     table = demands(throughput, scopes, roles)
     evidence: dict[str, Any] = {"demands": [asdict(d) for d in table], "signals": list(signals or [])}
     if not roles:
@@ -78,7 +83,12 @@ def find_limit(
             "use cannot be attributed to the system under test",
         }
     top = table[0] if table else None
-    if top is not None and top.utilization >= NEAR_SATURATION:
+    pushed = (
+        above is not None and top is not None and above[0] == top.resource and above[1] >= NEAR_SATURATION
+    )
+    if top is not None and (
+        top.utilization >= NEAR_SATURATION or (pushed and top.utilization >= BUSY_AT_CAPACITY)
+    ):
         return {
             "resource": top.resource,
             "kind": "hardware",

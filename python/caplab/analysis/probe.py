@@ -121,7 +121,8 @@ class TrialProber:
         samples = [s for _, rec in last for s in rec.samples]
         scopes = summarize(samples, self.full.warmup_s)
         throughput = statistics.fmean(p.throughput for p, _ in last)
-        limit = find_limit(throughput, scopes, [x.name for x in self.roles], self._signals(outcome))
+        roles = [x.name for x in self.roles]
+        limit = find_limit(throughput, scopes, roles, self._signals(outcome), self._busiest_above(outcome))
         rec = last[-1][1].result
         return {
             "limit": limit,
@@ -135,6 +136,14 @@ class TrialProber:
     def full_repeats(confirm: list[tuple[Probe, TrialRecord]]) -> int:
         loads = [p.load for p, _ in confirm]
         return sum(1 for x in loads if x == loads[-1])
+
+    @staticmethod
+    def _busiest_above(outcome: SearchOutcome) -> tuple[str, float] | None:
+        above = [p for p in outcome.probes if not p.passed and outcome.capacity and p.load > outcome.capacity]
+        if not above:
+            return None
+        busiest = min(above, key=lambda p: p.load).details.get("busiest")
+        return (busiest["resource"], busiest["utilization"]) if busiest else None
 
     def _signals(self, outcome: SearchOutcome) -> list[str]:
         """What the trials just above capacity say: latency climbing while the CPU stays idle, a

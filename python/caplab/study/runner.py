@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from caplab.analysis.capacity import GeneratorSaturated
 from caplab.collect import RoleSpec, cell_resources, default_collectors
 from caplab.engine import Plan, PlanError, TargetUnreachable
 from caplab.load import LoadOptions, UsageProblem, build_plan
@@ -20,6 +21,7 @@ from caplab.store import CellRow, Store
 from caplab.study.environment import environment
 from caplab.study.metrics import cell_metrics
 from caplab.study.progress import StudyProgress
+from caplab.study.search import SearchLoad
 from caplab.study.sut import Sut, SutFailed
 from caplab.study.trials import CellProcedure, FixedLoad, Interrupted, TrialRecord, run_trial
 
@@ -31,14 +33,14 @@ class StudyOutcome:
     cells_failed: int
 
 
-def plan_for(config: StudyConfig, directory: Path) -> Plan:
-    """The engine plan of one cell, built the way `caplab load` builds it from options."""
+def options_for(config: StudyConfig, directory: Path) -> LoadOptions:
+    """One cell's load as `caplab load` options, so a study and the command build plans alike."""
     load = config.load
     target = config.target.http or config.target.tcp
     assert target is not None
     body_file = (directory / target.body_file) if target.body_file else None
     http = config.target.http
-    options = LoadOptions(
+    return LoadOptions(
         url=target.url,
         rate=load.rate if load.open_model else None,
         ramp_to=load.ramp_to,
@@ -58,7 +60,10 @@ def plan_for(config: StudyConfig, directory: Path) -> Plan:
         framing=config.target.tcp.framing if config.target.tcp else None,
         timeout_s=load.timeout,
     )
-    return build_plan(options)
+
+
+def plan_for(config: StudyConfig, directory: Path) -> Plan:
+    return build_plan(options_for(config, directory))
 
 
 def roles_of(config: StudyConfig, sut: Sut | None) -> list[RoleSpec]:
@@ -78,28 +83,37 @@ class _Cell:
         self.cell = cell
         self.row = row
         self.sut = sut
-        self.collectors = default_collectors(roles_of(cell.config, sut))
+        self.roles = roles_of(cell.config, sut)
+        self.collectors = default_collectors(self.roles)
         self.records: list[TrialRecord] = []
+        self.summary: dict[str, Any] = {}
+        self.progress = runner.progress
+
+    def options(self) -> LoadOptions:
+        return options_for(self.cell.config, self.runner.study.directory)
 
     def plan(self) -> Plan:
-        return plan_for(self.cell.config, self.runner.study.directory)
+        return build_plan(self.options())
 
     def trial(self, plan: Plan, index: int, kind: str) -> TrialRecord:
-        progress = self.runner.progress
-        progress.trial_started(index, self.cell.config.load.repeat, plan)
-        record = run_trial(plan, self.collectors, progress.interval)
+        self.progress.trial_started(index, self.cell.config.load.repeat, plan)
+        record = run_trial(plan, self.collectors, self.progress.interval)
         record.kind = kind
+        self.keep(record)
+        return record
+
+    def keep(self, record: TrialRecord) -> None:
+        """Stores a finished trial, then stops the cell if it was interrupted or the SUT died."""
+        index = sum(1 for r in self.records if r.kind == record.kind)
         interrupted = record.result.interrupted
         status = "interrupted" if interrupted else "complete"
-        self.runner.store.save_trial(
-            self.row.id, index, record.result, record.samples, kind=kind, status=status
-        )
+        store = self.runner.store
+        store.save_trial(self.row.id, index, record.result, record.samples, kind=record.kind, status=status)
         self.records.append(record)
         if interrupted:
             raise Interrupted()
         if self.sut is not None and not self.sut.alive():
-            raise SutFailed(self.sut.exit_message(f"during trial {index + 1}"))
-        return record
+            raise SutFailed(self.sut.exit_message(f"during trial {len(self.records)}"))
 
 
 class StudyRunner:
@@ -149,15 +163,15 @@ class StudyRunner:
                 sut.start()
                 sut.wait_ready()
             ctx = _Cell(self, cell, row, sut)
-            procedure: CellProcedure = FixedLoad(config.load.repeat)
+            procedure: CellProcedure = SearchLoad(config) if config.search else FixedLoad(config.load.repeat)
             records = procedure.run(ctx)
-            metrics = cell_metrics([r.result for r in records])
+            metrics = {**cell_metrics([r.result for r in records]), **ctx.summary}
             samples = [s for r in records for s in r.samples]
             resources = cell_resources(samples, config.load.warmup)
             self.store.set_cell_status(row.id, "complete", metrics=metrics, resources=resources)
             self.progress.cell_finished(cell, "complete", metrics, resources)
             return True
-        except (SutFailed, TargetUnreachable, PlanError, UsageProblem) as e:
+        except (SutFailed, TargetUnreachable, PlanError, UsageProblem, GeneratorSaturated) as e:
             self._fail(study_id, cell, row, str(e), ctx)
             return False
         except (Interrupted, KeyboardInterrupt):

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from caplab.collect.base import ResourceSample
 from caplab.engine import IntervalSnapshot, Plan, RunResult, run
+
+if TYPE_CHECKING:
+    from caplab.collect import RoleSpec
+    from caplab.load import LoadOptions
 
 
 class Interrupted(Exception):
@@ -53,12 +57,23 @@ def run_trial(plan: Plan, collectors: SamplerSet, progress: ProgressFn | None = 
 
 
 class CellContext(Protocol):
-    """What a procedure may do inside a cell: build a plan, run and keep a trial."""
+    """What a procedure may do inside a cell: build a plan, run and keep trials, add to the cell's
+    metrics (``summary``)."""
+
+    roles: list[RoleSpec]
+    summary: dict[str, Any]
+    progress: Any
+
+    def options(self) -> LoadOptions: ...
 
     def plan(self) -> Plan: ...
 
     def trial(self, plan: Plan, index: int, kind: str) -> TrialRecord:
         """Runs, stores and checks one trial; raises Interrupted or SutFailed."""
+        ...
+
+    def keep(self, record: TrialRecord) -> None:
+        """Stores a trial run elsewhere (a search's); raises Interrupted or SutFailed."""
         ...
 
 

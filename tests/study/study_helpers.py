@@ -1,0 +1,61 @@
+"""Helpers for the study tests: the `caplab` command as a child process, study files written from
+plain dicts, free loopback ports, and the knownserver command line a study's SUT starts."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+CAPLAB = Path(sys.executable).parent / "caplab"
+RUN_TIMEOUT_S = 90.0
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on (bound once to learn a free number, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port
+
+
+def listening(port: int) -> bool:
+    """Whether something accepts connections on 127.0.0.1:port."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def knownserver(port: int, *args: str) -> str:
+    """The shell command that starts knownserver from this venv on `port`."""
+    return shlex.join([sys.executable, "-m", "caplab.systems.knownserver", "--port", str(port), *args])
+
+
+def write_study(path: Path, study: dict[str, Any]) -> Path:
+    """Writes a study dict as YAML (keys in the order given) and returns its path."""
+    path.write_text(yaml.safe_dump(study, sort_keys=False))
+    return path
+
+
+def caplab(*args: str | Path, timeout: float = RUN_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+    """Runs `caplab ARGS…` to completion with stdout and stderr captured."""
+    return subprocess.run(
+        [str(CAPLAB), *map(str, args)], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def json_out(done: subprocess.CompletedProcess[str]) -> Any:
+    """The JSON document a command printed on stdout (the whole of stdout, nothing else)."""
+    try:
+        return json.loads(done.stdout)
+    except json.JSONDecodeError as e:
+        raise AssertionError(f"stdout is not one JSON document: {e}\nstdout: {done.stdout[:2000]}\n"
+                             f"stderr: {done.stderr[-2000:]}") from e

@@ -1,0 +1,161 @@
+"""`caplab run` end to end: a study that starts knownserver per cell on a loopback port, drives it
+at a fixed open-model rate, and stores trials, metrics and each role's resources.
+
+The study runs once per module (about 8 s); each test checks one part of what it produced.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from study_helpers import caplab, free_port, json_out, knownserver, listening, write_study
+
+from caplab.store import Store
+
+SCHEMA = json.loads((Path(__file__).parents[1] / "schema" / "load-result.schema.json").read_text())
+CPU_US = [200, 2000]
+"""Per-request CPU of the two cells: at 100/s, about 2 % and 20 % of a core."""
+RATE = 100.0
+REPEAT = 2
+
+
+@dataclass
+class Ran:
+    done: subprocess.CompletedProcess[str]
+    doc: dict[str, Any]
+    url: str
+    port: int
+    db_url: str
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory: pytest.TempPathFactory) -> Ran:
+    tmp = tmp_path_factory.mktemp("study-run")
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    study = {
+        "name": "cpu-cost",
+        "description": "knownserver at two per-request CPU costs",
+        "target": {"http": {"url": url}},
+        "sut": {
+            "start": knownserver(port, "--cpu-us", "{cpu}"),
+            "ready": {"port": port, "timeout": "20s"},
+            "roles": {"server": {"match": f"knownserver --port {port}"}},
+        },
+        "factors": {"cpu": CPU_US},
+        "load": {"rate": RATE, "duration": "1s", "warmup": "500ms", "repeat": REPEAT},
+    }
+    path = write_study(tmp / "study.yaml", study)
+    db_url = f"sqlite:///{tmp / 'caplab.db'}"
+    done = caplab("run", path, "--db", db_url, "--json")
+    assert done.returncode == 0, done.stderr
+    return Ran(done, json_out(done), url, port, db_url)
+
+
+def test_the_study_is_complete_with_one_cell_per_factor_value(ran: Ran) -> None:
+    study = ran.doc["study"]
+    assert study["name"] == "cpu-cost"
+    assert study["status"] == "complete"
+    assert isinstance(study["id"], int)
+    assert study["finished_at"] is not None
+    assert [c["factors"] for c in ran.doc["cells"]] == [{"cpu": v} for v in CPU_US]
+    assert [c["index"] for c in ran.doc["cells"]] == [0, 1]
+    assert all(c["status"] == "complete" and c["error"] is None for c in ran.doc["cells"])
+
+
+def test_progress_goes_to_stderr_and_stdout_is_only_the_document(ran: Ran) -> None:
+    assert ran.done.stdout.strip().startswith("{")
+    assert "Traceback" not in ran.done.stderr
+    assert f"study {ran.doc['study']['id']}" in ran.done.stderr
+    assert "cell 2/2 cpu=2000: complete" in ran.done.stderr
+
+
+def test_each_cell_has_its_trials_as_load_results(ran: Ran) -> None:
+    for cell in ran.doc["cells"]:
+        trials = cell["trials"]
+        assert [t["trial"]["index"] for t in trials] == list(range(REPEAT))
+        assert all(t["trial"]["kind"] == "fixed" and t["trial"]["status"] == "complete" for t in trials)
+        for trial in trials:
+            result = {k: v for k, v in trial.items() if k != "trial"}
+            # The stored trial is `caplab load --json` without the target, which the cell already says.
+            jsonschema.validate({"target": ran.url, **result}, SCHEMA)
+            assert result["model"] == "open"
+            assert result["offered_rate"] == pytest.approx(RATE, rel=0.05)
+            assert (result["duration_s"], result["warmup_s"]) == (1.0, 0.5)
+            assert result["errors"] == 0
+
+
+def test_cell_metrics_summarise_the_trials(ran: Ran) -> None:
+    for cell in ran.doc["cells"]:
+        m, trials = cell["metrics"], cell["trials"]
+        assert m["trials"] == REPEAT
+        assert m["throughput"] == pytest.approx(RATE, rel=0.1)
+        assert m["throughput"] == pytest.approx(sum(t["throughput"] for t in trials) / REPEAT)
+        assert m["sent"] == sum(t["sent"] for t in trials)
+        assert m["completed"] == sum(t["completed"] for t in trials)
+        assert m["errors"] == 0 and m["error_ratio"] == 0.0
+        latency = m["latency_ms"]
+        assert set(latency) == {"count", "min", "mean", "p50", "p90", "p99", "p999", "max"}
+        # Percentiles of all requests together: the merged histograms count every request once.
+        assert latency["count"] == sum(t["latency_ms"]["count"] for t in trials)
+        assert 0 < latency["min"] <= latency["p50"] <= latency["p90"] <= latency["max"]
+        assert m["service_time_ms"]["p50"] <= latency["p90"]
+
+
+def test_resources_are_reported_per_role_and_for_the_host(ran: Ran) -> None:
+    for cell in ran.doc["cells"]:
+        resources = cell["resources"]
+        server = resources["server"]
+        assert {"cpu_percent", "rss_mb", "read_mb_s", "write_mb_s"} <= set(server)
+        assert server["cpu_percent"] > 0
+        assert server["rss_mb"] > 1
+        assert server["read_mb_s"] >= 0 and server["write_mb_s"] >= 0
+        assert resources["host"]["cpu_percent"] > 0
+        assert "generator" in resources
+
+
+def test_the_servers_cpu_follows_the_cpu_factor(ran: Ran) -> None:
+    cheap, costly = (c["resources"]["server"]["cpu_percent"] for c in ran.doc["cells"])
+    assert costly > cheap
+
+
+def test_the_sut_is_stopped_after_the_study(ran: Ran) -> None:
+    assert not listening(ran.port)
+
+
+def test_the_store_holds_what_was_printed(ran: Ran) -> None:
+    with Store(ran.db_url) as store:
+        study_id = ran.doc["study"]["id"]
+        assert store.study(study_id).status == "complete"
+        assert [c.status for c in store.cells(study_id)] == ["complete", "complete"]
+        rows = store.trial_rows(study_id)
+        assert [(r["cell_index"], r["trial_index"]) for r in rows] == [(0, 0), (0, 1), (1, 0), (1, 1)]
+        samples = store.resource_samples(study_id)
+        assert any(s["scope"] == "role:server" and s["metric"] == "cpu_percent" for s in samples)
+        stored = store.study_document(study_id)
+    assert stored["cells"] == ran.doc["cells"]
+    assert stored["study"]["spec"].startswith("name: cpu-cost")
+
+
+def test_ls_and_show_read_the_study(ran: Ran) -> None:
+    listed = caplab("ls", "--db", ran.db_url, "--json", timeout=30)
+    assert listed.returncode == 0, listed.stderr
+    [row] = json_out(listed)
+    assert (row["name"], row["status"], row["cells_total"], row["cells_complete"]) == (
+        "cpu-cost",
+        "complete",
+        2,
+        2,
+    )
+    shown = caplab("show", "latest", "--db", ran.db_url, "--json", timeout=30)
+    assert shown.returncode == 0, shown.stderr
+    assert json_out(shown)["cells"] == ran.doc["cells"]
+    table = caplab("show", str(row["id"]), "--db", ran.db_url, timeout=30)
+    assert table.returncode == 0, table.stderr
+    assert "cpu-cost" in table.stdout and "complete" in table.stdout
