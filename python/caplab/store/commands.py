@@ -129,7 +129,11 @@ def cmd_show(db_url: str | None, ref: str, as_json: bool) -> int:
         with _open(db_url) as store:
             study_id = store.resolve_study(ref)
             if as_json:
-                _json_out(store.study_document(study_id))
+                from caplab.analysis.scaling import study_scaling
+
+                document = store.study_document(study_id)
+                document["scaling"] = study_scaling(document)
+                _json_out(document)
                 return 0
             study = store.study(study_id)
             cells = store.cells(study_id)

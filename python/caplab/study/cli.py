@@ -9,9 +9,10 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from caplab.analysis.scaling import study_scaling
 from caplab.spec import SpecError, load_study
 from caplab.store import Store, StoreError, default_url
-from caplab.study.progress import StudyProgress, summary_table
+from caplab.study.progress import StudyProgress, scaling_line, summary_table
 from caplab.study.runner import StudyRunner
 
 EXIT_FAILED_CELLS = 1
@@ -36,12 +37,15 @@ def run_study_command(study_file: Path, db: str | None, as_json: bool, resume: b
     finally:
         progress.close()
     document = store.study_document(outcome.study_id)
+    document["scaling"] = study_scaling(document)
     if as_json:
         json.dump(document, sys.stdout, default=str)
         sys.stdout.write("\n")
     else:
         console = Console()
         console.print(summary_table(document))
+        for fit in document["scaling"]:
+            console.print(scaling_line(fit))
         console.print(f"stored as study {outcome.study_id} in {store.url} — `caplab show {outcome.study_id}`")
     if outcome.status == "interrupted":
         click.echo(f"interrupted: resume with `caplab run {study_file} --resume`", err=True)

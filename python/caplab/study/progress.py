@@ -120,3 +120,16 @@ def summary_table(document: dict[str, Any]) -> Table:
             row.append(f"{cpu:.0f}%" if cpu is not None else "–")
         table.add_row(*row)
     return table
+
+
+def scaling_line(entry: dict[str, Any]) -> str:
+    group = " ".join(f"{k}={v}" for k, v in entry["group"].items())
+    where = f" ({group})" if group else ""
+    fit = entry.get("fit")
+    if not fit:
+        return f"scaling over {entry['factor']}{where}: {entry.get('note', 'no fit')}"
+    peak = f", peak N {fit['peak_n']:.1f}" if fit.get("peak_n") else ""
+    return (
+        f"scaling over {entry['factor']}{where}: {fit['model']} λ={fit['lambda']:.4g} σ={fit['sigma']:.3g} "
+        f"κ={fit['kappa']:.3g}, R² {fit['r2']:.3f}{peak}"
+    )

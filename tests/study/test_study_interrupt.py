@@ -1,0 +1,171 @@
+"""SIGINT in the middle of a study keeps the finished cells and exits 130; `caplab run --resume`
+then completes the same study without running the finished cells again."""
+
+from __future__ import annotations
+
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+import pytest
+from study_helpers import CAPLAB, RUN_TIMEOUT_S, caplab, free_port, json_out, knownserver, listening, write_study
+
+from caplab.store import Store
+
+CELLS = 3
+INTO_SECOND_CELL_S = 0.6
+"""How long after the first cell completes to interrupt: inside the second cell (its SUT takes a
+few tenths of a second to start and its trial 1.5 s)."""
+
+
+def _default_sigint() -> None:
+    # A shell running the tests in the background may have set SIGINT to ignored, which children
+    # inherit; caplab must see the signal as a user pressing Ctrl-C would deliver it.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _lines(stream: IO[str], into: queue.Queue[str | None]) -> None:
+    for line in stream:
+        into.put(line)
+    into.put(None)
+
+
+@dataclass
+class Interrupted:
+    returncode: int
+    stdout: str
+    stderr: str
+    study_id: int
+
+
+@dataclass
+class Setup:
+    path: Path
+    db_url: str
+    port: int
+
+
+@pytest.fixture
+def setup(tmp_path: Path, db_url: str) -> Setup:
+    port = free_port()
+    study = {
+        "name": "interrupted",
+        "target": {"http": {"url": f"http://127.0.0.1:{port}/"}},
+        "sut": {"start": knownserver(port, "--cpu-us", "{cpu}"), "ready": {"port": port, "timeout": "20s"}},
+        "factors": {"cpu": [0, 100, 200]},
+        "load": {"rate": 50, "duration": "1500ms"},
+    }
+    return Setup(write_study(tmp_path / "study.yaml", study), db_url, port)
+
+
+@pytest.fixture
+def running(setup: Setup) -> Iterator[subprocess.Popen[str]]:
+    proc = subprocess.Popen(
+        [str(CAPLAB), "run", str(setup.path), "--db", setup.db_url],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_sigint,
+    )
+    yield proc
+    if proc.poll() is None:
+        proc.kill()
+        proc.communicate(timeout=10)
+
+
+def interrupt_in_second_cell(proc: subprocess.Popen[str]) -> tuple[str, str]:
+    """Waits for the first cell to complete, sends SIGINT a little later; returns stdout, stderr."""
+    assert proc.stdout is not None and proc.stderr is not None
+    lines: queue.Queue[str | None] = queue.Queue()
+    reader = threading.Thread(target=_lines, args=(proc.stderr, lines), daemon=True)
+    reader.start()
+    seen: list[str] = []
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while True:
+        line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+        if line is None:
+            pytest.fail(f"caplab ended before the first cell completed: {''.join(seen)}")
+        seen.append(line)
+        if line.startswith(f"cell 1/{CELLS}") and "complete" in line:
+            break
+    time.sleep(INTO_SECOND_CELL_S)
+    assert proc.poll() is None, "caplab ended before it could be interrupted"
+    proc.send_signal(signal.SIGINT)
+    stdout = proc.stdout.read()
+    proc.wait(timeout=30)
+    reader.join(timeout=10)
+    while (line := lines.get_nowait()) is not None:
+        seen.append(line)
+    return stdout, "".join(seen)
+
+
+def test_sigint_keeps_finished_cells_and_resume_completes_the_study(
+    setup: Setup, running: subprocess.Popen[str]
+) -> None:
+    stdout, stderr = interrupt_in_second_cell(running)
+    assert running.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert "--resume" in stderr  # tells the user how to continue
+    assert not listening(setup.port)  # the second cell's SUT was stopped
+
+    with Store(setup.db_url) as store:
+        [row] = store.list_studies()
+        assert row.status == "interrupted"
+        cells = store.cells(row.id)
+        assert [c.status for c in cells] == ["complete", "interrupted", "pending"]
+        assert cells[0].metrics is not None and cells[0].metrics["trials"] == 1
+        first_trials = [
+            (t["trial_id"], t["started_at"]) for t in store.trial_rows(row.id) if t["cell_index"] == 0
+        ]
+        assert len(first_trials) == 1
+        events = [e["kind"] for e in store.events(row.id)]
+        assert "interrupted" in events
+    assert f"stored as study {row.id}" in stdout
+
+    resumed = caplab("run", setup.path, "--db", setup.db_url, "--json", "--resume")
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"cell 1/{CELLS} cpu=0: complete, skipped" in resumed.stderr
+    doc = json_out(resumed)
+    assert doc["study"]["id"] == row.id
+    assert doc["study"]["status"] == "complete"
+    assert [c["status"] for c in doc["cells"]] == ["complete"] * CELLS
+    assert [len(c["trials"]) for c in doc["cells"]] == [1] * CELLS
+    assert all(t["trial"]["status"] == "complete" for c in doc["cells"] for t in c["trials"])
+
+    with Store(setup.db_url) as store:
+        assert [r.id for r in store.list_studies()] == [row.id]  # no second study
+        trials = store.trial_rows(row.id)
+        assert [(t["trial_id"], t["started_at"]) for t in trials if t["cell_index"] == 0] == first_trials
+        assert sorted(t["cell_index"] for t in trials) == [0, 1, 2]
+        events = [e["kind"] for e in store.events(row.id)]
+        assert events.index("interrupted") < events.index("resumed")
+
+    listed = caplab("ls", "--db", setup.db_url, "--json", timeout=30)
+    assert listed.returncode == 0, listed.stderr
+    [entry] = json_out(listed)
+    assert (entry["id"], entry["status"], entry["cells_complete"], entry["cells_total"]) == (
+        row.id,
+        "complete",
+        CELLS,
+        CELLS,
+    )
+    shown = caplab("show", "latest", "--db", setup.db_url, "--json", timeout=30)
+    assert shown.returncode == 0, shown.stderr
+    assert json_out(shown)["cells"] == doc["cells"]
+
+
+def test_resume_with_nothing_to_resume_starts_a_new_study(setup: Setup) -> None:
+    # One quick cell is enough: resume only looks for an unfinished study of the same spec.
+    text = setup.path.read_text().replace("[0, 100, 200]", "[0]")
+    setup.path.write_text(text)
+    first = caplab("run", setup.path, "--db", setup.db_url, "--json")
+    assert first.returncode == 0, first.stderr
+    again = caplab("run", setup.path, "--db", setup.db_url, "--json", "--resume")
+    assert again.returncode == 0, again.stderr
+    assert json_out(again)["study"]["id"] != json_out(first)["study"]["id"]
