@@ -22,6 +22,8 @@ FAIR_CV = 0.15
 # Over the window, a fitted rise of this fraction of the mean counts as a trend.
 THROUGHPUT_TREND = 0.10
 LATENCY_TREND = 0.50
+# …and by at least this much in absolute terms: a 1 → 2 ms wobble is noise, not a growing queue.
+LATENCY_TREND_MIN_MS = 5.0
 MIN_INTERVALS = 3
 
 
@@ -76,11 +78,15 @@ def steadiness(intervals: list[IntervalSnapshot], window_end_s: float | None = N
     t_trend = _trend(tput)
     p50 = [i.latency_ms.p50 for i in window if i.latency_ms.p50 is not None]
     l_trend = _trend(p50) if len(p50) >= MIN_INTERVALS else 0.0
+    l_rise_ms = l_trend * statistics.fmean(p50) if p50 else 0.0
     reasons = []
     if abs(t_trend) > THROUGHPUT_TREND:
         reasons.append(f"throughput trends {t_trend:+.0%} across the window")
-    if l_trend > LATENCY_TREND:
-        reasons.append(f"median latency climbs {l_trend:+.0%} across the window (a queue is growing)")
+    if l_trend > LATENCY_TREND and l_rise_ms > LATENCY_TREND_MIN_MS:
+        reasons.append(
+            f"median latency climbs {l_trend:+.0%} ({l_rise_ms:+.1f} ms) through the window: "
+            "a queue is growing"
+        )
     steady = not reasons
     return Steadiness(steady, "; ".join(reasons) or "steady", rate(cv), cv, t_trend, l_trend)
 
