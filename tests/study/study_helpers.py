@@ -45,10 +45,12 @@ def write_study(path: Path, study: dict[str, Any]) -> Path:
     return path
 
 
-def caplab(*args: str | Path, timeout: float = RUN_TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+def caplab(
+    *args: str | Path, timeout: float = RUN_TIMEOUT_S, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     """Runs `caplab ARGS…` to completion with stdout and stderr captured."""
     return subprocess.run(
-        [str(CAPLAB), *map(str, args)], capture_output=True, text=True, timeout=timeout, check=False
+        [str(CAPLAB), *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
     )
 
 
@@ -57,5 +59,7 @@ def json_out(done: subprocess.CompletedProcess[str]) -> Any:
     try:
         return json.loads(done.stdout)
     except json.JSONDecodeError as e:
-        raise AssertionError(f"stdout is not one JSON document: {e}\nstdout: {done.stdout[:2000]}\n"
-                             f"stderr: {done.stderr[-2000:]}") from e
+        raise AssertionError(
+            f"stdout is not one JSON document: {e}\nstdout: {done.stdout[:2000]}\n"
+            f"stderr: {done.stderr[-2000:]}"
+        ) from e

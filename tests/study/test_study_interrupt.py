@@ -14,9 +14,19 @@ from pathlib import Path
 from typing import IO
 
 import pytest
-from study_helpers import CAPLAB, RUN_TIMEOUT_S, caplab, free_port, json_out, knownserver, listening, write_study
+from study_helpers import (
+    CAPLAB,
+    RUN_TIMEOUT_S,
+    caplab,
+    free_port,
+    json_out,
+    knownserver,
+    listening,
+    write_study,
+)
 
 from caplab.store import Store
+from caplab.systems.process import RunningServer
 
 CELLS = 3
 INTO_SECOND_CELL_S = 0.6
@@ -164,11 +174,18 @@ def test_sigint_keeps_finished_cells_and_resume_completes_the_study(
     assert json_out(shown)["cells"] == doc["cells"]
 
 
-def test_resume_with_nothing_to_resume_starts_a_new_study(tmp_path: Path, db_url: str) -> None:
-    # One cell is enough: resume only looks for an unfinished study with the same spec.
-    path = write_interrupt_study(tmp_path, free_port(), [0])
+def test_resume_with_nothing_to_resume_starts_a_new_study(
+    tmp_path: Path, db_url: str, plain_server: RunningServer
+) -> None:
+    study = {
+        "name": "already-done",
+        "target": {"http": {"url": f"http://{plain_server.address}/"}},
+        "load": {"rate": 20, "duration": "300ms"},
+    }
+    path = write_study(tmp_path / "study.yaml", study)
     first = caplab("run", path, "--db", db_url, "--json")
     assert first.returncode == 0, first.stderr
+    # Only an unfinished study with the same spec is resumed; a complete one is run afresh.
     again = caplab("run", path, "--db", db_url, "--json", "--resume")
     assert again.returncode == 0, again.stderr
     assert "already complete" not in again.stderr

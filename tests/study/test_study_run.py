@@ -46,7 +46,8 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Ran:
         "sut": {
             "start": knownserver(port, "--cpu-us", "{cpu}"),
             "ready": {"port": port, "timeout": "20s"},
-            "roles": {"server": {"match": f"knownserver --port {port}"}},
+            # The trailing option keeps port 1234 from matching a server on port 12345.
+            "roles": {"server": {"match": f"knownserver --port {port} --cpu-us"}},
         },
         "factors": {"cpu": CPU_US},
         "load": {"rate": RATE, "duration": "1s", "warmup": "500ms", "repeat": REPEAT},

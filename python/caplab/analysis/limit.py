@@ -44,6 +44,11 @@ def demands(throughput: float, scopes: dict[str, dict[str, float]], roles: list[
         else:
             note = f"{m['cpu_percent']:.0f}% of a core over {cores:g} cores"
         out.append(_demand(f"cpu:{role}", max(share, thread), throughput, note))
+    host = scopes.get("host", {})
+    if "cpu_percent" in host and roles:
+        # The whole machine's CPU: the SUT competes with everything else here, the generator included.
+        used = host["cpu_percent"] / (100.0 * cores)
+        out.append(_demand("cpu:host", used, throughput, f"all processes, {cores:g} cores"))
     for scope, m in scopes.items():
         if scope.startswith("disk:") and m.get("read_iops", 0.0) + m.get("write_iops", 0.0) > 0:
             busy = m.get("busy_percent", 0.0) / 100.0
