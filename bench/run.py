@@ -32,9 +32,7 @@ def check_setup(found: tools.Tools, caplab_arg: str | None) -> str | None:
     """What makes the run pointless: no target, no CPUs to pin to, a wrong --caplab."""
     available = os.sched_getaffinity(0)
     if not {GENERATOR_CPU, SERVER_CPU} <= available:
-        return (
-            f"need CPUs {GENERATOR_CPU} and {SERVER_CPU}; this process may use {sorted(available)}"
-        )
+        return f"need CPUs {GENERATOR_CPU} and {SERVER_CPU}; this process may use {sorted(available)}"
     if found.nginx is None:
         return "nginx not found: run bench/install.sh"
     if caplab_arg and found.caplab is None:

@@ -121,7 +121,7 @@ class Plan:
     interval_s: float = 1.0
     threads: int | None = None
     timeout_s: float = 30.0
-    saturation_lateness_ms: float = 10.0
+    saturation_lateness_ms: float = 20.0
     seed: int = 0
 
     def to_json(self) -> str:

@@ -47,35 +47,23 @@ def _lines(stream: IO[str], into: queue.Queue[str | None]) -> None:
 
 
 @dataclass
-class Interrupted:
-    returncode: int
-    stdout: str
-    stderr: str
-    study_id: int
-
-
-@dataclass
 class Setup:
     path: Path
     db_url: str
     port: int
 
 
-def write_interrupt_study(tmp_path: Path, port: int, cpu: list[int]) -> Path:
+@pytest.fixture
+def setup(tmp_path: Path, db_url: str) -> Setup:
+    port = free_port()
     study = {
         "name": "interrupted",
         "target": {"http": {"url": f"http://127.0.0.1:{port}/"}},
         "sut": {"start": knownserver(port, "--cpu-us", "{cpu}"), "ready": {"port": port, "timeout": "20s"}},
-        "factors": {"cpu": cpu},
+        "factors": {"cpu": [0, 100, 200]},
         "load": {"rate": 50, "duration": "1500ms"},
     }
-    return write_study(tmp_path / "study.yaml", study)
-
-
-@pytest.fixture
-def setup(tmp_path: Path, db_url: str) -> Setup:
-    port = free_port()
-    return Setup(write_interrupt_study(tmp_path, port, [0, 100, 200]), db_url, port)
+    return Setup(write_study(tmp_path / "study.yaml", study), db_url, port)
 
 
 @pytest.fixture

@@ -33,6 +33,12 @@ where
         if w.stopping(intended) {
             break;
         }
+        if Instant::now() >= w.clock.window_end {
+            // Behind schedule past the window's end: what is left was never sent. Count it as
+            // dropped (the run is flagged saturated by its lateness) rather than send it late.
+            count_unsent(&w, intended, &mut schedule);
+            break;
+        }
         if intended > Instant::now() + slack {
             burst = 0;
             if !wait_until(&w, timer.as_ref(), intended).await {
@@ -65,6 +71,18 @@ where
         });
     }
     w.drain().await;
+}
+
+fn count_unsent<D: Driver>(w: &Worker<D>, first: Instant, schedule: &mut Schedule) {
+    let mut stats = w.stats.borrow_mut();
+    stats.on_dropped(&w.clock, first);
+    while let Some(offset) = schedule.next_offset() {
+        let intended = w.clock.start + offset;
+        if intended >= w.clock.window_end {
+            break;
+        }
+        stats.on_dropped(&w.clock, intended);
+    }
 }
 
 /// Waits for an intended send time with the precise timer when there is one; false on abort.

@@ -1,0 +1,88 @@
+"""`caplab run` on a bad study file: exit 2, the `file:line: field: message` on stderr, no
+traceback, and nothing written to the store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from study_helpers import caplab, free_port
+
+from caplab.store import Store
+
+TARGET = "name: orders\ntarget:\n  http:\n    url: http://127.0.0.1:8080/\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            TARGET + "load:\n  rate: 100\n  duraton: 5s\n",
+            "7: load.duraton: unknown field (did you mean duration?)",
+            id="unknown-field",
+        ),
+        pytest.param(
+            TARGET.replace("    url", "     url") + "    method: GET\nload:\n  rate: 1\n",
+            "5: YAML syntax error: ",
+            id="yaml-syntax",
+        ),
+        pytest.param(
+            TARGET + "load:\n  rate: 100\n  repeat: twice\n",
+            "7: load.repeat: Input should be a valid integer",
+            id="wrong-type",
+        ),
+        pytest.param(
+            "name: orders\nload:\n  rate: 100\n", "1: target: required field is missing", id="no-target"
+        ),
+        pytest.param(
+            TARGET + "factors:\n  rate: [10, 20]\nload:\n  rate: '{rat}'\n",
+            "8: load.rate: ",
+            id="unknown-factor",
+        ),
+    ],
+)
+def test_a_bad_study_exits_2_with_file_line_and_field(tmp_path: Path, text: str, expected: str) -> None:
+    (tmp_path / "study.yaml").write_text(text)
+    db = tmp_path / "caplab.db"
+    done = caplab("run", "study.yaml", "--db", f"sqlite:///{db}", cwd=tmp_path, timeout=30)
+    assert done.returncode == 2, done.stderr
+    # The file is named as the user gave it.
+    assert done.stderr.startswith(f"caplab: study.yaml:{expected}")
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in done.stderr
+    assert done.stdout == ""
+    assert not db.exists()
+
+
+def test_a_missing_study_file_exits_2(tmp_path: Path) -> None:
+    path = tmp_path / "absent.yaml"
+    done = caplab("run", path, "--db", f"sqlite:///{tmp_path / 'caplab.db'}", timeout=30)
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"caplab: {path}: cannot read: No such file or directory"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the study file accepts a role the collectors refuse (named host/generator, or a blank "
+    "match); RoleSpec raises ValueError inside the runner, which only catches SutFailed, "
+    "TargetUnreachable, PlanError and UsageProblem: traceback, exit 1, study left 'running'",
+)
+@pytest.mark.parametrize(
+    "role", ["host: {match: server.py}", "server: {match: '  '}"], ids=["reserved", "blank"]
+)
+def test_a_role_the_collectors_refuse_is_reported_without_a_traceback(tmp_path: Path, role: str) -> None:
+    port = free_port()
+    text = (
+        f"name: roles\ntarget:\n  http:\n    url: http://127.0.0.1:{port}/\n"
+        f"sut:\n  roles:\n    {role}\nload:\n  rate: 10\n  duration: 1s\n"
+    )
+    path = tmp_path / "study.yaml"
+    path.write_text(text)
+    db_url = f"sqlite:///{tmp_path / 'caplab.db'}"
+    done = caplab("run", path, "--db", db_url, timeout=30)
+    assert "Traceback" not in done.stderr
+    assert done.returncode in (1, 2)
+    assert "sut.roles" in done.stderr or "role" in done.stderr
+    if (tmp_path / "caplab.db").exists():
+        with Store(db_url) as store:
+            assert all(s.status != "running" for s in store.list_studies())
