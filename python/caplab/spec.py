@@ -18,7 +18,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
 
 from caplab.units import parse_duration
 
@@ -114,9 +122,9 @@ def _ready(value: Any) -> Any:
 class RoleSpecModel(Strict):
     """A process group whose resources are attributed: by pid, command-line substring or cgroup."""
 
-    pid: int | None = None
-    match: str | None = None
-    cgroup: str | None = None
+    pid: int | None = Field(default=None, ge=1)
+    match: str | None = Field(default=None, pattern=r"\S")
+    cgroup: str | None = Field(default=None, pattern=r"\S")
 
     @model_validator(mode="after")
     def _one(self) -> RoleSpecModel:
@@ -125,11 +133,24 @@ class RoleSpecModel(Strict):
         return self
 
 
+RESERVED_ROLES = ("host", "generator")
+
+
+def _role_names(value: Any) -> Any:
+    if isinstance(value, dict):
+        for name in value:
+            if name in RESERVED_ROLES or ":" in str(name) or not str(name).strip():
+                raise ValueError(
+                    f"role name {name!r} is reserved or invalid (not host, generator, or with ':')"
+                )
+    return value
+
+
 class SutSpec(Strict):
     start: str | None = None
     stop: str | None = None
     ready: Annotated[ReadySpec | None, BeforeValidator(_ready)] = None
-    roles: dict[str, RoleSpecModel] = Field(default_factory=dict)
+    roles: Annotated[dict[str, RoleSpecModel], BeforeValidator(_role_names)] = Field(default_factory=dict)
 
 
 class LoadSpec(Strict):
@@ -140,12 +161,19 @@ class LoadSpec(Strict):
     users: int | None = Field(default=None, ge=1)
     think: Seconds = 0.0
     think_dist: Literal["constant", "exponential"] = "constant"
-    duration: Seconds = 30.0
+    duration: Annotated[float, BeforeValidator(_seconds), Field(gt=0)] = 30.0
     warmup: Seconds = 0.0
     repeat: int = Field(default=1, ge=1)
     threads: int | None = Field(default=None, ge=1)
     connections: int | None = Field(default=None, ge=1)
     timeout: Seconds = 30.0
+
+    @model_validator(mode="after")
+    def _needs_load(self, info: ValidationInfo) -> LoadSpec:
+        searching = bool(info.context and info.context.get("search"))
+        if not searching and self.open_model and self.rate is None:
+            raise ValueError("needs a rate (open model), users (closed model), or a search: section")
+        return self
 
     @model_validator(mode="after")
     def _consistent(self) -> LoadSpec:
@@ -154,8 +182,6 @@ class LoadSpec(Strict):
             raise ValueError("give rate (open model) or users (closed model), not both")
         if model == "closed" and self.rate is not None:
             raise ValueError("the closed model takes users, not rate")
-        if self.duration <= 0:
-            raise ValueError("duration must be > 0")
         return self
 
     @property
@@ -201,19 +227,10 @@ class StudyConfig(Strict):
     description: str | None = None
     target: TargetSpec
     sut: SutSpec | None = None
-    load: LoadSpec = Field(default_factory=LoadSpec)
+    load: LoadSpec
     slo: list[SloText] = Field(default_factory=list)
     search: SearchSpec | None = None
     cost: dict[str, Any] | None = None
-
-    @model_validator(mode="after")
-    def _load_or_search(self) -> StudyConfig:
-        if self.search is None and self.load.open_model and self.load.rate is None:
-            raise ValueError(
-                "load needs a rate (open model), users (closed model), "
-                "or a search: section to find the capacity"
-            )
-        return self
 
     @property
     def slos(self) -> list[str]:
@@ -338,7 +355,7 @@ def _fields_at(loc: Path_) -> list[str]:
             continue
         field = model.model_fields.get(part)
         if field is None:
-            return []
+            continue  # a mapping key (a role's name) or a list index: the model is unchanged
         model = _model_of(field.annotation)
     if model is None:
         return []
@@ -367,10 +384,19 @@ def _raw_at(data: Any, loc: Path_) -> Any:
     return data
 
 
+_TYPE_TAGS = frozenset(
+    {"int", "float", "str", "bool", "none", "list", "dict"}
+    | {
+        cls.__name__
+        for cls in (HttpTarget, TcpTarget, TargetSpec, ReadySpec, RoleSpecModel, SutSpec, LoadSpec)
+    }
+)
+
+
 def _format_error(path: Path, lines: dict[Path_, int], err: Any, data: Any, cell: dict[str, Scalar]) -> str:
     loc: Path_ = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
-    # pydantic puts union member names ("HttpTarget") into loc; drop them.
-    loc = tuple(p for p in loc if not (isinstance(p, str) and p[:1].isupper()))
+    # pydantic puts union members' type names ("ReadySpec", "int") into loc; drop those, not keys.
+    loc = tuple(p for p in loc if not (isinstance(p, str) and p in _TYPE_TAGS))
     field = ".".join(str(p) for p in loc) or "(top level)"
     if err["type"] == "extra_forbidden":
         message = f"unknown field{_suggest(str(loc[-1]), _fields_at(loc))}"
@@ -410,9 +436,13 @@ def load_study(path: str | Path) -> Study:
     cells = []
     for index, factors in enumerate(matrix):
         try:
-            config = StudyConfig.model_validate(substitute(data, factors))
+            cell_data = substitute(data, factors)
+            searching = isinstance(cell_data, dict) and cell_data.get("search") is not None
+            config = StudyConfig.model_validate(cell_data, context={"search": searching})
         except ValidationError as e:
-            first = e.errors()[0]
+            errors = e.errors()
+            # A misspelt key also makes the right one "missing": report the misspelling.
+            first = next((x for x in errors if x["type"] == "extra_forbidden"), errors[0])
             raise SpecError(_format_error(path, lines, first, data, factors)) from e
         cells.append(Cell(index, factors, config))
     names = list(matrix[0]) if matrix else []

@@ -61,12 +61,6 @@ def test_a_missing_study_file_exits_2(tmp_path: Path) -> None:
     assert done.stderr.strip() == f"caplab: {path}: cannot read: No such file or directory"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the study file accepts a role the collectors refuse (named host/generator, or a blank "
-    "match); RoleSpec raises ValueError inside the runner, which only catches SutFailed, "
-    "TargetUnreachable, PlanError and UsageProblem: traceback, exit 1, study left 'running'",
-)
 @pytest.mark.parametrize(
     "role", ["host: {match: server.py}", "server: {match: '  '}"], ids=["reserved", "blank"]
 )

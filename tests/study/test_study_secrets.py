@@ -67,12 +67,6 @@ def test_the_store_and_its_commands_mask_the_password(ran: Ran) -> None:
     assert PASSWORD not in shown.stdout + shown.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="StudyProgress prints the cell's factor values and the failure reason (the SUT's last "
-    "output) to stderr unscrubbed, although the store masks both and caplab.store.urls says a "
-    "password must never reach a terminal",
-)
 def test_the_progress_on_stderr_masks_the_password(ran: Ran) -> None:
     assert PASSWORD not in ran.as_json.stderr
     assert PASSWORD not in ran.as_table.stderr

@@ -15,10 +15,12 @@ from caplab.engine import IntervalSnapshot, OpenLoad, Plan
 from caplab.render import fmt_ms
 from caplab.spec import Cell, Study
 from caplab.store import CellRow
+from caplab.store.urls import scrub
 
 
 def factors_text(factors: dict[str, Any]) -> str:
-    return " ".join(f"{k}={v}" for k, v in factors.items()) or "(single cell)"
+    """The cell's factors for the terminal, any URL password masked."""
+    return scrub(" ".join(f"{k}={v}" for k, v in factors.items())) or "(single cell)"
 
 
 class StudyProgress:
@@ -85,7 +87,7 @@ class StudyProgress:
             note = f"{metrics.get('throughput', 0):,.1f}/s, p99 {fmt_ms(p99)}"
             self.console.print(f"{self.header}: [green]complete[/] {note}")
         else:
-            self.console.print(f"{self.header}: [red]{status}[/] {reason or ''}")
+            self.console.print(f"{self.header}: [red]{status}[/] {scrub(reason or '')}", markup=False)
 
     def _show(self, text: Text) -> None:
         if self.live is not None:

@@ -131,6 +131,8 @@ async def serve(args: argparse.Namespace) -> None:
                 await handle_http(b, reader, writer)
             else:
                 await handle_framed(b, args.protocol, reader, writer)
+        except (asyncio.CancelledError, ConnectionError):
+            pass  # shutting down, or the client went away: nothing to report
         finally:
             writer.close()
 

@@ -1,0 +1,97 @@
+"""Hand-made inputs for the analysis tests: probe functions with a known threshold, interval
+series, and engine results with chosen figures."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from caplab.analysis.capacity import GeneratorSaturated, Phase, Probe
+from caplab.engine import GeneratorFigures, IntervalSnapshot, LatencySummary, RunResult
+
+
+@dataclass
+class ThresholdProbe:
+    """Passes iff load <= ``limit`` (``confirm_limit`` in confirmation trials: full-length trials
+    can reveal a slow queue the short ones miss); throughput is the load, or ``throughput`` per call
+    in turn. ``saturate_at``: raise GeneratorSaturated from this load on."""
+
+    limit: float
+    confirm_limit: float | None = None
+    saturate_at: float | None = None
+    throughputs: list[float] = field(default_factory=list)
+    calls: list[tuple[float, Phase]] = field(default_factory=list)
+
+    def __call__(self, load: float, phase: Phase) -> Probe:
+        self.calls.append((load, phase))
+        if self.saturate_at is not None and load >= self.saturate_at:
+            raise GeneratorSaturated(f"the generator saturated at {load:g} (test)")
+        limit = self.confirm_limit if phase == "confirm" and self.confirm_limit is not None else self.limit
+        passed = load <= limit
+        reasons = [] if passed else [f"p99<=50ms: 80ms fails <= 50ms (load {load:g})"]
+        throughput = (
+            self.throughputs[(len(self.calls) - 1) % len(self.throughputs)] if self.throughputs else load
+        )
+        return Probe(phase, load, passed, reasons, throughput, 20.0 if passed else 80.0)
+
+
+def latency(p50: float | None = 5.0, p99: float | None = 20.0, count: int = 100) -> LatencySummary:
+    return LatencySummary(count, 1.0, p50, p50, p50, p99, p99, p99)
+
+
+def interval(
+    index: int,
+    throughput: float,
+    p50: float | None = 5.0,
+    warmup: bool = False,
+    length: float = 1.0,
+    start: float | None = None,
+    in_flight: int = 1,
+) -> IntervalSnapshot:
+    begin = index * length if start is None else start
+    done = round(throughput * length)
+    return IntervalSnapshot(
+        index, begin, begin + length, warmup, done, done, 0, 0, in_flight, throughput, latency(p50)
+    )
+
+
+def series(
+    throughputs: list[float], p50s: list[float] | None = None, length: float = 1.0
+) -> list[IntervalSnapshot]:
+    p50s = p50s or [5.0] * len(throughputs)
+    return [interval(i, x, p, length=length) for i, (x, p) in enumerate(zip(throughputs, p50s, strict=True))]
+
+
+def run_result(
+    rate: float,
+    intervals: list[IntervalSnapshot],
+    duration_s: float,
+    warmup_s: float,
+    p99: float | None = 20.0,
+    saturated: bool = False,
+) -> RunResult:
+    """An open-model result at ``rate`` with every request answered in time."""
+    sent = round(rate * duration_s)
+    generator = GeneratorFigures(
+        2, 0.1, 10.0, 0.1, 0.5, 0.1, 4, saturated, "test saturation" if saturated else None
+    )
+    return RunResult(
+        model="open",
+        offered_rate=rate,
+        users=None,
+        duration_s=duration_s,
+        warmup_s=warmup_s,
+        sent=sent,
+        completed=sent,
+        errors=0,
+        dropped=0,
+        in_flight_at_end=0,
+        throughput=rate,
+        latency_ms=latency(p99=p99, count=sent),
+        service_time_ms=latency(p99=p99, count=sent),
+        errors_by_kind={},
+        intervals=intervals,
+        generator=generator,
+        max_in_flight=None,
+        interrupted=False,
+        raw={},
+    )
