@@ -412,6 +412,19 @@ def _format_error(path: Path, lines: dict[Path_, int], err: Any, data: Any, cell
     return f"{path}:{_line_of(lines, loc)}: {field}: {message}{where}"
 
 
+def _check_files(path: Path, lines: dict[Path_, int], config: StudyConfig) -> None:
+    """A body_file must exist (relative to the study file), so a typo fails now, not mid-study."""
+    for kind in ("http", "tcp"):
+        target = getattr(config.target, kind)
+        if target is not None and target.body_file is not None:
+            file = path.parent / target.body_file
+            if not file.is_file():
+                loc: Path_ = ("target", kind, "body_file")
+                raise SpecError(
+                    f"{path}:{_line_of(lines, loc)}: target.{kind}.body_file: no such file: {file}"
+                )
+
+
 def load_study(path: str | Path) -> Study:
     """Reads and validates a study file; raises SpecError with ``file:line: field: message``."""
     path = Path(path)
@@ -444,6 +457,7 @@ def load_study(path: str | Path) -> Study:
             # A misspelt key also makes the right one "missing": report the misspelling.
             first = next((x for x in errors if x["type"] == "extra_forbidden"), errors[0])
             raise SpecError(_format_error(path, lines, first, data, factors)) from e
+        _check_files(path, lines, config)
         cells.append(Cell(index, factors, config))
     names = list(matrix[0]) if matrix else []
     return Study(path=path, text=text, name=cells[0].config.name, factor_names=names, cells=cells)
