@@ -15,7 +15,7 @@ import itertools
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 import yaml
 from pydantic import (
@@ -50,37 +50,33 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class HttpTarget(Strict):
+class _Payload(Strict):
+    """What every target has: a URL of its scheme and a request body or payload."""
+
+    scheme: ClassVar[str]
     url: str
+    body: str | None = None
+    body_file: str | None = None
+    template: bool = False
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
+        if not self.url.startswith(self.scheme):
+            raise ValueError(f"url must start with {self.scheme}")
+        if self.body is not None and self.body_file is not None:
+            raise ValueError("give body or body_file, not both")
+        return self
+
+
+class HttpTarget(_Payload):
+    scheme: ClassVar[str] = "http://"
     method: str = "GET"
     headers: dict[str, str] = Field(default_factory=dict)
-    body: str | None = None
-    body_file: str | None = None
-    template: bool = False
-
-    @model_validator(mode="after")
-    def _check(self) -> HttpTarget:
-        if not self.url.startswith("http://"):
-            raise ValueError("url must start with http://")
-        if self.body is not None and self.body_file is not None:
-            raise ValueError("give body or body_file, not both")
-        return self
 
 
-class TcpTarget(Strict):
-    url: str
+class TcpTarget(_Payload):
+    scheme: ClassVar[str] = "tcp://"
     framing: Literal["line", "u32", "mllp"]
-    body: str | None = None
-    body_file: str | None = None
-    template: bool = False
-
-    @model_validator(mode="after")
-    def _check(self) -> TcpTarget:
-        if not self.url.startswith("tcp://"):
-            raise ValueError("url must start with tcp://")
-        if self.body is not None and self.body_file is not None:
-            raise ValueError("give body or body_file, not both")
-        return self
 
 
 class TargetSpec(Strict):
