@@ -516,3 +516,19 @@ def test_a_failing_callback_stops_the_load(known_server: KnownServer) -> None:
         run(open_plan(http(server), 100, 3.0), on_interval=fail)
     # The first snapshot (and so the failure) comes after ~1 s, i.e. ~100 of the 300 planned sends.
     assert served_requests(server) < 180
+
+
+def test_a_callback_returning_false_stops_the_run_and_keeps_the_result(known_server: KnownServer) -> None:
+    server = known_server()
+    seen: list[int] = []
+
+    def stop_after_first(s: IntervalSnapshot) -> bool:
+        seen.append(s.index)
+        return False
+
+    r = run(open_plan(http(server), 100, 3.0), on_interval=stop_after_first)
+    assert r.interrupted
+    assert seen[0] == 0
+    # Stopped after the first 1-second interval: about 100 of the 300 planned sends.
+    assert 50 <= r.sent < 180
+    assert r.completed == r.sent

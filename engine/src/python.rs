@@ -22,7 +22,8 @@ pyo3::create_exception!(
 );
 
 /// Runs a plan (JSON) and returns the result (JSON). `on_interval` receives each interval
-/// snapshot as JSON. Ctrl-C stops the run; the result then has `"interrupted": true`.
+/// snapshot as JSON and may return False to stop the run. Ctrl-C, or that, stops the run; the
+/// result then has `"interrupted": true`.
 #[pyfunction]
 #[pyo3(signature = (plan_json, on_interval=None))]
 fn run_plan(py: Python<'_>, plan_json: &str, on_interval: Option<Py<PyAny>>) -> PyResult<String> {
@@ -39,10 +40,18 @@ fn run_plan(py: Python<'_>, plan_json: &str, on_interval: Option<Py<PyAny>>) -> 
             }
             let text = serde_json::to_string(snap).expect("snapshots serialise");
             Python::attach(|py| {
-                if let Err(e) = cb.call1(py, (text,)) {
-                    stop.store(true, Ordering::Relaxed);
-                    if !e.is_instance_of::<PyKeyboardInterrupt>(py) {
-                        *callback_error.lock().expect("not poisoned") = Some(e);
+                match cb.call1(py, (text,)) {
+                    // Returning False asks for the run to stop, like Ctrl-C: the result is kept.
+                    Ok(answer) => {
+                        if let Ok(false) = answer.bind(py).extract::<bool>() {
+                            stop.store(true, Ordering::Relaxed);
+                        }
+                    }
+                    Err(e) => {
+                        stop.store(true, Ordering::Relaxed);
+                        if !e.is_instance_of::<PyKeyboardInterrupt>(py) {
+                            *callback_error.lock().expect("not poisoned") = Some(e);
+                        }
                     }
                 }
             });

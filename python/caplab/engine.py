@@ -249,14 +249,17 @@ class RunResult:
         )
 
 
-def run(plan: Plan, on_interval: Callable[[IntervalSnapshot], None] | None = None) -> RunResult:
-    """Runs one trial. Raises PlanError (bad plan) or TargetUnreachable (nothing listening)."""
+def run(plan: Plan, on_interval: Callable[[IntervalSnapshot], bool | None] | None = None) -> RunResult:
+    """Runs one trial. Raises PlanError (bad plan) or TargetUnreachable (nothing listening).
+
+    ``on_interval`` sees every interval snapshot; returning False stops the run early (the result
+    is kept, with ``interrupted`` set), as Ctrl-C does."""
     callback = None
     if on_interval is not None:
         sink = on_interval
 
-        def callback(text: str) -> None:
-            sink(IntervalSnapshot.from_dict(json.loads(text)))
+        def callback(text: str) -> bool | None:
+            return sink(IntervalSnapshot.from_dict(json.loads(text)))
 
     return RunResult.from_json(_engine.run_plan(plan.to_json(), callback))
 

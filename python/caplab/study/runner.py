@@ -14,7 +14,8 @@ from typing import Any
 
 from caplab.analysis.capacity import GeneratorSaturated
 from caplab.collect import RoleSpec, cell_resources, default_collectors
-from caplab.engine import Plan, PlanError, TargetUnreachable
+from caplab.collect.base import ResourceSample
+from caplab.engine import IntervalSnapshot, Plan, PlanError, TargetUnreachable
 from caplab.load import LoadOptions, UsageProblem, build_plan
 from caplab.spec import Cell, Study, StudyConfig
 from caplab.store import CellRow, Store
@@ -97,22 +98,30 @@ class _Cell:
 
     def trial(self, plan: Plan, index: int, kind: str) -> TrialRecord:
         self.progress.trial_started(index, self.cell.config.load.repeat, plan)
-        record = run_trial(plan, self.collectors, self.progress.interval)
+        record = run_trial(plan, self.collectors, self.watch)
         record.kind = kind
         self.keep(record)
         return record
 
+    def watch(self, snapshot: IntervalSnapshot, samples: list[ResourceSample]) -> bool:
+        """Shows progress; stops the trial at once when the SUT has died (no point measuring
+        connection errors for the rest of it)."""
+        self.progress.interval(snapshot, samples)
+        return self.sut is None or self.sut.alive()
+
     def keep(self, record: TrialRecord) -> None:
         """Stores a finished trial, then stops the cell if it was interrupted or the SUT died."""
         index = sum(1 for r in self.records if r.kind == record.kind)
-        interrupted = record.result.interrupted
-        status = "interrupted" if interrupted else "complete"
+        died = self.sut is not None and not self.sut.alive()
+        interrupted = record.result.interrupted and not died
+        status = "failed" if died else "interrupted" if interrupted else "complete"
         store = self.runner.store
         store.save_trial(self.row.id, index, record.result, record.samples, kind=record.kind, status=status)
         self.records.append(record)
         if interrupted:
             raise Interrupted()
-        if self.sut is not None and not self.sut.alive():
+        if died:
+            assert self.sut is not None
             raise SutFailed(self.sut.exit_message(f"during trial {len(self.records)}"))
 
 

@@ -34,9 +34,7 @@ class SearchLoad:
             if probe.phase == "confirm" and probe.passed:
                 confirmations.append(record)
 
-        doc = find_capacity(
-            ctx.options(), self.settings, ctx.roles, on_trial=keep, on_probe=ctx.progress.interval
-        )
+        doc = find_capacity(ctx.options(), self.settings, ctx.roles, on_trial=keep, on_probe=ctx.watch)
         if doc.get("generator_saturated"):
             raise GeneratorSaturated(str(doc["message"]))
         ctx.summary["capacity"] = {k: v for k, v in doc.items() if k not in ("limit", "trials")}

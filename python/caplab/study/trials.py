@@ -35,18 +35,18 @@ class TrialRecord:
     kind: str = "fixed"
 
 
-ProgressFn = Callable[[IntervalSnapshot, list[ResourceSample]], None]
+ProgressFn = Callable[[IntervalSnapshot, list[ResourceSample]], bool | None]
+"""Sees each interval with its resource samples; returning False stops the trial early."""
 
 
 def run_trial(plan: Plan, collectors: SamplerSet, progress: ProgressFn | None = None) -> TrialRecord:
     """Runs one plan; every interval snapshot triggers a resource sample at the same instant."""
     samples: list[ResourceSample] = []
 
-    def on_interval(snapshot: IntervalSnapshot) -> None:
+    def on_interval(snapshot: IntervalSnapshot) -> bool | None:
         fresh = collectors.sample(snapshot.end_s)
         samples.extend(fresh)
-        if progress is not None:
-            progress(snapshot, fresh)
+        return progress(snapshot, fresh) if progress is not None else None
 
     collectors.start()
     try:
@@ -74,6 +74,10 @@ class CellContext(Protocol):
 
     def keep(self, record: TrialRecord) -> None:
         """Stores a trial run elsewhere (a search's); raises Interrupted or SutFailed."""
+        ...
+
+    def watch(self, snapshot: IntervalSnapshot, samples: list[ResourceSample]) -> bool:
+        """The progress callback for a trial: False stops it (the SUT died)."""
         ...
 
 
