@@ -64,8 +64,7 @@ def test_capacity_is_the_threshold_within_the_precision(
     assert outcome.message == f"SLO held in 3 of 3 confirmation trials at {outcome.capacity:g}"
     assert outcome.capacity_throughput == pytest.approx(outcome.capacity)
     assert outcome.search_s >= 0
-    assert outcome.probes == [p for p in outcome.probes]  # every trial is kept, in order
-    assert [(p.load, p.phase) for p in outcome.probes] == probe.calls
+    assert [(p.load, p.phase) for p in outcome.probes] == probe.calls, "every trial is kept, in order"
 
 
 def test_phases_come_in_order_bracket_bisect_confirm() -> None:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from store_helpers import Filled, fill
 
 from caplab.engine import RunResult
 from caplab.store import Store
+from store_helpers import Filled, fill
 
 
 def test_add_cells_creates_missing_cells_only_and_returns_all_in_order(store: Store) -> None:

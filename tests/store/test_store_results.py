@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from store_helpers import Filled
 
 from caplab import results
 from caplab.engine import RunResult
 from caplab.store import Store
+from store_helpers import Filled
 
 
 def test_load_gives_one_frame_per_level(

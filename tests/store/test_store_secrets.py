@@ -6,8 +6,6 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from pg import PASSWORD
-from store_helpers import fill
 
 from caplab.engine import RunResult
 from caplab.store import Store, redact_url
@@ -15,6 +13,8 @@ from caplab.store.commands import cmd_export, cmd_ls, cmd_show
 from caplab.store.connect import open_engine
 from caplab.store.schema import metadata
 from caplab.store.urls import scrub
+from pg import PASSWORD
+from store_helpers import fill
 
 
 @pytest.mark.parametrize(

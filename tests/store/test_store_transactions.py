@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
-from store_helpers import Filled, same_json, samples_for
 
 from caplab.collect.base import ResourceSample
 from caplab.engine import RunResult
 from caplab.store import Store
 from caplab.store.connect import open_engine
 from caplab.store.schema import metadata
+from store_helpers import Filled, same_json, samples_for
 
 TRIAL_TABLES = ["trials", "intervals", "histograms", "resource_samples"]
 

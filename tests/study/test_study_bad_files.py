@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from study_helpers import caplab, free_port
 
 from caplab.store import Store
+from study_helpers import caplab, free_port
 
 TARGET = "name: orders\ntarget:\n  http:\n    url: http://127.0.0.1:8080/\n"
 

@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import IO
 
 import pytest
+
+from caplab.store import Store
+from caplab.systems.process import RunningServer
 from study_helpers import (
     CAPLAB,
     RUN_TIMEOUT_S,
@@ -24,9 +27,6 @@ from study_helpers import (
     listening,
     write_study,
 )
-
-from caplab.store import Store
-from caplab.systems.process import RunningServer
 
 CELLS = 3
 INTO_SECOND_CELL_S = 0.6

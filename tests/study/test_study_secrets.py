@@ -7,9 +7,9 @@ import subprocess
 from dataclasses import dataclass
 
 import pytest
-from study_helpers import caplab, free_port, json_out, write_study
 
 from caplab.store import Store
+from study_helpers import caplab, free_port, json_out, write_study
 
 PASSWORD = "s3cret-Pw"
 DSN = f"postgresql://app:{PASSWORD}@db.example/orders"

@@ -1,0 +1,17 @@
+"""Fixtures for the analysis tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from analysis_runs import CAPLAB
+
+
+@pytest.fixture(scope="session")
+def caplab_path() -> Path:
+    """The installed `caplab` command, beside this Python."""
+    if not CAPLAB.exists():
+        pytest.fail("the caplab entry point is not installed (run `make dev`)")
+    return CAPLAB
