@@ -191,12 +191,6 @@ def test_closed_model_fails_at_one_user() -> None:
     assert outcome.message.startswith("the SLO fails even at the minimum load (1)")
 
 
-@pytest.mark.xfail(
-    reason="bug: CapacitySearch._confirm subtracts a half-width computed from the confirmation "
-    "trials' throughput spread (requests/s) from the load; in the closed model the load is a user "
-    "count, so the interval mixes units (e.g. [0, 6] users for a capacity of 5 users)",
-    strict=True,
-)
 def test_closed_model_interval_is_in_users() -> None:
     probe = ThresholdProbe(7.5, throughputs=[93.0, 95.0])
     _, outcome = search(probe, closed=True, start=1.0, confirm_repeats=2)

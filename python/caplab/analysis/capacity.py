@@ -141,7 +141,9 @@ class CapacitySearch:
                 tput = [p.throughput for p in runs]
                 spread = statistics.stdev(tput) if len(tput) > 1 else 0.0
                 half = T95.get(len(tput) - 1, 2.0) * spread / math.sqrt(len(tput))
-                ci = (max(0.0, lo - half), hi)
+                # Rates: trial-to-trial spread below, the lowest failing rate above. Users are
+                # whole: the bracket itself.
+                ci = (lo, hi) if self.s.closed else (max(0.0, lo - half), hi)
                 message = f"SLO held in {len(runs)} of {len(runs)} confirmation trials at {lo:g}"
                 return SearchOutcome(
                     lo, ci, statistics.fmean(tput), self.probes, time.monotonic() - began, True, message, runs

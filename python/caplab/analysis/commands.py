@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -137,12 +138,15 @@ def read_points(path: Path) -> tuple[list[float], list[float]]:
             if not row or row[0].strip().startswith("#"):
                 continue
             try:
-                n.append(float(row[0]))
-                x.append(float(row[1]))
+                a, b = float(row[0]), float(row[1])
             except (ValueError, IndexError) as e:
                 if i == 1:
                     continue  # the header
                 raise UsageProblem(f"{path}:{i}: expected two numbers n,throughput, got {row!r}") from e
+            if not (math.isfinite(a) and math.isfinite(b)):
+                raise UsageProblem(f"{path}:{i}: n and throughput must be finite numbers, got {row!r}")
+            n.append(a)
+            x.append(b)
     return n, x
 
 

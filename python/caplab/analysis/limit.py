@@ -66,6 +66,13 @@ def _demand(resource: str, utilization: float, throughput: float, note: str) -> 
     return Demand(resource, utilization, demand_ms, bound, note)
 
 
+def _saturated(d: Demand | None, above: tuple[str, float] | None) -> bool:
+    if d is None:
+        return False
+    pushed = above is not None and above[0] == d.resource and above[1] >= NEAR_SATURATION
+    return d.utilization >= NEAR_SATURATION or (pushed and d.utilization >= BUSY_AT_CAPACITY)
+
+
 def find_limit(
     throughput: float,
     scopes: dict[str, dict[str, float]],
@@ -87,13 +94,14 @@ def find_limit(
             "summary": "unknown: no SUT process was named (a role, --sut-pid or --sut-match), so resource "
             "use cannot be attributed to the system under test",
         }
-    top = table[0] if table else None
-    pushed = (
-        above is not None and top is not None and above[0] == top.resource and above[1] >= NEAR_SATURATION
-    )
-    if top is not None and (
-        top.utilization >= NEAR_SATURATION or (pushed and top.utilization >= BUSY_AT_CAPACITY)
-    ):
+    # The SUT's own resources first: the host's CPU includes everything else on the machine (the
+    # generator too), so it is named only when no resource of the SUT's explains the limit.
+    own = [d for d in table if d.resource != "cpu:host"]
+    host = [d for d in table if d.resource == "cpu:host"]
+    top = own[0] if own else None
+    if host and (top is None or (not _saturated(top, above) and _saturated(host[0], above))):
+        top = host[0]
+    if top is not None and _saturated(top, above):
         return {
             "resource": top.resource,
             "kind": "hardware",

@@ -20,6 +20,7 @@ from caplab.load import LoadOptions, build_plan
 from caplab.study.trials import ProgressFn, TrialRecord, run_trial
 
 NO_BACKLOG = "throughput>=0.99*offered"
+MIN_SAMPLES = {"p50": 2, "p90": 10, "p99": 100, "p999": 1000}
 
 
 @dataclass(frozen=True)
@@ -56,10 +57,13 @@ class TrialProber:
         self.on_trial = on_trial
         self.progress = progress
         self.records: list[tuple[Probe, TrialRecord]] = []
+        self.needed = max((MIN_SAMPLES.get(s.metric, 0) for s in self.slos), default=0) * 1.2
 
     def options(self, load: float, phase: Phase) -> LoadOptions:
         shape = self.full if phase == "confirm" else self.short
-        common = {"duration_s": shape.duration_s, "warmup_s": shape.warmup_s, "interval_s": 0.5}
+        # An open-model trial must hold enough requests for its SLO's percentiles (p99: 100).
+        duration = shape.duration_s if self.closed else max(shape.duration_s, min(self.needed / load, 60.0))
+        common = {"duration_s": duration, "warmup_s": shape.warmup_s, "interval_s": 0.5}
         if self.closed:
             return replace(self.base, rate=None, users=int(load), **common)  # type: ignore[arg-type]
         return replace(self.base, rate=load, users=None, think_s=0.0, **common)  # type: ignore[arg-type]
@@ -70,8 +74,9 @@ class TrialProber:
         record.kind = f"search:{phase}"
         r = record.result
         warmup = plan.warmup_s
-        scopes = summarize(record.samples, warmup)
-        resources = cell_resources(record.samples, warmup)
+        window_end = warmup + plan.duration_s  # plan: the trial as actually run
+        scopes = summarize(record.samples, warmup, window_end)
+        resources = cell_resources(record.samples, warmup, window_end)
         cores = int(scopes.get("host", {}).get("cores", 1))
         trial = Trial(r.offered_rate, r.throughput, r.sent, r.errors, r.latency_ms.__dict__, resources, cores)
         verdicts = evaluate(self.slos, trial)
@@ -119,7 +124,8 @@ class TrialProber:
             return {"limit": None, "consistency": None, "littles_law": None}
         last = confirm[-self.full_repeats(confirm) :]
         samples = [s for _, rec in last for s in rec.samples]
-        scopes = summarize(samples, self.full.warmup_s)
+        ran = last[-1][1].result
+        scopes = summarize(samples, ran.warmup_s, ran.warmup_s + ran.duration_s)
         throughput = statistics.fmean(p.throughput for p, _ in last)
         roles = [x.name for x in self.roles]
         limit = find_limit(throughput, scopes, roles, self._signals(outcome), self._busiest_above(outcome))

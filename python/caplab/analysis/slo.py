@@ -10,6 +10,7 @@ disk_busy <= 90%     the busiest disk
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 from caplab.units import parse_duration
 
 _LATENCY = ("p50", "p90", "p99", "p999", "max", "mean")
+_PERCENTILES = ("p50", "p90", "p99", "p999")
 _PATTERN = re.compile(
     r"^\s*(?P<metric>[A-Za-z_0-9]+)(?:\[(?P<role>[^\]]+)\])?\s*(?P<op><=|>=|<|>)\s*(?P<value>.+?)\s*$"
 )
@@ -58,6 +60,15 @@ class Slo:
 
     def evaluate(self, t: Trial) -> Verdict:
         observed = self.observe(t)
+        if observed is None and self.metric in _PERCENTILES and self.op in ("<=", "<"):
+            # Too few requests for this percentile: the maximum bounds it from above, so a maximum
+            # within the limit passes; one beyond it leaves the percentile unknown, which fails.
+            top = t.latency_ms.get("max")
+            if top is not None and top <= self.value:
+                return Verdict(
+                    self.text, True, top, f"{self.text}: max {top:.4g}ms (too few samples for {self.metric})"
+                )
+            return Verdict(self.text, False, None, f"{self.text}: too few requests to measure {self.metric}")
         if observed is None:
             return Verdict(self.text, False, None, f"{self.text}: no data for {self.metric}")
         bound = self.value * (t.offered_rate or 0.0) if self.relative_to_offered else self.value
@@ -77,7 +88,7 @@ class Slo:
 
     def observe(self, t: Trial) -> float | None:
         if self.metric in _LATENCY:
-            return t.latency_ms.get(self.metric) if self.metric != "p999" else t.latency_ms.get("p999")
+            return t.latency_ms.get(self.metric)
         if self.metric == "errors":
             return 100.0 * t.errors / t.sent if t.sent else 0.0
         if self.metric == "throughput":
@@ -106,6 +117,8 @@ def parse_slo(text: str) -> Slo:
     )
     if metric in _LATENCY:
         _no_role(text, role)
+        if not re.fullmatch(r"\d+(\.\d+)?\s*(us|µs|ms|s|m)", raw):
+            raise SloError(f"{text!r}: {raw!r} is not a latency with a unit (e.g. 50ms, 1s)")
         try:
             return Slo(text, metric, None, op, parse_duration(raw) * 1000.0)
         except ValueError as e:
@@ -118,9 +131,9 @@ def parse_slo(text: str) -> Slo:
         _no_role(text, role)
         rel = re.fullmatch(r"(\d+(?:\.\d+)?)\s*\*\s*offered", raw)
         if rel:
-            return Slo(text, metric, None, op, float(rel.group(1)), relative_to_offered=True)
+            return Slo(text, metric, None, op, _bound(text, rel.group(1)), relative_to_offered=True)
         try:
-            return Slo(text, metric, None, op, float(raw.removesuffix("/s")))
+            return Slo(text, metric, None, op, _bound(text, raw.removesuffix("/s")))
         except ValueError as e:
             raise SloError(
                 f"{text!r}: throughput bound must be a rate (500/s) or a share (0.99*offered)"
@@ -137,10 +150,18 @@ def _no_role(text: str, role: str | None) -> None:
 def _percent(text: str, raw: str) -> float:
     if not raw.endswith("%"):
         raise SloError(f"{text!r}: {raw!r} must be a percentage, e.g. 75%")
+    return _bound(text, raw[:-1], f"{raw!r} is not a percentage")
+
+
+def _bound(text: str, raw: str, what: str = "") -> float:
+    """A finite, non-negative number (NaN would fail every trial, infinity pass every one)."""
     try:
-        return float(raw[:-1])
+        value = float(raw)
     except ValueError as e:
-        raise SloError(f"{text!r}: {raw!r} is not a percentage") from e
+        raise SloError(f"{text!r}: {what or repr(raw) + ' is not a number'}") from e
+    if not math.isfinite(value) or value < 0:
+        raise SloError(f"{text!r}: the bound must be a finite number >= 0")
+    return value
 
 
 def evaluate(slos: list[Slo], trial: Trial) -> list[Verdict]:

@@ -20,6 +20,7 @@ Model = Literal["linear", "amdahl", "usl"]
 Array = NDArray[np.float64]
 
 BOOTSTRAP_DRAWS = 400
+AICC_MARGIN = 2.0
 
 
 def usl(n: Array, lam: float, sigma: float, kappa: float) -> Array:
@@ -77,14 +78,18 @@ class UslFit:
 def _fit(n: Array, x: Array, model: Model) -> tuple[float, float, float]:
     """Least squares for one model; σ and κ held at 0 where the model has no such term."""
     lam0 = float(np.max(x / n))
+    scale = np.maximum(x, 1e-9)
     if model == "linear":
-        return float(np.sum(n * x) / np.sum(n * n)), 0.0, 0.0
+        r = n / scale
+        return float(np.sum(r) / np.sum(r * r)), 0.0, 0.0
     free = 2 if model == "amdahl" else 3
 
     def residuals(p: Array) -> Array:
         sigma = p[1]
         kappa = p[2] if free == 3 else 0.0
-        out: Array = usl(n, p[0], sigma, kappa) - x
+        # Relative residuals: measurement noise grows with throughput, so each point counts by
+        # its relative error (absolute residuals would let the largest N decide the fit alone).
+        out: Array = (usl(n, p[0], sigma, kappa) - x) / scale
         return out
 
     lower = [1e-12, 0.0, 0.0][:free]
@@ -118,9 +123,13 @@ def fit_usl(
     for model, params in (("linear", 1), ("amdahl", 2), ("usl", 3)):
         m: Model = model  # type: ignore[assignment]
         fits[m] = _fit(n, x, m)
-        rss = float(np.sum((usl(n, *fits[m]) - x) ** 2))
+        rss = float(np.sum(((usl(n, *fits[m]) - x) / np.maximum(x, 1e-9)) ** 2))
         aicc[model] = _aicc(rss, int(n.size), params)
-    chosen: Model = min(fits, key=lambda k: (aicc[k], ("linear", "amdahl", "usl").index(k)))
+    # The simpler model stands unless the richer one is clearly better (ΔAICc > 2).
+    chosen: Model = "linear"
+    for richer in ("amdahl", "usl"):
+        if aicc[richer] < aicc[chosen] - AICC_MARGIN:
+            chosen = richer
     lam, sigma, kappa = fits[chosen]
     fitted = usl(n, lam, sigma, kappa)
     tss = float(np.sum((x - x.mean()) ** 2))
@@ -153,15 +162,15 @@ def fit_usl(
 
 
 def _bootstrap(n: Array, x: Array, fitted: Array, model: Model, seed: int) -> Array:
-    """Residual bootstrap: refit on fitted + resampled residuals; rows of (λ, σ, κ)."""
+    """Residual bootstrap: refit on fitted × (1 + resampled relative residuals); rows of (λ, σ, κ)."""
     rng = np.random.default_rng(seed)
-    residuals = x - fitted
+    residuals = (x - fitted) / np.maximum(fitted, 1e-9)
     # Inflate for the degrees of freedom the fit used, so intervals are not too narrow.
     dof = max(n.size - {"linear": 1, "amdahl": 2, "usl": 3}[model], 1)
     residuals = residuals * math.sqrt(n.size / dof)
     out = np.empty((BOOTSTRAP_DRAWS, 3))
     for i in range(BOOTSTRAP_DRAWS):
-        sample = fitted + rng.choice(residuals, size=n.size, replace=True)
+        sample = fitted * (1.0 + rng.choice(residuals, size=n.size, replace=True))
         out[i] = _fit(n, np.maximum(sample, 0.0), model)
     return out
 

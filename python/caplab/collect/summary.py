@@ -16,16 +16,21 @@ __all__ = ["cell_resources", "summarize"]
 
 STACKED_PREFIXES = ("dm-", "md", "drbd", "bcache")
 """Devices built on other block devices: their IO is already counted on the disks beneath."""
+# Interval ends are taken a little after the boundary; a sample that late still belongs to it.
+WINDOW_SLACK_S = 0.05
 HOST_METRICS = ("cpu_percent", "cpu_util_percent", "iowait_percent", "mem_used_mb", "load1")
 
 
-def summarize(samples: Iterable[ResourceSample], t_from: float | None = None) -> dict[str, dict[str, float]]:
-    """Mean of each scope's metrics over the samples with ``t > t_from`` (all when None): passing
-    the warm-up's end leaves the warm-up out."""
+def summarize(
+    samples: Iterable[ResourceSample], t_from: float | None = None, t_to: float | None = None
+) -> dict[str, dict[str, float]]:
+    """Mean of each scope's metrics over the samples with ``t_from < t <= t_to`` (unbounded when
+    None): the warm-up's end leaves the warm-up out, the window's end the drain after it (whose
+    near-idle sample would pull every mean down)."""
     sums: dict[tuple[str, str], float] = defaultdict(float)
     counts: dict[tuple[str, str], int] = defaultdict(int)
     for s in samples:
-        if t_from is None or s.t > t_from:
+        if (t_from is None or s.t > t_from) and (t_to is None or s.t <= t_to + WINDOW_SLACK_S):
             sums[(s.scope, s.metric)] += s.value
             counts[(s.scope, s.metric)] += 1
     out: dict[str, dict[str, float]] = defaultdict(dict)
@@ -35,7 +40,7 @@ def summarize(samples: Iterable[ResourceSample], t_from: float | None = None) ->
 
 
 def cell_resources(
-    samples: Iterable[ResourceSample], t_from: float | None = None
+    samples: Iterable[ResourceSample], t_from: float | None = None, t_to: float | None = None
 ) -> dict[str, dict[str, float]]:
     """``{ROLE: {…role metrics}, "host": {…}, "generator": {…}}``, means over ``t > t_from``.
 
@@ -46,7 +51,7 @@ def cell_resources(
     nothing else); net_rx_mb_s, net_tx_mb_s (sums over interfaces, loopback included). A key is
     present only when its source was sampled, so a missing collector never reads as zero use.
     """
-    means = summarize(samples, t_from)
+    means = summarize(samples, t_from, t_to)
     out: dict[str, dict[str, float]] = {}
     for scope, metrics in means.items():
         if scope.startswith("role:"):

@@ -176,7 +176,7 @@ class StudyRunner:
             records = procedure.run(ctx)
             metrics = {**cell_metrics([r.result for r in records]), **ctx.summary}
             samples = [s for r in records for s in r.samples]
-            resources = cell_resources(samples, config.load.warmup)
+            resources = cell_resources(samples, config.load.warmup, config.load.warmup + config.load.duration)
             self.store.set_cell_status(row.id, "complete", metrics=metrics, resources=resources)
             self.progress.cell_finished(cell, "complete", metrics, resources)
             return True
