@@ -6,6 +6,7 @@ import statistics
 from dataclasses import asdict
 from typing import Any
 
+from caplab.analysis.steady import littles_law, rate, steadiness
 from caplab.engine import RunResult, merge_histograms, summarize_histogram
 
 
@@ -20,8 +21,17 @@ def cell_metrics(trials: list[RunResult]) -> dict[str, Any]:
     sent = sum(t.sent for t in trials)
     errors = sum(t.errors for t in trials)
     offered = [t.offered_rate for t in trials if t.offered_rate is not None]
+    judged = [steadiness(t.intervals, t.warmup_s + t.duration_s) for t in trials]
+    cv = statistics.fmean(j.throughput_cv for j in judged)
+    last = trials[-1]
     return {
         "trials": len(trials),
+        "consistency": {"rating": rate(cv), "throughput_cv": cv},
+        "steady": all(j.steady for j in judged),
+        "steady_notes": [j.reason for j in judged if not j.steady],
+        "littles_law": littles_law(
+            last.throughput, last.latency_ms.mean, last.intervals, last.warmup_s + last.duration_s
+        ),
         "offered_rate": statistics.fmean(offered) if offered else None,
         "users": trials[0].users,
         "throughput": statistics.fmean(throughputs),

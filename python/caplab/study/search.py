@@ -40,8 +40,6 @@ class SearchLoad:
         ctx.summary["capacity"] = {k: v for k, v in doc.items() if k not in ("limit", "trials")}
         ctx.summary["search_trials"] = doc["trials"]
         ctx.summary["limit"] = doc.get("limit")
-        ctx.summary["consistency"] = doc.get("consistency")
-        ctx.summary["littles_law"] = doc.get("littles_law")
         if not doc["found"]:
             return []
         # The cell's throughput and latency are those of the confirmation trials at capacity.
