@@ -197,6 +197,7 @@ class RoleCollector:
         self._samples = 0
         self._empty_samples = 0
         self._io_denied: set[int] = set()
+        self._procs: dict[int, psutil.Process] = {}
 
     @property
     def warning(self) -> str | None:
@@ -350,41 +351,69 @@ class RoleCollector:
         return io.read_bytes, io.write_bytes
 
     def _resolve(self) -> list[psutil.Process]:
-        """The role's processes now: the roots the spec names, then all their descendants."""
-        attrs = ["ppid", "cmdline"] if self.spec.match is not None else ["ppid"]
-        table = {p.pid: p for p in psutil.process_iter(attrs)}
+        """The role's processes now: the roots the spec names, then all their descendants.
+
+        Sampled on the load's clock in the generator's own process, so it must be cheap: the
+        process tree comes from one pass over /proc/PID/stat, not a psutil object per process."""
+        parents = _ppid_map()
         children: dict[int, list[int]] = defaultdict(list)
-        for p in table.values():
-            ppid = p.info.get("ppid")
-            if isinstance(ppid, int):
-                children[ppid].append(p.pid)
-        roots = self._roots(table)
+        for pid, ppid in parents.items():
+            children[ppid].append(pid)
         seen: set[int] = set()
-        stack = list(roots)
+        stack = [pid for pid in self._roots(parents) if pid in parents]
         while stack:
             pid = stack.pop()
-            if pid in seen or pid not in table:
+            if pid in seen:
                 continue
             seen.add(pid)
             stack.extend(children.get(pid, ()))
         # The observer is never part of what it observes (its own figures are the generator scope).
         seen.discard(os.getpid())
-        return [table[pid] for pid in sorted(seen)]
+        procs = []
+        for pid in sorted(seen):
+            p = self._procs.get(pid)
+            try:
+                if p is None or not p.is_running():
+                    p = psutil.Process(pid)
+            except psutil.Error:
+                continue
+            procs.append(p)
+        self._procs = {p.pid: p for p in procs}
+        return procs
 
-    def _roots(self, table: dict[int, psutil.Process]) -> list[int]:
+    def _roots(self, parents: dict[int, int]) -> list[int]:
         spec = self.spec
         if spec.pid is not None:
             return [spec.pid]
         if spec.match is not None:
             needle = spec.match
-            return [
-                pid
-                for pid, p in table.items()
-                if pid not in self._excluded and needle in " ".join(p.info.get("cmdline") or ())
-            ]
+            return [pid for pid in parents if pid not in self._excluded and needle in _cmdline(pid)]
         assert spec.cgroup is not None
         directory = cgroup_dir(spec.cgroup)
         return sorted(_cgroup_pids(directory)) if directory is not None else []
+
+
+def _ppid_map() -> dict[int, int]:
+    """pid → parent pid of every process, from /proc (processes that vanish mid-scan are skipped)."""
+    out: dict[int, int] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                data = f.read()
+            out[int(name)] = int(data[data.rindex(b")") + 2 :].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    return out
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
 
 
 def _depth(pid: int, gone: dict[int, _Reading]) -> int:
