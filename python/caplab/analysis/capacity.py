@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 Phase = Literal["bracket", "bisect", "confirm"]
 
-MAX_CONFIRM_ROUNDS = 4
+MAX_CONFIRM_ROUNDS = 6
 T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}
 
 
@@ -149,7 +149,8 @@ class CapacitySearch:
                     lo, ci, statistics.fmean(tput), self.probes, time.monotonic() - began, True, message, runs
                 )
             hi = lo
-            lo = self._round(lo - 1 if self.s.closed else lo * (1 - self.s.precision))
+            # Half a precision step: the bisection already bracketed the capacity that closely.
+            lo = self._round(lo - 1 if self.s.closed else lo * (1 - self.s.precision / 2))
             if lo < self.s.minimum or lo >= hi:
                 break
         return SearchOutcome(

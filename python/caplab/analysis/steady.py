@@ -46,6 +46,23 @@ def _slope(ys: list[float]) -> float:
     return num / den if den else 0.0
 
 
+def _significant(ys: list[float]) -> bool:
+    """The slope is more than twice its standard error: a trend, not a random walk's wobble."""
+    n = len(ys)
+    if n < MIN_INTERVALS:
+        return False
+    slope = _slope(ys)
+    mean_x = (n - 1) / 2
+    mean_y = statistics.fmean(ys)
+    fitted = [mean_y + slope * (i - mean_x) for i in range(n)]
+    sse = sum((y - f) ** 2 for y, f in zip(ys, fitted, strict=True))
+    sxx = sum((i - mean_x) ** 2 for i in range(n))
+    if n <= 2 or sxx == 0:
+        return False
+    stderr = (sse / (n - 2) / sxx) ** 0.5
+    return bool(stderr == 0 or abs(slope) > 2 * stderr)
+
+
 def _trend(ys: list[float]) -> float:
     """The fitted change over the whole window, as a fraction of the mean."""
     mean = statistics.fmean(ys)
@@ -80,9 +97,9 @@ def steadiness(intervals: list[IntervalSnapshot], window_end_s: float | None = N
     l_trend = _trend(p50) if len(p50) >= MIN_INTERVALS else 0.0
     l_rise_ms = l_trend * statistics.fmean(p50) if p50 else 0.0
     reasons = []
-    if abs(t_trend) > THROUGHPUT_TREND:
+    if abs(t_trend) > THROUGHPUT_TREND and _significant(tput):
         reasons.append(f"throughput trends {t_trend:+.0%} across the window")
-    if l_trend > LATENCY_TREND and l_rise_ms > LATENCY_TREND_MIN_MS:
+    if l_trend > LATENCY_TREND and l_rise_ms > LATENCY_TREND_MIN_MS and _significant(p50):
         reasons.append(
             f"median latency climbs {l_trend:+.0%} ({l_rise_ms:+.1f} ms) through the window: "
             "a queue is growing"
