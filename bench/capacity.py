@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import http.client
 import json
 import os
 import platform
@@ -29,6 +28,7 @@ from typing import Any
 
 import psutil
 
+from caplab.systems.knownserver import served_requests
 from caplab.systems.process import RunningServer, start_module
 
 TARGET_RATIO = 0.95
@@ -78,12 +78,7 @@ def server_cpu_s(server: RunningServer) -> float:
 
 def served(server: RunningServer) -> int:
     """Requests the server has answered so far (knownserver's ``/__stats``)."""
-    conn = http.client.HTTPConnection(server.host, server.port, timeout=5)
-    try:
-        conn.request("GET", "/__stats")
-        return int(json.loads(conn.getresponse().read())["requests"])
-    finally:
-        conn.close()
+    return served_requests(server.host, server.port)
 
 
 def measure_ceiling(args: argparse.Namespace, server: RunningServer, url: str) -> Ceiling:

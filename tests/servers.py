@@ -4,8 +4,6 @@ the wire: a framed TCP echo server and an HTTP server that records requests."""
 from __future__ import annotations
 
 import contextlib
-import http.client
-import json
 import selectors
 import socket
 import struct
@@ -16,6 +14,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Literal
 
+from caplab.systems import knownserver
 from caplab.systems.process import RunningServer
 
 Framing = Literal["line", "u32", "mllp"]
@@ -34,12 +33,7 @@ MLLP_END = b"\x1c\r"
 
 def served_requests(server: RunningServer) -> int:
     """How many requests an HTTP knownserver has served (its ``/__stats`` endpoint)."""
-    conn = http.client.HTTPConnection(server.host, server.port, timeout=5)
-    try:
-        conn.request("GET", "/__stats")
-        return int(json.loads(conn.getresponse().read())["requests"])
-    finally:
-        conn.close()
+    return knownserver.served_requests(server.host, server.port)
 
 
 def arrival_ns(ancillary: list[tuple[int, int, bytes]]) -> int:

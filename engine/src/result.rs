@@ -1,7 +1,7 @@
 //! What a run returns: totals, summaries, HDR histograms, the interval series and the
 //! generator's own figures. Serialised to JSON for Python.
 
-use crate::stats::{encode, IntervalPart, Summary};
+use crate::stats::{IntervalPart, Summary};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -98,8 +98,4 @@ pub struct GeneratorFigures {
     /// True when the generator could not keep up, so the figures describe it, not the target.
     pub saturated: bool,
     pub saturation_reason: Option<String>,
-}
-
-pub fn hdr(h: &hdrhistogram::Histogram<u64>) -> String {
-    encode(h)
 }

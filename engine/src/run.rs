@@ -6,9 +6,9 @@ use crate::driver::tcp::TcpDriver;
 use crate::driver::{Driver, ErrorKind};
 use crate::executor::{run_thread, Control, Message, Share, WorkerOutcome, WorkerSetup};
 use crate::plan::{Load, Plan, PlanError, Scheme, Url};
-use crate::result::{hdr, ClassResult, GeneratorFigures, IntervalSnapshot, RunResult};
+use crate::result::{ClassResult, GeneratorFigures, IntervalSnapshot, RunResult};
 use crate::schedule::{RateProfile, Schedule};
-use crate::stats::{IntervalPart, RunClock, Summary, ThreadStats};
+use crate::stats::{encode, IntervalPart, RunClock, Summary, ThreadStats};
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::atomic::Ordering;
@@ -321,8 +321,8 @@ fn assemble(
                 errors: c.errors,
                 latency_ms: Summary::of(&c.latency),
                 service_time_ms: Summary::of(&c.service),
-                latency_hdr: hdr(&c.latency),
-                service_time_hdr: hdr(&c.service),
+                latency_hdr: encode(&c.latency),
+                service_time_hdr: encode(&c.service),
             }
         })
         .collect();
@@ -363,8 +363,8 @@ fn assemble(
         throughput: if measured_s > 0.0 { total.completed_in_window as f64 / measured_s } else { 0.0 },
         latency_ms: Summary::of(&latency),
         service_time_ms: Summary::of(&service),
-        latency_hdr: hdr(&latency),
-        service_time_hdr: hdr(&service),
+        latency_hdr: encode(&latency),
+        service_time_hdr: encode(&service),
         errors_by_kind,
         classes,
         intervals,

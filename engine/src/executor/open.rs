@@ -33,13 +33,14 @@ where
         if w.stopping(intended) {
             break;
         }
-        if Instant::now() >= w.clock.window_end {
+        let now = Instant::now();
+        if now >= w.clock.window_end {
             // Behind schedule past the window's end: what is left was never sent. Count it as
             // dropped (the run is flagged saturated by its lateness) rather than send it late.
             count_unsent(&w, intended, &mut schedule);
             break;
         }
-        if intended > Instant::now() + slack {
+        if intended > now + slack {
             burst = 0;
             if !wait_until(&w, timer.as_ref(), intended).await {
                 break;

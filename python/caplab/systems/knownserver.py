@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import http.client
 import json
 import os
 import signal
@@ -47,6 +48,17 @@ class Behaviour:
             time.sleep(self.serial_sleep_ms / 1000)
         if self.sleep_ms:
             await asyncio.sleep(self.sleep_ms / 1000)
+
+
+def served_requests(host: str, port: int) -> int:
+    """How many requests a running HTTP knownserver has answered (its ``GET /__stats``): an
+    independent count to check a generator's figures against."""
+    conn = http.client.HTTPConnection(host, port, timeout=5)
+    try:
+        conn.request("GET", "/__stats")
+        return int(json.loads(conn.getresponse().read())["requests"])
+    finally:
+        conn.close()
 
 
 def burn_cpu(seconds: float) -> None:
