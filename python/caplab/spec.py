@@ -142,11 +142,31 @@ def _role_names(value: Any) -> Any:
     return value
 
 
+_SERIES = r"^[A-Za-z_:][A-Za-z0-9_:]*$"
+_FIGURE = r"^[A-Za-z_][A-Za-z0-9_]*$"
+SeriesName = Annotated[str, Field(pattern=_SERIES)]
+
+
+class MetricsSpec(Strict):
+    """The SUT's own counters (Prometheus text format): figure name → series name."""
+
+    url: str = Field(pattern=r"^https?://")
+    rates: dict[Annotated[str, Field(pattern=_FIGURE)], SeriesName] = Field(default_factory=dict)
+    gauges: dict[Annotated[str, Field(pattern=_FIGURE)], SeriesName] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _some(self) -> MetricsSpec:
+        if not self.rates and not self.gauges:
+            raise ValueError("name at least one series under rates: or gauges:")
+        return self
+
+
 class SutSpec(Strict):
     start: str | None = None
     stop: str | None = None
     ready: Annotated[ReadySpec | None, BeforeValidator(_ready)] = None
     roles: Annotated[dict[str, RoleSpecModel], BeforeValidator(_role_names)] = Field(default_factory=dict)
+    metrics: MetricsSpec | None = None
 
 
 class LoadSpec(Strict):
@@ -216,6 +236,26 @@ class SearchSpec(Strict):
     max: float | None = Field(default=None, gt=0)
 
 
+class GoalSpec(Strict):
+    """What the report sizes for: the load to carry, and the headroom to keep above it."""
+
+    rate: float = Field(gt=0)
+    headroom: Annotated[float, BeforeValidator(_percent_fraction), Field(ge=0, lt=1)] = 0.25
+
+
+class StorageBaselineSpec(Strict):
+    """A storage baseline measured with fio before the cells (the paper's SQLIO run): 8 KB random
+    reads, then writes, ``jobs`` jobs at queue depth ``depth``, in ``directory``."""
+
+    directory: str = "."
+    size: str = Field(default="64M", pattern=r"^\d+[KMG]?$")
+    """Per job."""
+    runtime: Seconds = 5.0
+    jobs: int = Field(default=8, ge=1, le=64)
+    depth: int = Field(default=8, ge=1, le=256)
+    block: str = Field(default="8k", pattern=r"^\d+[kKmM]?$")
+
+
 class StudyConfig(Strict):
     """One cell's fully substituted configuration."""
 
@@ -226,6 +266,8 @@ class StudyConfig(Strict):
     load: LoadSpec
     slo: list[SloText] = Field(default_factory=list)
     search: SearchSpec | None = None
+    goal: GoalSpec | None = None
+    storage_baseline: StorageBaselineSpec | None = None
     cost: dict[str, Any] | None = None
 
     @property

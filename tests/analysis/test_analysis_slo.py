@@ -92,10 +92,10 @@ def test_a_role_keeps_its_case() -> None:
         ("errors<=0.1", "must be a percentage"),
         ("cpu<=75", "must be a percentage"),
         ("errors<=lots%", "is not a percentage"),
-        ("p99[server]<=50ms", "only cpu takes a [role]"),
-        ("errors[server]<=1%", "only cpu takes a [role]"),
-        ("throughput[server]>=5/s", "only cpu takes a [role]"),
-        ("throughput>=lots", "must be a rate (500/s) or a share (0.99*offered)"),
+        ("p99[server]<=50ms", "only cpu and app take a [name]"),
+        ("errors[server]<=1%", "only cpu and app take a [name]"),
+        ("throughput[server]>=5/s", "only cpu and app take a [name]"),
+        ("throughput>=lots", "the bound must be a rate (500/s) or a share (0.99*offered)"),
     ],
 )
 def test_nonsense_is_rejected_naming_the_problem(text: str, problem: str) -> None:
@@ -199,3 +199,33 @@ def test_evaluate_judges_each_slo_and_as_dict_has_the_fields() -> None:
         "observed": pytest.approx(0.1),
         "reason": verdicts[1].reason,
     }
+
+
+# --- the SUT's own figures: app[NAME] ------------------------------------------------------------
+
+
+def test_app_figure_is_judged_against_a_share_of_the_offered_rate() -> None:
+    slo = parse_slo("app[processed_per_s] >= 0.98*offered")
+    assert (slo.metric, slo.role, slo.relative_to_offered) == ("app", "processed_per_s", True)
+    keeping_up = trial(resources={"app": {"processed_per_s": 99.0}})
+    behind = trial(resources={"app": {"processed_per_s": 60.0}})
+    assert slo.evaluate(keeping_up).passed
+    verdict = slo.evaluate(behind)
+    assert not verdict.passed
+    assert verdict.observed == 60.0
+    assert "fails >= 98" in verdict.reason
+
+
+def test_app_figure_against_a_plain_number_and_missing_figures_fail() -> None:
+    slo = parse_slo("app[queue_depth]<=1000")
+    assert slo.evaluate(trial(resources={"app": {"queue_depth": 12.0}})).passed
+    assert not slo.evaluate(trial(resources={"app": {"queue_depth": 5000.0}})).passed
+    missing = slo.evaluate(trial())
+    assert not missing.passed
+    assert "no data for app" in missing.reason
+
+
+@pytest.mark.parametrize("text", ["app<=5", "app[]<=5", "app[bad-name]<=5", "app[x]<=many"])
+def test_app_needs_a_figure_name_and_a_number(text: str) -> None:
+    with pytest.raises(SloError):
+        parse_slo(text)

@@ -39,6 +39,27 @@ TARGET = "name: orders\ntarget:\n  http:\n    url: http://127.0.0.1:8080/\n"
             "8: load.rate: ",
             id="unknown-factor",
         ),
+        pytest.param(
+            TARGET + "sut:\n  metrics:\n    url: http://127.0.0.1:9/metrics\n    rates: {done: 'bad name'}\n"
+            "load:\n  rate: 1\n",
+            "8: sut.metrics.rates.done: String should match pattern",
+            id="metrics-series-name",
+        ),
+        pytest.param(
+            TARGET + "sut:\n  metrics:\n    url: http://127.0.0.1:9/metrics\nload:\n  rate: 1\n",
+            "6: sut.metrics: name at least one series under rates: or gauges:",
+            id="metrics-nothing-named",
+        ),
+        pytest.param(
+            TARGET + "load:\n  rate: 1\ngoal:\n  rate: 500\n  headroom: 120%\n",
+            "9: goal.headroom: Input should be less than 1",
+            id="goal-headroom",
+        ),
+        pytest.param(
+            TARGET + "load:\n  rate: 1\nslo: ['app[processed]>=many']\n",
+            "7: slo.0: ",
+            id="app-slo",
+        ),
     ],
 )
 def test_a_bad_study_exits_2_with_file_line_and_field(tmp_path: Path, text: str, expected: str) -> None:

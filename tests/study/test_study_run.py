@@ -7,6 +7,7 @@ The study runs once per module (about 8 s); each test checks one part of what it
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,9 +49,14 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Ran:
             "ready": {"port": port, "timeout": "20s"},
             # The trailing option keeps port 1234 from matching a server on port 12345.
             "roles": {"server": {"match": f"knownserver --port {port} --cpu-us"}},
+            "metrics": {
+                "url": f"http://127.0.0.1:{port}/metrics",
+                "rates": {"served_per_s": "knownserver_requests_total"},
+            },
         },
         "factors": {"cpu": CPU_US},
         "load": {"rate": RATE, "duration": "1s", "warmup": "500ms", "repeat": REPEAT},
+        "storage_baseline": {"runtime": "1s", "size": "4M", "jobs": 2, "depth": 4},
     }
     path = write_study(tmp / "study.yaml", study)
     db_url = f"sqlite:///{tmp / 'caplab.db'}"
@@ -160,3 +166,29 @@ def test_ls_and_show_read_the_study(ran: Ran) -> None:
     table = caplab("show", str(row["id"]), "--db", ran.db_url, timeout=30)
     assert table.returncode == 0, table.stderr
     assert "cpu-cost" in table.stdout and "complete" in table.stdout
+
+
+def test_the_systems_own_counters_are_cell_metrics(ran: Ran) -> None:
+    """knownserver counts what it served; at 100/s offered it served ~100/s in the window."""
+    for cell in ran.doc["cells"]:
+        served = cell["metrics"]["app"]["served_per_s"]
+        assert served == pytest.approx(RATE, rel=0.15)
+        assert cell["resources"]["app"]["served_per_s"] == served
+
+
+def test_the_environment_names_the_disks_and_the_storage_baseline(ran: Ran) -> None:
+    env = ran.doc["study"]["environment"]
+    assert all({"name", "model", "size_gb", "rotational"} <= set(d) for d in env["disks"])
+    baseline = env["storage_baseline"]
+    assert baseline["settings"] == {"block": "8k", "jobs": 2, "depth": 4, "size": "4M"}
+    if shutil.which("fio") is None:
+        assert baseline["status"] == "skipped" and "fio is not installed" in baseline["note"]
+        return
+    assert baseline["status"] == "measured", baseline
+    assert [j["name"] for j in baseline["jobs"]] == ["randread-8k", "randwrite-8k"]
+    for job in baseline["jobs"]:
+        # 8 KB a request: the bandwidth is the IOPS times the block size.
+        assert job["iops"] > 0
+        assert job["mb_s"] == pytest.approx(job["iops"] * 8192 / 1e6, rel=0.05)
+        assert 0 < job["lat_ms"]["p50"] <= job["lat_ms"]["p99"]
+    assert "storage baseline: randread-8k" in ran.done.stderr

@@ -9,7 +9,7 @@ from typing import Any
 from caplab.analysis.capacity import CapacitySearch, GeneratorSaturated, Probe, SearchSettings
 from caplab.analysis.probe import OnTrial, TrialProber, TrialShape
 from caplab.analysis.slo import parse_slo
-from caplab.collect import RoleSpec
+from caplab.collect import MetricsSource, RoleSpec
 from caplab.load import LoadOptions
 from caplab.study.trials import ProgressFn
 
@@ -33,6 +33,7 @@ def find_capacity(
     on_trial: OnTrial | None = None,
     on_probe: ProgressFn | None = None,
     on_verdict: Any = None,
+    metrics: MetricsSource | None = None,
 ) -> dict[str, Any]:
     """Searches, then analyses; the dict is `caplab find-capacity --json`."""
     slos = [parse_slo(s) for s in settings.slos]
@@ -44,7 +45,7 @@ def find_capacity(
             on_verdict(probe)
 
     prober = TrialProber(
-        base, slos, roles, settings.trial, settings.confirm, settings.closed, record, on_probe
+        base, slos, roles, settings.trial, settings.confirm, settings.closed, record, on_probe, metrics
     )
     search = CapacitySearch(
         SearchSettings(

@@ -15,7 +15,7 @@ from caplab.analysis.capacity import GeneratorSaturated, Phase, Probe, SearchOut
 from caplab.analysis.limit import demands, find_limit
 from caplab.analysis.slo import Slo, Trial, as_dict, evaluate, parse_slo
 from caplab.analysis.steady import littles_law, steadiness
-from caplab.collect import RoleSpec, cell_resources, default_collectors, summarize
+from caplab.collect import MetricsSource, RoleSpec, cell_resources, default_collectors, summarize
 from caplab.load import LoadOptions, build_plan
 from caplab.study.trials import ProgressFn, TrialRecord, run_trial
 
@@ -45,11 +45,15 @@ class TrialProber:
         closed: bool,
         on_trial: OnTrial | None = None,
         progress: ProgressFn | None = None,
+        metrics: MetricsSource | None = None,
     ) -> None:
         self.base = base
+        self.metrics = metrics
         self.closed = closed
         self.slos = (
-            slos if closed or any(s.relative_to_offered for s in slos) else [*slos, parse_slo(NO_BACKLOG)]
+            slos
+            if closed or any(s.relative_to_offered and s.metric == "throughput" for s in slos)
+            else [*slos, parse_slo(NO_BACKLOG)]
         )
         self.roles = roles
         self.short = short
@@ -70,7 +74,7 @@ class TrialProber:
 
     def __call__(self, load: float, phase: Phase) -> Probe:
         plan = build_plan(self.options(load, phase))
-        record = run_trial(plan, default_collectors(self.roles), self.progress)
+        record = run_trial(plan, default_collectors(self.roles, self.metrics), self.progress)
         record.kind = f"search:{phase}"
         r = record.result
         warmup = plan.warmup_s

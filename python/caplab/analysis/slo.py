@@ -6,6 +6,8 @@ throughput >= 0.99*offered   achieved against offered (implied for open-model se
 cpu <= 75%           host CPU, share of all cores
 cpu[server] <= 75%   a role's CPU, 100 % = one core (as top shows it)
 disk_busy <= 90%     the busiest disk
+app[processed_per_s] >= 0.99*offered   one of the SUT's own figures (sut.metrics: in a study),
+app[queue_depth] <= 1000               against a number or a share of the offered rate
 """
 
 from __future__ import annotations
@@ -84,6 +86,8 @@ class Slo:
             return "ms"
         if self.metric in ("errors", "cpu", "disk_busy"):
             return "%"
+        if self.metric == "app":
+            return ""
         return "/s"
 
     def observe(self, t: Trial) -> float | None:
@@ -101,6 +105,8 @@ class Slo:
             return cpu / max(t.cores, 1) if cpu is not None else None
         if self.metric == "disk_busy":
             return (t.resources.get("host") or {}).get("disk_busy_percent")
+        if self.metric == "app" and self.role is not None:
+            return (t.resources.get("app") or {}).get(self.role)
         return None
 
 
@@ -129,22 +135,29 @@ def parse_slo(text: str) -> Slo:
         return Slo(text, metric, role, op, _percent(text, raw))
     if metric == "throughput":
         _no_role(text, role)
-        rel = re.fullmatch(r"(\d+(?:\.\d+)?)\s*\*\s*offered", raw)
-        if rel:
-            return Slo(text, metric, None, op, _bound(text, rel.group(1)), relative_to_offered=True)
-        try:
-            return Slo(text, metric, None, op, _bound(text, raw.removesuffix("/s")))
-        except ValueError as e:
-            raise SloError(
-                f"{text!r}: throughput bound must be a rate (500/s) or a share (0.99*offered)"
-            ) from e
-    known = ", ".join([*_LATENCY, "errors", "throughput", "cpu", "cpu[ROLE]", "disk_busy"])
+        return _rate_slo(text, metric, None, op, raw)
+    if metric == "app":
+        if not role or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", role):
+            raise SloError(f"{text!r}: app takes the name of a figure, e.g. app[processed_per_s]")
+        return _rate_slo(text, metric, role, op, raw)
+    known = ", ".join([*_LATENCY, "errors", "throughput", "cpu", "cpu[ROLE]", "disk_busy", "app[FIGURE]"])
     raise SloError(f"{text!r}: unknown metric {metric!r} (known: {known})")
+
+
+def _rate_slo(text: str, metric: str, role: str | None, op: str, raw: str) -> Slo:
+    """A bound that is a number (a rate: ``500/s``) or a share of the offered rate (``0.99*offered``)."""
+    rel = re.fullmatch(r"(\d+(?:\.\d+)?)\s*\*\s*offered", raw)
+    if rel:
+        return Slo(text, metric, role, op, _bound(text, rel.group(1)), relative_to_offered=True)
+    try:
+        return Slo(text, metric, role, op, _bound(text, raw.removesuffix("/s")))
+    except SloError as e:
+        raise SloError(f"{text!r}: the bound must be a rate (500/s) or a share (0.99*offered)") from e
 
 
 def _no_role(text: str, role: str | None) -> None:
     if role is not None:
-        raise SloError(f"{text!r}: only cpu takes a [role]")
+        raise SloError(f"{text!r}: only cpu and app take a [name]")
 
 
 def _percent(text: str, raw: str) -> float:

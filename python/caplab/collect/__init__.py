@@ -18,6 +18,7 @@ from caplab.collect.disks import DiskCollector
 from caplab.collect.generator import GeneratorCollector
 from caplab.collect.host import HostCollector
 from caplab.collect.network import NetworkCollector
+from caplab.collect.prometheus import MetricsSource, PrometheusCollector
 from caplab.collect.roles import RoleCollector, RoleSpec
 from caplab.collect.summary import cell_resources, summarize
 
@@ -27,7 +28,9 @@ __all__ = [
     "DiskCollector",
     "GeneratorCollector",
     "HostCollector",
+    "MetricsSource",
     "NetworkCollector",
+    "PrometheusCollector",
     "ResourceSample",
     "RoleCollector",
     "RoleSpec",
@@ -100,7 +103,8 @@ class CollectorSet:
             log.warning("collector %s failed in %s: %r (its figures are missing)", c.name, phase, e)
 
 
-def default_collectors(roles: Iterable[RoleSpec]) -> CollectorSet:
-    """Host, disks, network, the generator and one collector per SUT role."""
+def default_collectors(roles: Iterable[RoleSpec], metrics: MetricsSource | None = None) -> CollectorSet:
+    """Host, disks, network, the generator, one collector per SUT role and the SUT's own counters."""
     base: list[Collector] = [HostCollector(), DiskCollector(), NetworkCollector(), GeneratorCollector()]
-    return CollectorSet([*base, *(RoleCollector(spec) for spec in roles)])
+    app: list[Collector] = [PrometheusCollector(metrics)] if metrics is not None else []
+    return CollectorSet([*base, *(RoleCollector(spec) for spec in roles), *app])

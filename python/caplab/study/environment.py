@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import socket
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -23,6 +24,37 @@ def _cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+VIRTUAL_DISKS = ("loop", "ram", "zram", "dm-", "md", "nbd", "sr")
+SYS_BLOCK = Path("/sys/block")
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def disks() -> list[dict[str, Any]]:
+    """The machine's block devices (virtual ones left out): a storage-bound result means little
+    without knowing what the storage was."""
+    out: list[dict[str, Any]] = []
+    for dev in sorted(SYS_BLOCK.iterdir()) if SYS_BLOCK.is_dir() else []:
+        if dev.name.startswith(VIRTUAL_DISKS):
+            continue
+        sectors = _read(dev / "size")
+        rotational = _read(dev / "queue" / "rotational")
+        out.append(
+            {
+                "name": dev.name,
+                "model": _read(dev / "device" / "model") or "unknown",
+                "size_gb": round(int(sectors) * 512 / 1e9, 1) if sectors and sectors.isdigit() else None,
+                "rotational": rotational == "1" if rotational is not None else None,
+            }
+        )
+    return out
+
+
 def environment() -> dict[str, Any]:
     return {
         "hostname": socket.gethostname(),
@@ -34,4 +66,5 @@ def environment() -> dict[str, Any]:
         "caplab_version": __version__,
         "engine_version": _engine.__version__,
         "generator": "local engine threads on this host",
+        "disks": disks(),
     }

@@ -38,6 +38,10 @@ class StudyProgress:
         resumed = f", {done} already complete" if done else ""
         self.console.print(f"[bold]study {study_id}[/] {study.name}: {self.total} cells{resumed}")
 
+    def note(self, text: str) -> None:
+        """A line about the study as a whole (a baseline being measured, a report written)."""
+        self.console.print(text, highlight=False)
+
     def cell_skipped(self, cell: Cell) -> None:
         self.position += 1
         self.console.print(

@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from caplab.analysis.capacity import GeneratorSaturated
-from caplab.collect import RoleSpec, cell_resources, default_collectors
+from caplab.collect import MetricsSource, RoleSpec, cell_resources, default_collectors
 from caplab.collect.base import ResourceSample
 from caplab.engine import IntervalSnapshot, Plan, PlanError, TargetUnreachable
 from caplab.load import LoadOptions, UsageProblem, build_plan
 from caplab.spec import Cell, Study, StudyConfig
 from caplab.store import CellRow, Store
+from caplab.study.baseline import baseline_line, storage_baseline
 from caplab.study.environment import environment
 from caplab.study.metrics import cell_metrics
 from caplab.study.progress import StudyProgress
@@ -76,6 +77,12 @@ def roles_of(config: StudyConfig, sut: Sut | None) -> list[RoleSpec]:
     return roles
 
 
+def metrics_of(config: StudyConfig) -> MetricsSource | None:
+    """The SUT's own counters to scrape, if the study names any."""
+    spec = config.sut.metrics if config.sut else None
+    return MetricsSource(spec.url, dict(spec.rates), dict(spec.gauges)) if spec else None
+
+
 class _Cell:
     """One cell's run: the CellContext a procedure works through."""
 
@@ -85,7 +92,8 @@ class _Cell:
         self.row = row
         self.sut = sut
         self.roles = roles_of(cell.config, sut)
-        self.collectors = default_collectors(self.roles)
+        self.metrics = metrics_of(cell.config)
+        self.collectors = default_collectors(self.roles, self.metrics)
         self.records: list[TrialRecord] = []
         self.summary: dict[str, Any] = {}
         self.progress = runner.progress
@@ -135,7 +143,7 @@ class StudyRunner:
         study_id = self.store.find_resumable(self.study.name, self.study.text) if resume else None
         if study_id is None:
             study_id = self.store.create_study(
-                self.study.name, self.study.text, str(self.study.path), environment()
+                self.study.name, self.study.text, str(self.study.path), self._environment()
             )
         else:
             self.store.reopen_study(study_id)
@@ -158,6 +166,19 @@ class StudyRunner:
         self.store.finish_study(study_id, status)
         return StudyOutcome(study_id, status, failed)
 
+    def _environment(self) -> dict[str, Any]:
+        """The machine, and what its storage does alone when the study asks for a baseline."""
+        env = environment()
+        spec = self.study.cells[0].config.storage_baseline if self.study.cells else None
+        if spec is not None:
+            self.progress.note(
+                f"storage baseline: fio, {spec.block} random reads then writes, "
+                f"{spec.jobs} jobs at queue depth {spec.depth}, {spec.runtime:g}s each"
+            )
+            env["storage_baseline"] = baseline = storage_baseline(spec, self.study.directory)
+            self.progress.note(baseline_line(baseline))
+        return env
+
     def _run_cell(self, study_id: int, cell: Cell, row: CellRow) -> bool:
         """Runs one cell; True if it completed. Interrupts propagate after the cell is marked."""
         if row.status != "pending":
@@ -177,6 +198,8 @@ class StudyRunner:
             metrics = {**cell_metrics([r.result for r in records]), **ctx.summary}
             samples = [s for r in records for s in r.samples]
             resources = cell_resources(samples, config.load.warmup, config.load.warmup + config.load.duration)
+            if "app" in resources:
+                metrics["app"] = resources["app"]  # what the SUT says it did, beside what caplab saw
             self.store.set_cell_status(row.id, "complete", metrics=metrics, resources=resources)
             self.progress.cell_finished(cell, "complete", metrics, resources)
             return True

@@ -34,7 +34,9 @@ class SearchLoad:
             if probe.phase == "confirm" and probe.passed:
                 confirmations.append(record)
 
-        doc = find_capacity(ctx.options(), self.settings, ctx.roles, on_trial=keep, on_probe=ctx.watch)
+        doc = find_capacity(
+            ctx.options(), self.settings, ctx.roles, on_trial=keep, on_probe=ctx.watch, metrics=ctx.metrics
+        )
         if doc.get("generator_saturated"):
             raise GeneratorSaturated(str(doc["message"]))
         ctx.summary["capacity"] = {k: v for k, v in doc.items() if k not in ("limit", "trials")}

@@ -9,6 +9,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -23,6 +24,16 @@ STOP_GRACE_S = 10.0
 
 class SutFailed(Exception):
     """The SUT did not start, never became ready, or died; the message carries its last output."""
+
+
+def sut_environment() -> dict[str, str]:
+    """The SUT's environment: caplab's own, with the directory of the running interpreter first on
+    PATH, so a study's ``caplab systems start …`` or ``python -m …`` runs from this very install
+    even when its virtualenv is not activated."""
+    env = dict(os.environ)
+    bin_dir = str(Path(sys.executable).parent)
+    env["PATH"] = os.pathsep.join([bin_dir, env.get("PATH", "")])
+    return env
 
 
 class Sut:
@@ -51,6 +62,7 @@ class Sut:
                 stdin=subprocess.DEVNULL,
                 text=True,
                 start_new_session=True,
+                env=sut_environment(),
             )
         except OSError as e:
             raise SutFailed(f"cannot start {self.spec.start!r}: {e.strerror}") from e

@@ -14,7 +14,7 @@ from caplab.collect.base import ResourceSample
 from caplab.engine import IntervalSnapshot, Plan, RunResult, run
 
 if TYPE_CHECKING:
-    from caplab.collect import RoleSpec
+    from caplab.collect import MetricsSource, RoleSpec
     from caplab.load import LoadOptions
 
 
@@ -61,6 +61,7 @@ class CellContext(Protocol):
     metrics (``summary``)."""
 
     roles: list[RoleSpec]
+    metrics: MetricsSource | None
     summary: dict[str, Any]
     progress: Any
 

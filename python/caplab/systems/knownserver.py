@@ -6,7 +6,8 @@ Each request can burn a fixed CPU time (capacity ≈ cores / cost), sleep withou
 or framed TCP (``line``, ``u32``, ``mllp``: the payload is echoed back in the same framing).
 
 Run: ``python -m caplab.systems.knownserver --protocol http --cpu-us 200``; the first line on
-stdout is ``listening HOST:PORT``.
+stdout is ``listening HOST:PORT``. ``GET /__stats`` (JSON) and ``GET /metrics`` (Prometheus text)
+count the requests served, as an independent check on the generator.
 """
 
 from __future__ import annotations
@@ -83,6 +84,11 @@ async def handle_http(b: Behaviour, reader: asyncio.StreamReader, writer: asynci
             await reader.readexactly(length)
         if head.startswith(b"GET /__stats"):
             body = json.dumps({"requests": b.requests}).encode()
+        elif head.startswith(b"GET /metrics"):
+            body = (  # Prometheus text format, for studies that read a system's own counters
+                b"# HELP knownserver_requests_total Requests served (stats and metrics not counted).\n"
+                b"# TYPE knownserver_requests_total counter\nknownserver_requests_total %d\n" % b.requests
+            )
         else:
             await b.serve_one()
             body = b"ok\n"

@@ -1,0 +1,126 @@
+"""The system's own counters, scraped from a Prometheus text endpoint, as scope ``app``.
+
+Resource use says what a system spends; only the system can say what it *did*: a message bus
+acknowledges a publish long before a host processes it, so the generator's throughput alone would
+hide a growing backlog. The study names the series it wants and what to call them:
+
+    metrics:
+      url: http://127.0.0.1:7402/metrics
+      rates: {processed_per_s: msgbus_documents_processed_total}   # counters → per second
+      gauges: {queue_depth: msgbus_queue_depth}                     # gauges → their value
+
+A series with labels is summed over them (``store="0"``, ``store="1"`` … → one figure).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+
+from caplab.collect.base import ResourceSample
+
+__all__ = ["MetricsSource", "PrometheusCollector", "parse_exposition"]
+
+SCOPE = "app"
+TIMEOUT_S = 1.0
+
+
+@dataclass(frozen=True)
+class MetricsSource:
+    """Where to scrape and which series to keep: figure name → Prometheus series name."""
+
+    url: str
+    rates: dict[str, str] = field(default_factory=dict)
+    gauges: dict[str, str] = field(default_factory=dict)
+
+
+class ExpositionError(ValueError):
+    """A line of the scraped text that is not Prometheus exposition format."""
+
+
+def parse_exposition(text: str) -> dict[str, float]:
+    """Series name → value, summed over label sets. Comments (``# TYPE``, ``# HELP``) are skipped;
+    a timestamp after the value is ignored."""
+    out: dict[str, float] = {}
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, rest = _split_name(line)
+        parts = rest.split()
+        if not name or not parts:
+            raise ExpositionError(f"line {number}: {raw!r} is not `name{{labels}} value`")
+        try:
+            value = float(parts[0])
+        except ValueError as e:
+            raise ExpositionError(f"line {number}: {parts[0]!r} is not a number") from e
+        if math.isfinite(value):
+            out[name] = out.get(name, 0.0) + value
+    return out
+
+
+def _split_name(line: str) -> tuple[str, str]:
+    """The series name and what follows its label set (if any)."""
+    brace = line.find("{")
+    space = line.find(" ")
+    if brace != -1 and (space == -1 or brace < space):
+        close = line.find("}", brace)
+        if close == -1:
+            return "", ""
+        return line[:brace], line[close + 1 :]
+    if space == -1:
+        return line, ""
+    return line[:space], line[space:]
+
+
+class PrometheusCollector:
+    """Scope ``app``: each named rate per second since the last scrape, each gauge as read."""
+
+    name = "prometheus"
+
+    def __init__(self, source: MetricsSource) -> None:
+        self.source = source
+        self._prev: dict[str, float] = {}
+        self._last = 0.0
+        self.warning: str | None = None
+
+    def start(self) -> None:
+        self._prev = self._scrape()
+        self._last = time.monotonic()
+        wanted = set(self.source.rates.values()) | set(self.source.gauges.values())
+        missing = sorted(wanted - set(self._prev))
+        self.warning = (
+            f"metrics at {self.source.url} have no series {', '.join(missing)}" if missing else None
+        )
+
+    def sample(self, t: float) -> list[ResourceSample]:
+        values = self._scrape()
+        now = time.monotonic()
+        wall = max(now - self._last, 1e-9)
+        out: list[ResourceSample] = []
+        for figure, series in self.source.rates.items():
+            if series in values and series in self._prev:
+                # A counter that went down was reset (the system restarted): no rate this time.
+                delta = values[series] - self._prev[series]
+                if delta >= 0:
+                    out.append(ResourceSample(t, SCOPE, figure, delta / wall))
+        for figure, series in self.source.gauges.items():
+            if series in values:
+                out.append(ResourceSample(t, SCOPE, figure, values[series]))
+        self._prev, self._last = values, now
+        return out
+
+    def stop(self) -> None:
+        pass
+
+    def _scrape(self) -> dict[str, float]:
+        try:
+            with urllib.request.urlopen(self.source.url, timeout=TIMEOUT_S) as reply:
+                text = reply.read().decode("utf-8", "replace")
+        except (urllib.error.URLError, OSError) as e:
+            reason = getattr(e, "reason", e)
+            raise OSError(f"cannot scrape {self.source.url}: {reason}") from e
+        return parse_exposition(text)

@@ -1,0 +1,82 @@
+"""The SUT's own counters: parsed from Prometheus text, turned into rates over the load's clock,
+checked against a real knownserver whose request count is known."""
+
+from __future__ import annotations
+
+import time
+import urllib.request
+
+import pytest
+
+from caplab.collect.prometheus import ExpositionError, MetricsSource, PrometheusCollector, parse_exposition
+from caplab.engine import OpenLoad, Plan, Target, run
+from servers import KnownServer
+
+
+def test_exposition_sums_label_sets_and_skips_comments() -> None:
+    text = (
+        "# HELP depth Messages waiting.\n"
+        "# TYPE depth gauge\n"
+        'depth{store="0"} 3\n'
+        'depth{store="1",kind="a b"} 4.5\n'
+        "received_total 120 1700000000000\n"
+        "\n"
+        "weird NaN\n"
+    )
+    assert parse_exposition(text) == {"depth": 7.5, "received_total": 120.0}
+
+
+@pytest.mark.parametrize("text", ["depth", 'depth{store="0" 3', "depth three"])
+def test_exposition_rejects_lines_that_are_not_name_and_value(text: str) -> None:
+    with pytest.raises(ExpositionError, match="line 1"):
+        parse_exposition(text)
+
+
+def test_rates_follow_the_servers_own_count(known_server: KnownServer) -> None:
+    server = known_server()
+    base = f"http://{server.address}"
+    collector = PrometheusCollector(
+        MetricsSource(
+            f"{base}/metrics",
+            rates={"served_per_s": "knownserver_requests_total"},
+            gauges={"served": "knownserver_requests_total"},
+        )
+    )
+    collector.start()
+    assert collector.warning is None
+    began = time.monotonic()
+    result = run(Plan(Target(f"{base}/"), OpenLoad.constant(200, 1.0), duration_s=1.0))
+    samples = {s.metric: s for s in collector.sample(time.monotonic() - began)}
+    collector.stop()
+    assert result.completed == 200
+    assert samples["served"].value == 200  # the gauge reads the counter as it stands
+    elapsed = time.monotonic() - began
+    # 200 requests over the scrape interval (a little longer than the run's second).
+    assert samples["served_per_s"].value == pytest.approx(200 / elapsed, rel=0.15)
+    assert all(s.scope == "app" for s in samples.values())
+
+
+def test_a_series_the_server_does_not_have_is_a_warning(known_server: KnownServer) -> None:
+    server = known_server()
+    collector = PrometheusCollector(
+        MetricsSource(f"http://{server.address}/metrics", rates={"x_per_s": "no_such_total"})
+    )
+    collector.start()
+    assert collector.warning is not None and "no_such_total" in collector.warning
+    assert collector.sample(1.0) == []
+
+
+def test_an_endpoint_that_is_down_raises_for_the_collector_set_to_report(closed_port: int) -> None:
+    collector = PrometheusCollector(
+        MetricsSource(f"http://127.0.0.1:{closed_port}/metrics", gauges={"d": "depth"})
+    )
+    with pytest.raises(OSError, match="cannot scrape"):
+        collector.start()
+
+
+def test_knownserver_metrics_do_not_count_themselves(known_server: KnownServer) -> None:
+    server = known_server()
+    for _ in range(3):
+        with urllib.request.urlopen(f"http://{server.address}/metrics", timeout=5) as reply:
+            values = parse_exposition(reply.read().decode())
+    assert values == {"knownserver_requests_total": 0.0}
