@@ -1,0 +1,53 @@
+"""The reference systems caplab ships, by name: what `caplab systems list` shows and
+`caplab systems start NAME …` runs."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import asdict, dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ReferenceSystem:
+    name: str
+    module: str
+    summary: str
+    stands_in_for: str
+    example: str
+
+
+SYSTEMS = (
+    ReferenceSystem(
+        "msgbus",
+        "caplab.systems.msgbus",
+        "receive (TCP u32 frames, HTTP POST) → message stores (SQLite WAL or PostgreSQL) → processing "
+        "hosts (routing by subscription, messaging and orchestration flows) → TCP sink; Prometheus "
+        "counters",
+        "BizTalk Server scale-out (seeds/000)",
+        "caplab systems start msgbus --hosts 2 --stores 1",
+    ),
+    ReferenceSystem(
+        "knownserver",
+        "caplab.systems.knownserver",
+        "HTTP or framed TCP server with a known cost per request (CPU, sleep, a serial section), "
+        "for checking what caplab measures",
+        "a server whose capacity you can compute by hand",
+        "caplab systems start knownserver --cpu-us 1000 --port 8080",
+    ),
+)
+
+
+def find(name: str) -> ReferenceSystem | None:
+    return next((s for s in SYSTEMS if s.name == name), None)
+
+
+def as_dicts() -> list[dict[str, Any]]:
+    return [asdict(s) for s in SYSTEMS]
+
+
+def exec_system(system: ReferenceSystem, args: list[str]) -> None:
+    """Replaces this process with the system's own (so signals and exit codes are its own, and
+    a study's role matcher sees the system's command line, not caplab's)."""
+    os.execv(sys.executable, [sys.executable, "-m", system.module, *args])
