@@ -154,12 +154,32 @@ def load(as_json: bool, **options: Any) -> None:
 
 
 @main.command()
-@click.option("--duration", "duration_s", type=DURATION, default=5.0, show_default=True)
-def demo(duration_s: float) -> None:
-    """Run the main job on a built-in system (see README)."""
+@click.option("--quick", is_flag=True, help="A reduced matrix with short trials: about 3 minutes.")
+@click.option(
+    "--dir",
+    "workdir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("caplab-demo"),
+    show_default=True,
+    help="Where the study file, msgbus's stores and the report go.",
+)
+@click.option("--db", help="Results store URL [default: $CAPLAB_DB or sqlite:///caplab.db].")
+@click.option(
+    "-o",
+    "--report-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Where the report goes [default: DIR/report].",
+)
+def demo(quick: bool, workdir: Path, db: str | None, report_dir: Path | None) -> None:
+    """Run the BizTalk scale-out study on msgbus and write its sizing report.
+
+    \b
+    The full study (1-4 processing hosts x 1 and 4 message stores x messaging and
+    orchestration flows) takes about 15 minutes; --quick about 3. Exit codes as `caplab run`.
+    """
     from caplab.demo import run_demo
 
-    sys.exit(run_demo(duration_s))
+    sys.exit(run_demo(quick, workdir, db, report_dir or workdir / "report"))
 
 
 DB_HELP = "Results store URL [default: $CAPLAB_DB or sqlite:///caplab.db]; postgresql://… for PostgreSQL."
@@ -172,8 +192,15 @@ DB_HELP = "Results store URL [default: $CAPLAB_DB or sqlite:///caplab.db]; postg
 @click.option(
     "--resume", is_flag=True, help="Continue the newest unfinished run of this study; skip complete cells."
 )
-def run_study(study_file: Path, db: str | None, as_json: bool, resume: bool) -> None:
-    """Run a study file: every cell of the factor matrix, its trials and resources, into the store.
+@click.option(
+    "-o",
+    "--report-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Where the sizing report goes [default: ./reports/study-ID].",
+)
+def run_study(study_file: Path, db: str | None, as_json: bool, resume: bool, report_dir: Path | None) -> None:
+    """Run a study file: every cell of the factor matrix, its trials and resources, into the store;
+    then write its sizing report (index.html, report.md, results.json) and print where.
 
     \b
     Exit codes: 0 all cells complete, 1 some cells failed (the rest are kept),
@@ -181,7 +208,7 @@ def run_study(study_file: Path, db: str | None, as_json: bool, resume: bool) -> 
     """
     from caplab.study.cli import run_study_command
 
-    sys.exit(run_study_command(study_file, db, as_json, resume))
+    sys.exit(run_study_command(study_file, db, as_json, resume, report_dir))
 
 
 @main.command("ls")
@@ -293,6 +320,47 @@ def fit_usl(csv_file: Path, as_json: bool, predict: tuple[float, ...]) -> None:
     from caplab.analysis.commands import fit_usl_command
 
     sys.exit(fit_usl_command(csv_file, as_json, list(predict)))
+
+
+@main.group("systems")
+def systems() -> None:
+    """The reference systems caplab ships: real servers to size, with built-in studies."""
+
+
+@systems.command("list")
+@click.option("--json", "as_json", is_flag=True, help="One JSON list instead of a table.")
+def systems_list(as_json: bool) -> None:
+    """List the reference systems."""
+    import json
+
+    from caplab.systems.catalog import SYSTEMS, as_dicts
+
+    if as_json:
+        click.echo(json.dumps(as_dicts(), indent=2))
+        return
+    for s in SYSTEMS:
+        click.echo(
+            f"{click.style(s.name, bold=True)}  ({s.stands_in_for})\n  {s.summary}\n  e.g. {s.example}"
+        )
+
+
+@systems.command("start", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.argument("name")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def systems_start(name: str, args: tuple[str, ...]) -> None:
+    """Run reference system NAME in the foreground with its own options (see NAME --help).
+
+    \b
+    caplab systems start msgbus --hosts 2 --stores 4
+    caplab systems start msgbus --help
+    """
+    from caplab.systems.catalog import SYSTEMS, exec_system, find
+
+    system = find(name)
+    if system is None:
+        known = ", ".join(s.name for s in SYSTEMS)
+        raise click.UsageError(f"no reference system {name!r} (known: {known})")
+    exec_system(system, list(args))
 
 
 if __name__ == "__main__":

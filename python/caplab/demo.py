@@ -1,68 +1,58 @@
-"""`caplab demo`: the main job on a built-in system.
+"""`caplab demo`: the BizTalk scale-out study (seeds/000) on msgbus, caplab's own messaging
+system, end to end — capacity of every configuration, the limit named, the scale-out fitted, the
+sizing report written.
 
-Until the msgbus reference system and its BizTalk scale-out study exist, the demo measures the
-built-in known-capacity server (a fixed CPU cost per request on one thread): an open-model run
-at a modest rate to show correct measurement, then a capacity search under an SLO that finds how
-much it takes and names what limits it — checkable by hand, since the cost per request is known.
+The built-in study folder is copied into a working directory first, so what ran is there to read
+and edit (``caplab run DIR/study.yaml`` runs it again), and msgbus's stores and the storage
+baseline live on the user's disk, not inside the installed package.
 """
 
 from __future__ import annotations
 
+import shutil
+from importlib import resources
+from pathlib import Path
+
 from rich.console import Console
 
-from caplab import render
-from caplab.analysis.commands import print_capacity
-from caplab.analysis.find import FindSettings, find_capacity
-from caplab.analysis.probe import TrialShape
-from caplab.collect import RoleSpec
-from caplab.engine import OpenLoad, Plan, Target, run
-from caplab.load import LoadOptions
-from caplab.render import fmt_ms
-from caplab.systems.process import start_module
+from caplab.study.cli import run_study_command
 
-CPU_US_PER_REQUEST = 1000
-SLO = ("p99<=100ms",)
+STUDY = "biztalk-scaleout"
+FULL = "study.yaml"
+QUICK = "quick.yaml"
 
 
-def run_demo(duration_s: float) -> int:
-    console = Console()
+def study_folder() -> Path:
+    """The built-in study's folder inside the installed package."""
+    return Path(str(resources.files("caplab.studies").joinpath(STUDY)))
+
+
+def prepare(workdir: Path) -> Path:
+    """Copies the built-in study's files into ``workdir`` (overwriting earlier copies of them,
+    leaving anything else there alone) and returns the directory."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    for source in sorted(study_folder().iterdir()):
+        if source.is_file() and source.suffix in (".yaml", ".xml"):
+            shutil.copyfile(source, workdir / source.name)
+    return workdir
+
+
+def run_demo(quick: bool, workdir: Path, db: str | None, report_dir: Path | None) -> int:
+    console = Console(stderr=True)
+    folder = prepare(workdir)
+    study_file = folder / (QUICK if quick else FULL)
     console.print(
-        "[bold]caplab demo[/]: the built-in known-capacity server burns "
-        f"{CPU_US_PER_REQUEST} µs of CPU per request on one thread, so it cannot exceed "
-        f"~{1e6 / CPU_US_PER_REQUEST:,.0f} requests/s (less its Python overhead).\n"
-        "(The msgbus system and the BizTalk scale-out study will replace this demo.)"
+        "[bold]caplab demo[/]: the BizTalk Server scale-out study (seeds/000) on msgbus, caplab's own "
+        "messaging system — receive → MessageBox stores → processing hosts → back-end sink.\n"
+        + (
+            "Quick: the messaging flow on 1 store with 1–3 hosts, short trials (about 3 minutes).\n"
+            if quick
+            else "Full: 1–4 hosts × 1 and 4 stores × messaging and orchestration (about 15 minutes; "
+            "--quick for a 3-minute cut).\n"
+        )
+        + "For every configuration caplab searches the highest rate of documents received and "
+        "processed within the SLO, names what limits it, fits the scale-out and writes the report.\n"
+        f"Study file: {study_file}",
+        highlight=False,
     )
-    with start_module("caplab.systems.knownserver", "--cpu-us", str(CPU_US_PER_REQUEST)) as server:
-        url = f"http://{server.address}/"
-        console.rule("1. open model: Poisson arrivals at 200/s")
-        result = run(
-            Plan(Target(url), OpenLoad.constant(200, duration_s, "poisson"), duration_s, warmup_s=1.0)
-        )
-        render.summary(console, url, result)
-        if result.interrupted:
-            return 130
-        console.rule(f"2. capacity search under {', '.join(SLO)}, naming the limit")
-        settings = FindSettings(
-            slos=SLO,
-            precision=0.05,
-            trial=TrialShape(2.0, 0.5),
-            confirm=TrialShape(duration_s, 1.0),
-            repeats=2,
-        )
-
-        def show(p: object) -> None:
-            from caplab.analysis.capacity import Probe
-
-            assert isinstance(p, Probe)
-            verdict = "[green]pass[/]" if p.passed else "[red]fail[/]"
-            why = f"  ({p.reasons[0]})" if p.reasons else ""
-            console.print(f"  {p.phase:8} {p.load:>8,.0f}/s {verdict} p99 {fmt_ms(p.p99_ms)}{why}")
-
-        try:
-            doc = find_capacity(
-                LoadOptions(url=url), settings, [RoleSpec("server", pid=server.process.pid)], on_verdict=show
-            )
-        except KeyboardInterrupt:
-            return 130
-        print_capacity(console, doc)
-    return 0 if doc["found"] else 1
+    return run_study_command(study_file, db, as_json=False, resume=False, report_dir=report_dir)

@@ -8,6 +8,7 @@ import shlex
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -48,9 +49,17 @@ def write_study(path: Path, study: dict[str, Any]) -> Path:
 def caplab(
     *args: str | Path, timeout: float = RUN_TIMEOUT_S, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Runs `caplab ARGS…` to completion with stdout and stderr captured."""
+    """Runs `caplab ARGS…` to completion with stdout and stderr captured, by default in a fresh
+    scratch directory (so what it writes there — `caplab run`'s report — never lands in the
+    checkout)."""
+    where = cwd if cwd is not None else Path(tempfile.mkdtemp(prefix="caplab-cwd-"))
     return subprocess.run(
-        [str(CAPLAB), *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
+        [str(CAPLAB), *map(str, args)],
+        cwd=where,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
 
 

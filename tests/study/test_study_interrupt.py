@@ -70,6 +70,7 @@ def setup(tmp_path: Path, db_url: str) -> Setup:
 def running(setup: Setup) -> Iterator[subprocess.Popen[str]]:
     proc = subprocess.Popen(
         [str(CAPLAB), "run", str(setup.path), "--db", setup.db_url],
+        cwd=setup.path.parent,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -20,6 +21,7 @@ class Ran:
     as_json: subprocess.CompletedProcess[str]
     as_table: subprocess.CompletedProcess[str]
     db_url: str
+    report: Path
 
 
 @pytest.fixture(scope="module")
@@ -37,10 +39,10 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Ran:
     path = write_study(tmp / "study.yaml", study)
     db_url = f"sqlite:///{tmp / 'caplab.db'}"
     as_json = caplab("run", path, "--db", db_url, "--json")
-    as_table = caplab("run", path, "--db", db_url)
+    as_table = caplab("run", path, "--db", db_url, "-o", tmp / "report")
     for done in (as_json, as_table):
         assert done.returncode == 1, done.stderr
-    return Ran(as_json, as_table, db_url)
+    return Ran(as_json, as_table, db_url, tmp / "report")
 
 
 def test_the_json_document_masks_the_password(ran: Ran) -> None:
@@ -70,3 +72,11 @@ def test_the_store_and_its_commands_mask_the_password(ran: Ran) -> None:
 def test_the_progress_on_stderr_masks_the_password(ran: Ran) -> None:
     assert PASSWORD not in ran.as_json.stderr
     assert PASSWORD not in ran.as_table.stderr
+
+
+def test_the_report_masks_the_password(ran: Ran) -> None:
+    written = [p for p in ran.report.rglob("*") if p.is_file()]
+    assert {p.name for p in written} >= {"index.html", "report.md", "results.json"}
+    for p in written:
+        assert PASSWORD.encode() not in p.read_bytes(), p
+    assert "app:***@db.example" in (ran.report / "results.json").read_text()

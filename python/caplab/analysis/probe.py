@@ -16,6 +16,7 @@ from caplab.analysis.limit import demands, find_limit
 from caplab.analysis.slo import Slo, Trial, as_dict, evaluate, parse_slo
 from caplab.analysis.steady import littles_law, steadiness
 from caplab.collect import MetricsSource, RoleSpec, cell_resources, default_collectors, summarize
+from caplab.engine import GeneratorFigures
 from caplab.load import LoadOptions, build_plan
 from caplab.study.trials import ProgressFn, TrialRecord, run_trial
 
@@ -30,6 +31,29 @@ class TrialShape:
 
 
 OnTrial = Callable[[TrialRecord, Probe], None]
+
+
+CROWDED_HOST_CPU = 90.0
+"""Host CPU (% of all cores) at which a late generator is taken to be crowded out by the SUT."""
+OWN_LIMIT_THREAD = 0.9
+"""A generator thread this busy is at its own limit, whatever else the machine does."""
+
+
+def crowded_out(generator: GeneratorFigures, resources: dict[str, dict[str, float]]) -> str | None:
+    """Why a late generator says something about the system rather than about itself, or None.
+
+    On one machine, a system under test that takes every core also takes them from the generator,
+    whose sends then leave late. That is a measurement — this load is more than the machine
+    carries — so the trial fails like any other over capacity. A generator late with cores to
+    spare, or with a thread of its own at its limit, is not: that still stops the search."""
+    host = (resources.get("host") or {}).get("cpu_util_percent")
+    if host is None or host < CROWDED_HOST_CPU or generator.busiest_thread >= OWN_LIMIT_THREAD:
+        return None
+    late = generator.lateness_p99_ms
+    return (
+        f"machine saturated: host CPU at {host:.0f}% of all cores, so the generator's sends ran "
+        f"{late or 0:.0f} ms late at p99 (its own busiest thread at {generator.busiest_thread:.0%})"
+    )
 
 
 class TrialProber:
@@ -90,6 +114,9 @@ class TrialProber:
             reasons.append(f"not steady: {steady.reason}")
         if r.interrupted:
             reasons.append("interrupted")
+        crowded = r.generator.saturated and crowded_out(r.generator, resources)
+        if crowded:
+            reasons.append(crowded)
         table = demands(r.throughput, scopes, [x.name for x in self.roles])
         details: dict[str, Any] = {
             "offered_rate": r.offered_rate,
@@ -113,7 +140,7 @@ class TrialProber:
             self.on_trial(record, probe)
         if r.interrupted:
             raise KeyboardInterrupt
-        if r.generator.saturated:
+        if r.generator.saturated and not crowded:
             raise GeneratorSaturated(
                 f"the generator saturated at {load:g} ({r.generator.saturation_reason}); the search "
                 "stopped rather than report the generator's limit as the system's — give caplab more "

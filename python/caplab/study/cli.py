@@ -20,7 +20,23 @@ EXIT_BAD_STUDY = 2
 EXIT_INTERRUPTED = 130
 
 
-def run_study_command(study_file: Path, db: str | None, as_json: bool, resume: bool) -> int:
+def write_study_report(store: Store, study_id: int, report_dir: Path | None) -> Path | None:
+    """Writes the sizing report; a failure to write it costs the report, never the results."""
+    from caplab.report import write_report
+
+    try:
+        files = write_report(store, study_id, report_dir)
+    except OSError as e:
+        click.echo(
+            f"caplab: the report could not be written ({e}); `caplab report {study_id}` retries", err=True
+        )
+        return None
+    return files.html
+
+
+def run_study_command(
+    study_file: Path, db: str | None, as_json: bool, resume: bool, report_dir: Path | None = None
+) -> int:
     try:
         study = load_study(study_file)
     except SpecError as e:
@@ -38,6 +54,7 @@ def run_study_command(study_file: Path, db: str | None, as_json: bool, resume: b
         progress.close()
     document = store.study_document(outcome.study_id)
     document["scaling"] = study_scaling(document)
+    report = write_study_report(store, outcome.study_id, report_dir)
     if as_json:
         json.dump(document, sys.stdout, default=str)
         sys.stdout.write("\n")
@@ -47,6 +64,8 @@ def run_study_command(study_file: Path, db: str | None, as_json: bool, resume: b
         for fit in document["scaling"]:
             console.print(scaling_line(fit))
         console.print(f"stored as study {outcome.study_id} in {store.url} — `caplab show {outcome.study_id}`")
+    if report is not None:
+        click.echo(f"report: {report}", err=True)
     if outcome.status == "interrupted":
         click.echo(f"interrupted: resume with `caplab run {study_file} --resume`", err=True)
         return EXIT_INTERRUPTED

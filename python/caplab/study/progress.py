@@ -91,7 +91,11 @@ class StudyProgress:
             note = f"{metrics.get('throughput', 0):,.1f}/s, p99 {fmt_ms(p99)}"
             self.console.print(f"{self.header}: [green]complete[/] {note}")
         else:
-            self.console.print(f"{self.header}: [red]{status}[/] {scrub(reason or '')}", markup=False)
+            # The reason is the SUT's own output: printed as text, never read as markup.
+            line = Text(f"{self.header}: ")
+            line.append(status, style="red")
+            line.append(f" {scrub(reason or '')}")
+            self.console.print(line)
 
     def _show(self, text: Text) -> None:
         if self.live is not None:
