@@ -248,6 +248,24 @@ def export(study: str, fmt: str, output: Path | None, db: str | None) -> None:
     sys.exit(cmd_export(db, study, fmt, output))
 
 
+@main.command()
+@click.argument("study", default="latest")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Directory to write into [default: ./reports/study-ID].",
+)
+@click.option("--db", help=DB_HELP)
+@click.option("--json", "as_json", is_flag=True, help='Print {"report": DIR, "files": [...]} instead.')
+def report(study: str, output: Path | None, db: str | None, as_json: bool) -> None:
+    """Write the sizing report of a study (an id, a name or `latest`): index.html, report.md,
+    results.json. Prints the path of index.html."""
+    from caplab.report.commands import cmd_report
+
+    sys.exit(cmd_report(db, study, output, as_json))
+
+
 FIND_EPILOG = """
 \b
 The search: short trials double the load until the SLO fails, bisect to --precision, then

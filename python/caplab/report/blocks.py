@@ -1,0 +1,124 @@
+"""The report as a document of plain blocks (sections, paragraphs, tables, charts), built once from
+the results and written twice: html.py and markdown.py only decide how a block looks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from caplab.report.charts import Chart
+
+
+@dataclass(frozen=True)
+class Para:
+    text: str
+    lead: str = ""
+    """A bold run-in heading: "Recommendation." """
+    tone: str = ""
+    """"" | "warning" | "callout": how strongly the paragraph asks to be read."""
+
+
+@dataclass(frozen=True)
+class Bullets:
+    items: list[Para]
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One key figure of the summary: a label, a value, a line of context."""
+
+    label: str
+    value: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class KeyFigures:
+    items: list[Figure]
+
+
+@dataclass(frozen=True)
+class Column:
+    title: str
+    numeric: bool = False
+    unit: str = ""
+    wrap: bool = False
+    """Prose (a reason, a note): wraps; figures and names stay on one line."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    text: str
+    sort: Any = None
+    """What the column sorts by (a number for figures); the text when None."""
+    tone: str = ""
+    """"" | "good" | "warn" | "bad"."""
+
+
+@dataclass(frozen=True)
+class Table:
+    columns: list[Column]
+    rows: list[list[Cell]]
+    caption: str = ""
+    note: str = ""
+    sortable: bool = True
+    key_value: bool = False
+    """A two-column label/value table (the environment): no header, not sorted."""
+
+
+@dataclass(frozen=True)
+class ChartBlock:
+    chart: Chart
+
+
+@dataclass(frozen=True)
+class ExplorerEntry:
+    group: str
+    label: str
+    chart: Chart
+    representative: bool
+
+
+@dataclass(frozen=True)
+class Explorer:
+    """Many charts of one kind (each trial over time) behind one selector; on paper and in
+    Markdown, the representative ones."""
+
+    entries: list[ExplorerEntry]
+
+
+Block = Para | Bullets | KeyFigures | Table | ChartBlock | Explorer
+
+
+@dataclass
+class Section:
+    title: str
+    anchor: str
+    blocks: list[Block | Section] = field(default_factory=list)
+    level: int = 2
+
+
+@dataclass(frozen=True)
+class Report:
+    title: str
+    subtitle: str
+    sections: list[Section]
+
+
+def num_cell(value: Any, text: str) -> Cell:
+    """A figure's cell: sorts by the number, shows the formatted text."""
+    return Cell(text, value if isinstance(value, int | float) and not isinstance(value, bool) else None)
+
+
+def text_cell(text: str, tone: str = "") -> Cell:
+    return Cell(text, None, tone)
+
+
+def kv_table(rows: list[tuple[str, str]], caption: str = "") -> Table:
+    return Table(
+        [Column(""), Column("", wrap=True)],
+        [[Cell(k), Cell(v)] for k, v in rows],
+        caption=caption,
+        sortable=False,
+        key_value=True,
+    )

@@ -1,0 +1,237 @@
+"""One cell of the results: its factors and status, the figures of its measured trials, the
+resources each role used, the limit and the search that found its capacity.
+
+A searched cell's limit comes from the search (the demands at capacity, with the evidence of the
+trial that failed above it). A fixed-load cell was never pushed to a limit, so its demands are
+computed here from the resource samples: a resource already near saturation is the limit; else the
+busiest resource and the throughput it would bound are reported as "not reached".
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from typing import Any
+
+from caplab.analysis.limit import find_limit
+from caplab.collect.base import ResourceSample
+from caplab.collect.summary import summarize
+from caplab.report.format import cell_label, text
+
+TrialKey = tuple[int, str, int]
+"""(cell index, trial kind, trial index): how samples and trials are matched."""
+NOT_ROLES = frozenset({"host", "generator", "app"})
+LATENCY_KEYS = ("mean", "p50", "p90", "p99", "p999", "max", "count")
+
+
+def samples_by_trial(rows: list[dict[str, Any]]) -> dict[TrialKey, list[ResourceSample]]:
+    """The store's sample rows, grouped by trial."""
+    out: dict[TrialKey, list[ResourceSample]] = defaultdict(list)
+    for r in rows:
+        key = (r["cell_index"], r["trial_kind"], r["trial_index"])
+        out[key].append(ResourceSample(r["t"], r["scope"], r["metric"], r["value"]))
+    return out
+
+
+def roles_of(resources: dict[str, Any]) -> list[str]:
+    return [r for r in resources if r not in NOT_ROLES]
+
+
+def _latency(summary: Any) -> dict[str, Any]:
+    summary = summary if isinstance(summary, dict) else {}
+    return {k: summary.get(k) for k in LATENCY_KEYS}
+
+
+def _capacity(m: dict[str, Any]) -> dict[str, Any] | None:
+    c = m.get("capacity")
+    if not isinstance(c, dict):
+        return None
+    closed = c.get("model") == "closed"
+    ci = c.get("ci95") or [None, None]
+    return {
+        "value": c.get("capacity_users") if closed else c.get("capacity_rps"),
+        "unit": "users" if closed else "req/s",
+        "ci95": [ci[0], ci[1]] if len(ci) == 2 else [None, None],
+        "found": bool(c.get("found")),
+        "message": c.get("message"),
+        "trial_count": c.get("trial_count"),
+        "search_s": c.get("search_s"),
+        "precision": c.get("precision"),
+        "slo": list(c.get("slo") or []),
+        "generator_saturated": bool(c.get("generator_saturated")),
+    }
+
+
+def _metrics(m: dict[str, Any], resources: dict[str, Any]) -> dict[str, Any]:
+    consistency = m.get("consistency") or {}
+    app = {**(resources.get("app") or {}), **(m.get("app") or {})}
+    return {
+        "trials": m.get("trials"),
+        "offered_rate": m.get("offered_rate"),
+        "users": m.get("users"),
+        "throughput": m.get("throughput"),
+        "throughput_stdev": m.get("throughput_stdev"),
+        "throughput_min": m.get("throughput_min"),
+        "throughput_max": m.get("throughput_max"),
+        "latency_ms": _latency(m.get("latency_ms")),
+        "service_time_ms": _latency(m.get("service_time_ms")),
+        "sent": m.get("sent"),
+        "completed": m.get("completed"),
+        "errors": m.get("errors"),
+        "dropped": m.get("dropped"),
+        "error_ratio": m.get("error_ratio"),
+        "consistency": consistency.get("rating"),
+        "throughput_cv": consistency.get("throughput_cv"),
+        "steady": m.get("steady"),
+        "steady_notes": list(m.get("steady_notes") or []),
+        "littles_law": m.get("littles_law"),
+        "generator_cpu_us_per_request": m.get("generator_cpu_us_per_request"),
+        "generator_saturated": bool(m.get("generator_saturated")),
+        "capacity": _capacity(m),
+        "app": app,
+    }
+
+
+def _search(m: dict[str, Any]) -> dict[str, Any] | None:
+    trials = m.get("search_trials")
+    if not isinstance(trials, list):
+        return None
+    kept: list[dict[str, Any]] = [
+        {
+            "phase": t.get("phase"),
+            "load": t.get("load"),
+            "passed": bool(t.get("passed")),
+            "reasons": [text(r) for r in t.get("reasons") or []],
+            "offered_rate": t.get("offered_rate"),
+            "users": t.get("users"),
+            "throughput": t.get("throughput"),
+            "p50_ms": t.get("p50_ms"),
+            "p99_ms": t.get("p99_ms"),
+            "errors": t.get("errors"),
+            "consistency": t.get("consistency"),
+            "busiest": t.get("busiest"),
+        }
+        for t in trials
+        if isinstance(t, dict)
+    ]
+    rejected: dict[str, int] = defaultdict(int)
+    for t in kept:
+        for reason in t["reasons"]:
+            rejected[reason_kind(reason)] += 1
+    return {
+        "trials": kept,
+        "count": len(kept),
+        "rejected": sum(not t["passed"] for t in kept),
+        "reasons": dict(sorted(rejected.items(), key=lambda kv: -kv[1])),
+    }
+
+
+def reason_kind(reason: str) -> str:
+    """A rejection's kind: the SLO it failed (``p99<=100ms``), or ``not steady`` and the like."""
+    return reason.split(":", 1)[0].strip()
+
+
+def _trials(cell: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for t in cell.get("trials") or []:
+        meta = t.get("trial") or {}
+        latency = t.get("latency_ms") or {}
+        generator = t.get("generator") or {}
+        out.append(
+            {
+                "index": meta.get("index"),
+                "kind": meta.get("kind"),
+                "status": meta.get("status"),
+                "offered_rate": t.get("offered_rate"),
+                "users": t.get("users"),
+                "throughput": t.get("throughput"),
+                "p50_ms": latency.get("p50"),
+                "p99_ms": latency.get("p99"),
+                "errors": t.get("errors"),
+                "dropped": t.get("dropped"),
+                "warmup_s": t.get("warmup_s"),
+                "duration_s": t.get("duration_s"),
+                "generator_cpu_us_per_request": generator.get("cpu_us_per_request"),
+                "generator_saturated": bool(generator.get("saturated")),
+            }
+        )
+    return out
+
+
+def trial_key(cell: dict[str, Any], trial: dict[str, Any]) -> TrialKey:
+    """The key that matches a trial of the study document with its samples."""
+    meta = trial.get("trial") or {}
+    return (cell["index"], str(meta.get("kind")), int(meta.get("index") or 0))
+
+
+def _fixed_limit(
+    cell: dict[str, Any],
+    metrics: dict[str, Any],
+    roles: list[str],
+    samples: dict[TrialKey, list[ResourceSample]],
+) -> dict[str, Any] | None:
+    """The demands of a fixed-load cell, from the mean resource use over its trials' windows."""
+    throughput = metrics.get("throughput")
+    if not throughput:
+        return None
+    per_trial = []
+    for t in cell.get("trials") or []:
+        rows = samples.get(trial_key(cell, t), [])
+        warmup = float(t.get("warmup_s") or 0.0)
+        if rows:
+            per_trial.append(summarize(rows, warmup, warmup + float(t.get("duration_s") or 0.0)))
+    if not per_trial:
+        return None
+    scopes: dict[str, dict[str, float]] = {}
+    for scope in {s for trial in per_trial for s in trial}:
+        metric_names = {m for trial in per_trial for m in trial.get(scope, {})}
+        scopes[scope] = {
+            m: statistics.fmean(trial[scope][m] for trial in per_trial if m in trial.get(scope, {}))
+            for m in metric_names
+        }
+    found = find_limit(float(throughput), scopes, roles)
+    if found["kind"] != "software":
+        return found
+    demands = found["evidence"]["demands"]
+    top = demands[0] if demands else None
+    if top is None:
+        return {**found, "kind": "not reached", "summary": "not reached: no resource was measured"}
+    bound = f"; it would bound throughput near {top['bound_rps']:,.0f}/s" if top["bound_rps"] else ""
+    return {
+        **found,
+        "resource": top["resource"],
+        "kind": "not reached",
+        "utilization": top["utilization"],
+        "bound_rps": top["bound_rps"],
+        "summary": f"not reached at this load: the busiest resource is {top['resource']} at "
+        f"{top['utilization']:.0%} ({top['note']}){bound}",
+    }
+
+
+def cell_result(
+    cell: dict[str, Any], samples: dict[TrialKey, list[ResourceSample]], naming: list[str] | None = None
+) -> dict[str, Any]:
+    """One cell as results.json holds it (see the module docstring); ``naming``: the factors its
+    label shows (all when None)."""
+    factors = cell.get("factors") or {}
+    shown = {k: v for k, v in factors.items() if naming is None or k in naming}
+    raw = cell.get("metrics") or {}
+    resources = {k: v for k, v in (cell.get("resources") or {}).items() if k != "app"}
+    roles = roles_of(resources)
+    metrics = _metrics(raw, cell.get("resources") or {})
+    searched = metrics["capacity"] is not None
+    limit = raw.get("limit") if searched else _fixed_limit(cell, metrics, roles, samples)
+    return {
+        "index": cell["index"],
+        "label": cell_label(shown),
+        "factors": factors,
+        "status": cell.get("status"),
+        "error": text(cell["error"]) if cell.get("error") else None,
+        "searched": searched,
+        "roles": roles,
+        "metrics": metrics,
+        "resources": resources,
+        "limit": limit,
+        "search": _search(raw),
+        "trials": _trials(cell),
+    }

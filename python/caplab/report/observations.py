@@ -1,0 +1,338 @@
+"""Observations written from the data, as a performance engineer would write them: the limit of
+each configuration and its evidence, what the platform allows, how it scales, anomalies, what the
+searches rejected and why, and what the generator cost. Each is one sentence or two, with the
+figures that back it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from itertools import pairwise
+from typing import Any
+
+from caplab.report import format as f
+from caplab.report.observations_scaling import scaling_observations
+from caplab.report.runs import runs
+
+SATURATED = 0.80
+"""Host CPU this busy at capacity: the machine itself is the ceiling."""
+GENERATOR_SHARE_WARN = 0.10
+"""The generator using this share of the host's CPU competes with the SUT."""
+MONOTONIC_NOISE = 0.05
+"""Changes smaller than this fraction are noise when judging monotonicity."""
+GROUP_AT = 3
+"""This many cells with the same limit get one sentence instead of one each."""
+
+
+def note(topic: str, text: str, cells: list[int] | None = None, severity: str = "info") -> dict[str, Any]:
+    return {"topic": topic, "severity": severity, "text": text, "cells": cells or []}
+
+
+def _complete(results: dict[str, Any]) -> list[dict[str, Any]]:
+    return [c for c in results["cells"] if c["status"] == "complete"]
+
+
+def _cores(results: dict[str, Any]) -> float | None:
+    cores = results["environment"].get("cores")
+    return float(cores) if f.is_number(cores) and cores > 0 else None
+
+
+def _figure(cell: dict[str, Any]) -> str:
+    """What the cell sustained: its capacity when searched, else its measured throughput."""
+    cap = cell["metrics"]["capacity"]
+    if cap and cap["value"] is not None:
+        return f"capacity {f.load(cap['value'], cap['unit'])}"
+    return f"throughput {f.rate(cell['metrics']['throughput'])}"
+
+
+def _limit_sentence(cell: dict[str, Any]) -> str:
+    limit = cell["limit"]
+    signals = [s for s in limit.get("evidence", {}).get("signals", []) if not s.startswith("no hardware")]
+    evidence = f" Evidence: {signals[0]}." if signals else ""
+    if limit["kind"] == "hardware":
+        bound = f"; it bounds throughput near {f.rate(limit['bound_rps'])}" if limit.get("bound_rps") else ""
+        busy = f"{limit['resource']} at {f.pct(limit['utilization'])}"
+        return f"{cell['label']}: {busy}{bound} ({_figure(cell)}).{evidence}"
+    if limit["kind"] == "software":
+        busiest = limit.get("utilization")
+        return (
+            f"{cell['label']}: no hardware resource was near saturation at {_figure(cell)} (the "
+            "busiest was at "
+            f"{f.pct(busiest)}): the limit is in the software — pools, locks, serialisation or "
+            f"round trips.{evidence}"
+        )
+    if limit["kind"] == "not reached":
+        demands = limit.get("evidence", {}).get("demands") or [{}]
+        bound = (
+            f", would bound throughput near {f.rate(limit['bound_rps'])}" if limit.get("bound_rps") else ""
+        )
+        return (
+            f"{cell['label']}: at {_figure(cell)} no limit was reached; the busiest resource, "
+            f"{limit['resource']} "
+            f"at {f.pct(limit['utilization'])} ({demands[0].get('note', '')}){bound}."
+        )
+    return f"{cell['label']}: limit {limit['summary']}."
+
+
+def limit_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """The limit of each cell; many cells with the same limit are summarised in one sentence."""
+    cells = [c for c in _complete(results) if c["limit"]]
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for c in cells:
+        groups[(c["limit"]["kind"], str(c["limit"]["resource"]))].append(c)
+    out = []
+    for (kind, resource), members in groups.items():
+        if len(members) >= GROUP_AT and kind == "hardware":
+            utils = [m["limit"]["utilization"] for m in members if f.is_number(m["limit"]["utilization"])]
+            bounds = [m["limit"]["bound_rps"] for m in members if f.is_number(m["limit"]["bound_rps"])]
+            span = f" at {f.pct(min(utils))}–{f.pct(max(utils))} at capacity" if utils else ""
+            bound = (
+                f", bounding throughput between {f.rate(min(bounds))} and {f.rate(max(bounds))}"
+                if bounds
+                else ""
+            )
+            signals = [
+                (m["label"], s)
+                for m in members
+                for s in m["limit"].get("evidence", {}).get("signals", [])
+                if not s.startswith("no hardware")
+            ]
+            evidence = f" Evidence ({signals[0][0]}): {signals[0][1]}." if signals else ""
+            out.append(
+                note(
+                    "limit",
+                    f"In {len(members)} of {len(cells)} cells the limit is "
+                    f"{resource}{span}{bound}.{evidence}",
+                    [m["index"] for m in members],
+                )
+            )
+        else:
+            out += [note("limit", _limit_sentence(m), [m["index"]]) for m in members]
+    return out
+
+
+def platform_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """When the whole host's CPU is busy at capacity, say plainly that the machine is the ceiling."""
+    cores = _cores(results)
+    if cores is None:
+        return []
+    busy = [
+        (c, c["resources"].get("host", {}).get("cpu_percent"))
+        for c in _complete(results)
+        if f.is_number(c["resources"].get("host", {}).get("cpu_percent"))
+    ]
+    saturated = [(c, v) for c, v in busy if v / (100.0 * cores) >= SATURATED]
+    if not saturated:
+        return []
+    host = results["environment"].get("hostname") or "the host"
+    peak = max(v for _, v in saturated) / (100.0 * cores)
+    growing = [r.factor for r in runs(results) if r.factor in {k for c, _ in saturated for k in c["factors"]}]
+    more = f"adding {growing[0]} cannot scale past ~{cores:g} cores of work" if growing else ""
+    more = more or f"no configuration tested here can use more than {cores:g} cores"
+    return [
+        note(
+            "platform",
+            f"All tiers share {cores:g} cores: the SUT's roles and the load generator run on "
+            f"{host}, whose CPU "
+            f"was {f.pct(peak)} busy at capacity in {len(saturated)} of {len(busy)} cells; {more}.",
+            [c["index"] for c, _ in saturated],
+            "warning",
+        )
+    ]
+
+
+def _monotonic(results: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for run in runs(results, min_length=3):
+        values = run.values()
+        steps = [(b - a) / max(abs(a), abs(b), 1e-9) for a, b in pairwise(values)]
+        ups = [s for s in steps if s > MONOTONIC_NOISE]
+        downs = [s for s in steps if s < -MONOTONIC_NOISE]
+        path = " → ".join(f.num(v) for v in values)
+        levels = ", ".join(str(v) for v in run.levels())
+        basis = run.entries[0]["basis"]
+        if ups and downs:
+            out.append(
+                note(
+                    "anomaly",
+                    f"{basis.capitalize()} is not monotonic in {run.factor}{run.where}: {path}/s at "
+                    f"{run.factor} = "
+                    f"{levels}. A drop between larger configurations needs explaining (contention, a noisy "
+                    "trial, a cell that ran under other load) before the trend is trusted.",
+                    [e["cell"] for e in run.entries],
+                    "warning",
+                )
+            )
+        elif ups and len(steps) >= 2 and abs(steps[-1]) <= MONOTONIC_NOISE:
+            last = run.levels()[-2]
+            out.append(
+                note(
+                    "anomaly",
+                    f"{basis.capitalize()} stops growing past {run.factor} = {last}{run.where}: {path}/s at "
+                    f"{run.factor} = {levels}. Another resource saturates first (see the limits).",
+                    [e["cell"] for e in run.entries],
+                )
+            )
+    return out
+
+
+def _cell_anomalies(cell: dict[str, Any]) -> list[dict[str, Any]]:
+    m, label, idx = cell["metrics"], cell["label"], [cell["index"]]
+    out = []
+    if m["consistency"] in ("fair", "poor"):
+        out.append(
+            note(
+                "consistency",
+                f"{label}: throughput consistency is {m['consistency']} (interval-to-interval variation "
+                f"{f.pct(m['throughput_cv'])}); the Connexion paper's 'Fair': the rate fluctuates "
+                "during the run.",
+                idx,
+                "warning" if m["consistency"] == "poor" else "info",
+            )
+        )
+    ll = m.get("littles_law") or {}
+    if ll.get("checked") and not ll.get("holds"):
+        out.append(
+            note(
+                "anomaly",
+                f"{label}: Little's law does not hold — {f.num(ll.get('in_flight'))} requests were "
+                "in flight on "
+                f"average where throughput × latency predicts {f.num(ll.get('expected'))}; the "
+                "measurement is "
+                "suspect (stalled connections, a clock problem or a too-short window).",
+                idx,
+                "warning",
+            )
+        )
+    if m["steady"] is False:
+        notes = "; ".join(m["steady_notes"][:2]) or "a trend through the window"
+        out.append(note("anomaly", f"{label}: not in steady state — {notes}.", idx, "warning"))
+    if f.is_number(m["error_ratio"]) and m["error_ratio"] > 0:
+        out.append(
+            note(
+                "anomaly",
+                f"{label}: {f.pct(m['error_ratio'])} of requests failed ({m['errors']}).",
+                idx,
+                "warning",
+            )
+        )
+    if f.is_number(m["dropped"]) and m["dropped"] > 0:
+        out.append(
+            note(
+                "anomaly",
+                f"{label}: {m['dropped']} requests were not sent (the in-flight cap was reached): "
+                "the SUT fell behind.",
+                idx,
+                "warning",
+            )
+        )
+    return out
+
+
+def anomaly_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
+    out = _monotonic(results)
+    for c in _complete(results):
+        out += _cell_anomalies(c)
+    return out
+
+
+def search_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """How many trials the searches ran and rejected, by reason; capacities not found."""
+    searched = [c for c in results["cells"] if c["search"]]
+    if not searched:
+        return []
+    total = sum(c["search"]["count"] for c in searched)
+    rejected = sum(c["search"]["rejected"] for c in searched)
+    reasons: Counter[str] = Counter()
+    for c in searched:
+        reasons.update(c["search"]["reasons"])
+    seconds = sum(c["metrics"]["capacity"]["search_s"] or 0 for c in searched if c["metrics"]["capacity"])
+    why = ", ".join(f"{k} in {n}" for k, n in reasons.most_common())
+    text = (
+        f"The searches ran {total} trials in {f.minutes(seconds)} over {len(searched)} cells; "
+        f"{rejected} were rejected" + (f" — {why} (a trial can fail on several counts)." if why else ".")
+    )
+    out = [note("search", text, [c["index"] for c in searched])]
+    for c in searched:
+        cap = c["metrics"]["capacity"]
+        if cap and not cap["found"]:
+            out.append(
+                note(
+                    "search", f"{c['label']}: no capacity found — {cap['message']}.", [c["index"]], "warning"
+                )
+            )
+    return out
+
+
+def generator_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """What the load generator cost, and whether it competed with the SUT."""
+    cells = [
+        c for c in _complete(results) if f.is_number(c["resources"].get("generator", {}).get("cpu_percent"))
+    ]
+    if not cells:
+        return []
+    cpu = max(c["resources"]["generator"]["cpu_percent"] for c in cells)
+    per_request = [
+        c["metrics"]["generator_cpu_us_per_request"]
+        for c in cells
+        if f.is_number(c["metrics"]["generator_cpu_us_per_request"])
+    ]
+    cost = f" ({f.num(sum(per_request) / len(per_request))} µs of CPU per request)" if per_request else ""
+    where = results["environment"].get("generator") or "on this host"
+    cores = _cores(results)
+    share = cpu / (100.0 * cores) if cores else None
+    text = f"The load generator ({where}) used up to {f.percent(cpu)} of one core{cost}"
+    text += f", {f.pct(share)} of the host's {cores:g} cores." if share is not None and cores else "."
+    local = "this host" in where or "local" in where
+    if share is not None and share >= GENERATOR_SHARE_WARN and local:
+        text += (
+            " It competes with the SUT for the same CPU, so the capacities here are conservative; "
+            "run the generator on another machine to measure the SUT alone."
+        )
+        return [note("generator", text, [c["index"] for c in cells], "warning")]
+    saturated = [c for c in results["cells"] if c["metrics"]["generator_saturated"]]
+    if saturated:
+        labels = ", ".join(c["label"] for c in saturated)
+        text += (
+            f" It fell behind its schedule in {labels}: those figures describe the generator, not the SUT."
+        )
+        return [note("generator", text, [c["index"] for c in saturated], "warning")]
+    return [note("generator", text + " It kept to its schedule throughout.", [c["index"] for c in cells])]
+
+
+def cell_status_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for c in results["cells"]:
+        if c["status"] == "failed":
+            out.append(
+                note(
+                    "cells",
+                    f"{c['label']} failed: {c['error'] or 'no reason recorded'}.",
+                    [c["index"]],
+                    "warning",
+                )
+            )
+        elif c["status"] in ("pending", "running", "interrupted"):
+            out.append(
+                note(
+                    "cells",
+                    f"{c['label']} was not completed ({c['status']}): the study stopped before it; "
+                    "`caplab run STUDY --resume` runs what is missing.",
+                    [c["index"]],
+                    "warning",
+                )
+            )
+    return out
+
+
+def observe(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every observation, in the order the report lists them."""
+    return [
+        *limit_observations(results),
+        *platform_observations(results),
+        *scaling_observations(results),
+        *anomaly_observations(results),
+        *search_observations(results),
+        *generator_observations(results),
+        *cell_status_observations(results),
+    ]

@@ -1,0 +1,126 @@
+"""What was tested and how, read back from the study file stored with the study: the target, the
+load, the SLO, the search, the SUT's roles and the goal the report sizes for.
+
+The stored text is the file as written (passwords already masked by the store), so factor
+placeholders such as ``{workers}`` appear as the user wrote them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from caplab.units import parse_duration
+
+DEFAULT_HEADROOM = 0.25
+
+
+def parse_spec(text: str | None) -> dict[str, Any]:
+    """The study file as a dict; empty when absent or unreadable (a report must still be written)."""
+    if not text:
+        return {}
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _fraction(value: Any, default: float) -> float:
+    """``25%``, ``0.25`` (and, leniently, ``25``) → 0.25."""
+    if isinstance(value, str) and value.strip().endswith("%"):
+        try:
+            return float(value.strip()[:-1]) / 100.0
+        except ValueError:
+            return default
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value) / 100.0 if value >= 1 else float(value)
+    return default
+
+
+def _seconds(value: Any) -> float | None:
+    try:
+        return parse_duration(value) if value is not None else None
+    except (ValueError, TypeError):
+        return None
+
+
+def goal_of(spec: dict[str, Any]) -> dict[str, float] | None:
+    """``{rate, headroom}`` from the study's ``goal:``; None when no goal (or no usable rate) was given."""
+    goal = spec.get("goal")
+    if not isinstance(goal, dict):
+        return None
+    rate = goal.get("rate")
+    if not isinstance(rate, int | float) or isinstance(rate, bool) or rate <= 0:
+        return None
+    return {"rate": float(rate), "headroom": _fraction(goal.get("headroom"), DEFAULT_HEADROOM)}
+
+
+def _target(spec: dict[str, Any]) -> dict[str, Any]:
+    target = spec.get("target") or {}
+    if not isinstance(target, dict):
+        return {}
+    for protocol in ("http", "tcp"):
+        t = target.get(protocol)
+        if isinstance(t, dict):
+            return {
+                "protocol": protocol,
+                "url": t.get("url"),
+                "method": t.get("method", "GET") if protocol == "http" else None,
+                "framing": t.get("framing") if protocol == "tcp" else None,
+                "body": "from " + str(t["body_file"]) if t.get("body_file") else t.get("body"),
+            }
+    return {}
+
+
+def _section(spec: dict[str, Any], name: str) -> dict[str, Any] | None:
+    value = spec.get(name)
+    return value if isinstance(value, dict) else None
+
+
+def scenario(spec: dict[str, Any]) -> dict[str, Any]:
+    """The scenario and workload as the report states them."""
+    load: dict[str, Any] = _section(spec, "load") or {}
+    search = _section(spec, "search")
+    sut: dict[str, Any] = _section(spec, "sut") or {}
+    slo = [str(s) for s in spec.get("slo") or []] + [str(s) for s in (search or {}).get("slo") or []]
+    closed = load.get("model") == "closed" or ("users" in load and load.get("model") != "open")
+    out: dict[str, Any] = {
+        "description": spec.get("description"),
+        "target": _target(spec),
+        "model": "closed" if closed else "open",
+        "rate": load.get("rate"),
+        "users": load.get("users"),
+        "think_s": _seconds(load.get("think")),
+        "schedule": load.get("schedule", "constant"),
+        "duration_s": _seconds(load.get("duration", "30s")),
+        "warmup_s": _seconds(load.get("warmup", 0)),
+        "repeat": load.get("repeat", 1),
+        "slo": slo,
+        "search": None,
+        "sut_start": sut.get("start"),
+        "roles": sorted((sut.get("roles") or {}).keys()) if isinstance(sut.get("roles"), dict) else [],
+        "app_metrics": bool(sut.get("metrics")),
+    }
+    if search is not None:
+        out["search"] = {
+            "precision": _fraction(search.get("precision"), 0.05),
+            "trial_s": _seconds(search.get("trial", "3s")),
+            "confirm_s": _seconds(search.get("confirm")) or out["duration_s"],
+            "repeats": search.get("repeats", 3),
+            "start": search.get("start"),
+            "max": search.get("max"),
+        }
+    return out
+
+
+def naming_factors(spec: dict[str, Any], names: list[str]) -> list[str]:
+    """The factors that name a cell: all of them, except that a ``zip:`` group (factors that move
+    together, e.g. a case name with its command line) is named by its first factor alone."""
+    factors = spec.get("factors")
+    group = factors.get("zip") if isinstance(factors, dict) else None
+    if not isinstance(group, dict) or len(group) < 2:
+        return names
+    followers = set(list(group)[1:])
+    return [n for n in names if n not in followers]

@@ -1,0 +1,333 @@
+"""The report's sections in the papers' order: summary with the recommendation, environment,
+scenario and workload, test matrix, results, capacity, scaling, trials over time, observations,
+recommendations, and the searches' trials as an appendix."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from caplab.report import format as f
+from caplab.report.blocks import (
+    Bullets,
+    ChartBlock,
+    Explorer,
+    ExplorerEntry,
+    Figure,
+    KeyFigures,
+    Para,
+    Report,
+    Section,
+    kv_table,
+)
+from caplab.report.charts import Chart, summary_charts
+from caplab.report.recommend import sustained
+from caplab.report.tables import (
+    capacity_table,
+    environment_table,
+    events_table,
+    fit_tables,
+    matrix_table,
+    ratings_table,
+    results_table,
+    search_table,
+    storage_table,
+)
+from caplab.report.timeline import timeline_charts
+
+TOPICS = {
+    "limit": "Limit",
+    "platform": "Platform",
+    "scaling": "Scaling",
+    "anomaly": "Anomaly",
+    "consistency": "Consistency",
+    "search": "Search",
+    "generator": "Generator",
+    "cells": "Cells",
+}
+SUMMARY_OBSERVATIONS = 6
+
+
+def _observation(o: dict[str, Any]) -> Para:
+    return Para(
+        o["text"],
+        lead=TOPICS.get(o["topic"], o["topic"].capitalize()) + ".",
+        tone=o["severity"] if o["severity"] == "warning" else "",
+    )
+
+
+def _key_figures(results: dict[str, Any]) -> KeyFigures:
+    rec = results["recommendation"]
+    items = []
+    ratings = rec["ratings"]
+    if ratings:
+        best = max(ratings, key=lambda r: r["rate"])
+        items.append(Figure(f"best {best['basis']}", sustained(best), best["label"]))
+        choice = rec.get("choice")
+        if choice:
+            items.append(Figure("recommended", choice["label"], f"rated {f.rate(choice['rated'])}"))
+        else:
+            items.append(
+                Figure("rated for", f.rate(best["rated"]), f"{f.pct(rec['headroom'])} headroom kept")
+            )
+    limits = Counter(
+        "not reached" if c["limit"]["kind"] == "not reached" else str(c["limit"]["resource"])
+        for c in results["cells"]
+        if c["status"] == "complete" and c["limit"]
+    )
+    if limits:
+        resource, count = limits.most_common(1)[0]
+        items.append(Figure("limit", resource, f"in {count} of {sum(limits.values())} cells"))
+    fits = [e for e in results["scaling"] if e.get("fit")]
+    if fits:
+        fit = fits[0]["fit"]
+        items.append(Figure(f"scaling over {fits[0]['factor']}", fit["model"], f"R² {f.num(fit['r2'])}"))
+    by_status = results["matrix"]["by_status"]
+    done = by_status.get("complete", 0)
+    others = ", ".join(f"{n} {s}" for s, n in by_status.items() if s != "complete")
+    items.append(Figure("cells complete", f"{done} of {results['matrix']['cells']}", others or "none failed"))
+    goal = results["goal"]
+    items.append(
+        Figure("goal", f.rate(goal["rate"]), f"with {f.pct(goal['headroom'])} headroom")
+        if goal
+        else Figure("goal", "none given", "rated with 25% headroom")
+    )
+    return KeyFigures(items)
+
+
+def summary(results: dict[str, Any]) -> Section:
+    rec = results["recommendation"]
+    observations = results["observations"]
+    limits = [o for o in observations if o["topic"] == "limit"][:2]
+    chosen = limits + [o for o in observations if o["severity"] == "warning" and o not in limits]
+    blocks: list[Any] = [
+        Para(rec["text"], lead="Recommendation.", tone="callout"),
+        _key_figures(results),
+        Bullets([_observation(o) for o in chosen[:SUMMARY_OBSERVATIONS]]),
+    ]
+    return Section("Summary", "summary", blocks)
+
+
+def environment(results: dict[str, Any]) -> Section:
+    blocks: list[Any] = [environment_table(results)]
+    baseline = results["environment"].get("storage_baseline")
+    storage = Section("Storage baseline", "storage", level=3)
+    if isinstance(baseline, dict) and baseline.get("status") == "measured":
+        table = storage_table(baseline)
+        storage.blocks.append(
+            Para(
+                "Measured before the cells with fio: 8 KB random reads and writes, as the BizTalk "
+                "tests did with SQLIO."
+            )
+        )
+        if table is not None:
+            storage.blocks.append(table)
+        if baseline.get("note"):
+            storage.blocks.append(Para(f.text(baseline["note"])))
+    elif isinstance(baseline, dict):
+        storage.blocks.append(
+            Para(f"Not measured: {f.text(baseline.get('note') or baseline.get('status'))}.")
+        )
+    else:
+        storage.blocks.append(
+            Para("Not measured (add a storage baseline to the study to measure the disks with fio).")
+        )
+    blocks.append(storage)
+    return Section("Environment", "environment", blocks)
+
+
+def _load_text(s: dict[str, Any]) -> str:
+    if s["model"] == "closed":
+        think = f", thinking {f.num(s['think_s'])} s between requests" if s.get("think_s") else ""
+        users = "the number of users the search varies" if s.get("search") else f"{s.get('users')} users"
+        return f"closed: {users}{think}"
+    arrivals = f"open: {s.get('schedule', 'constant')} arrivals"
+    if s.get("search"):
+        return f"{arrivals}; the rate is what the search varies"
+    return f"{arrivals} at {s['rate']}/s" if s.get("rate") is not None else arrivals
+
+
+def scenario(results: dict[str, Any]) -> Section:
+    s = results["scenario"]
+    target = s.get("target") or {}
+    rows = [
+        ("Target", " ".join(str(x) for x in (target.get("method"), target.get("url")) if x) or f.DASH),
+        (
+            "Protocol",
+            str(target.get("protocol") or f.DASH)
+            + (f", {target['framing']} framing" if target.get("framing") else ""),
+        ),
+        ("Payload", f.text(target.get("body")) if target.get("body") else "none"),
+        ("Load model", _load_text(s)),
+        (
+            "Trial",
+            f"{f.num(s['duration_s'])} s measured after {f.num(s['warmup_s'])} s of warm-up, "
+            f"repeated {s['repeat']}×",
+        ),
+        ("SLO", ", ".join(s["slo"]) or "none"),
+    ]
+    search = s.get("search")
+    if search:
+        rows.append(
+            (
+                "Capacity search",
+                f"double the load until the SLO fails, bisect to {f.pct(search['precision'])} with "
+                f"{f.num(search['trial_s'])} s trials, then confirm with {search['repeats']} trial(s) of "
+                f"{f.num(search['confirm_s'])} s; a trial must also be steady and keep up with the "
+                "offered load",
+            )
+        )
+    rows += [
+        (
+            "System under test",
+            f"started per cell: {f.text(s['sut_start'])}" if s.get("sut_start") else "already running",
+        ),
+        ("Roles measured", ", ".join(s["roles"]) or "none named (the limit cannot be attributed)"),
+        (
+            "Application counters",
+            "read from the system's metrics endpoint" if s.get("app_metrics") else "none",
+        ),
+    ]
+    blocks: list[Any] = []
+    if s.get("description"):
+        blocks.append(Para(f.text(s["description"])))
+    blocks.append(kv_table(rows, "Scenario and workload"))
+    return Section("Scenario and workload", "scenario", blocks)
+
+
+def matrix(results: dict[str, Any]) -> Section:
+    m = results["matrix"]
+    naming = m.get("naming") or list(m["factors"])
+
+    def values(name: str) -> str:
+        return ", ".join(f.cell_label({"": v}).removeprefix("=") for v in m["factors"][name])
+
+    factors = "; ".join(f"{k} ∈ {{{values(k)}}}" for k in naming)
+    together = [k for k in m["factors"] if k not in naming]
+    if together:
+        factors += f" (with {', '.join(together)} moving together with it)"
+    states = ", ".join(f"{n} {s}" for s, n in m["by_status"].items())
+    text = f"{m['cells']} cells ({states})" + (
+        f" from the factors {factors}." if factors else ": one configuration."
+    )
+    return Section("Test matrix", "matrix", [Para(text), matrix_table(results)])
+
+
+def _chart(charts: dict[str, Chart], key: str) -> list[ChartBlock]:
+    return [ChartBlock(charts[key])] if key in charts else []
+
+
+def results_section(results: dict[str, Any], charts: dict[str, Chart]) -> Section:
+    blocks: list[Any] = [results_table(results)]
+    for key in ("knee", "latency", "resources"):
+        blocks += _chart(charts, key)
+    return Section("Results", "results", blocks)
+
+
+def capacity(results: dict[str, Any], charts: dict[str, Chart]) -> Section:
+    if not results["capacity"]:
+        return Section("Capacity", "capacity", [Para("No configuration completed with a figure.")])
+    return Section("Capacity", "capacity", [capacity_table(results), *_chart(charts, "capacity")])
+
+
+def scaling(results: dict[str, Any], charts: dict[str, Chart]) -> Section:
+    section = Section("Scaling", "scaling")
+    texts = [o["text"] for o in results["observations"] if o["topic"] == "scaling"]
+    if not results["scaling"]:
+        section.blocks.append(
+            Para(
+                "No scaling fit: it needs a numeric factor with three or more values among the "
+                "complete cells."
+            )
+        )
+    for i, entry in enumerate(results["scaling"]):
+        where = f" ({entry['group_label']})" if entry.get("group_label") else ""
+        sub = Section(f"{entry['factor']}{where}", f"scaling-{i}", level=3)
+        if i < len(texts):
+            sub.blocks.append(Para(texts[i]))
+        sub.blocks += fit_tables(entry)
+        sub.blocks += _chart(charts, f"scaling-{i}")
+        section.blocks.append(sub)
+    return section
+
+
+def over_time(results: dict[str, Any]) -> Section:
+    entries = []
+    labels = {c["index"]: c["label"] for c in results["cells"]}
+    for series, chart in timeline_charts(results):
+        kind = str(series["kind"]).removeprefix("search:")
+        at = f" at {series['offered_rate']:g}/s" if series.get("offered_rate") else ""
+        entries.append(
+            ExplorerEntry(
+                labels.get(series["cell"], ""),
+                f"{kind} {series['index'] + 1}{at}",
+                chart,
+                series["representative"],
+            )
+        )
+    if not entries:
+        return Section("Trials over time", "over-time", [Para("No trial was measured.")])
+    intro = Para(
+        "Each trial's throughput, latency and resource use on one time axis (the warm-up shaded). "
+        "Pick a cell's trial; the confirmation trial at capacity (or the last fixed-load trial) is "
+        "shown first."
+    )
+    return Section("Trials over time", "over-time", [intro, Explorer(entries)])
+
+
+def observations(results: dict[str, Any]) -> Section:
+    items = [_observation(o) for o in results["observations"]]
+    return Section(
+        "Observations",
+        "observations",
+        [Bullets(items) if items else Para("Nothing to observe: no cell completed.")],
+    )
+
+
+def recommendations(results: dict[str, Any]) -> Section:
+    rec = results["recommendation"]
+    blocks: list[Any] = [Para(rec["text"], tone="callout")]
+    if rec["ratings"]:
+        blocks.append(ratings_table(results))
+    if rec["advice"]:
+        blocks.append(Bullets([Para(a) for a in rec["advice"]]))
+    return Section("Recommendations", "recommendations", blocks)
+
+
+def appendix(results: dict[str, Any]) -> Section:
+    section = Section("Appendix: the searches and events", "appendix")
+    unit = "users" if results["scenario"].get("model") == "closed" else "req/s"
+    for c in results["cells"]:
+        if c["search"] and c["search"]["trials"]:
+            section.blocks.append(search_table(c, unit))
+    if results["events"]:
+        section.blocks.append(events_table(results))
+    if not section.blocks:
+        section.blocks.append(Para("No capacity search ran and no event was recorded."))
+    return section
+
+
+def build_report(results: dict[str, Any]) -> Report:
+    study = results["study"]
+    charts = summary_charts(results)
+    when = f"{str(study.get('created_at') or '')[:16].replace('T', ' ')} UTC"
+    took = f", {f.minutes(study['elapsed_s'])}" if f.is_number(study.get("elapsed_s")) else ""
+    version = study.get("caplab_version") or ""
+    subtitle = f"Study {study['id']} · {study['status']} · run {when}{took} · caplab {version}"
+    return Report(
+        f"Sizing report: {study['name']}",
+        subtitle,
+        [
+            summary(results),
+            environment(results),
+            scenario(results),
+            matrix(results),
+            results_section(results, charts),
+            capacity(results, charts),
+            scaling(results, charts),
+            over_time(results),
+            observations(results),
+            recommendations(results),
+            appendix(results),
+        ],
+    )

@@ -1,0 +1,210 @@
+"""The report from a study document varied the ways real studies vary: a goal, application
+counters, a storage baseline, disks, an interrupted study, a non-monotonic result, a fit whose
+AICc is infinite. Built in memory (no charts drawn) from the session's real study."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from caplab.report import format as f
+from caplab.report.charts import Chart
+from caplab.report.document import build_results, dumps
+from caplab.report.html import render_html
+from caplab.report.markdown import render_markdown
+from caplab.report.sections import build_report
+
+
+def _render(results: dict[str, Any]) -> tuple[str, str]:
+    report = build_report(results)
+
+    def draw(chart: Chart) -> Path:
+        return Path("charts") / f"{chart.id}.svg"
+
+    return render_markdown(report, draw, "now"), render_html(report, "now")
+
+
+def _with_goal(document: dict[str, Any], rate: float) -> dict[str, Any]:
+    varied = copy.deepcopy(document)
+    varied["study"]["spec"] += f"\ngoal: {{rate: {rate:g}, headroom: 25%}}\n"
+    return varied
+
+
+def _capacities(document: dict[str, Any]) -> list[float]:
+    return [float(c["metrics"]["capacity"]["capacity_rps"]) for c in document["cells"]]
+
+
+def test_a_goal_picks_the_smallest_configuration_that_carries_it(
+    study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+) -> None:
+    capacities = _capacities(study_document)  # workers = 1, 2, 3
+    rate = max(capacities) * 0.75 * 0.95  # the largest capacity carries it with the headroom kept
+    smallest = next(i for i, c in enumerate(capacities) if c * 0.75 >= rate)
+    results = build_results(_with_goal(study_document, rate), study_samples)
+    rec = results["recommendation"]
+    assert results["goal"] == {"rate": rate, "headroom": 0.25}
+    assert rec["choice"]["label"] == f"workers={smallest + 1}"
+    assert rec["choice"]["margin"] == pytest.approx(capacities[smallest] * 0.75 - rate)
+    assert rec["text"].startswith(f"Choose workers={smallest + 1}")
+    assert f.rate(rec["choice"]["margin"]) in rec["text"]
+    markdown, _ = _render(results)
+    assert "◀ recommended" in markdown
+
+
+def test_a_goal_beyond_every_configuration_says_so(
+    study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+) -> None:
+    rate = max(_capacities(study_document)) * 10
+    rec = build_results(_with_goal(study_document, rate), study_samples)["recommendation"]
+    assert rec["choice"] is None
+    assert rec["text"].startswith(f"No tested configuration meets {f.rate(rate)}")
+
+
+def test_application_counters_become_columns(
+    study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+) -> None:
+    varied = copy.deepcopy(study_document)
+    for i, cell in enumerate(varied["cells"]):
+        cell["metrics"]["app"] = {"received_per_s": 812.0 + i, "processed_per_s": 809.5 + i}
+    results = build_results(varied, study_samples)
+    assert results["cells"][0]["metrics"]["app"] == {"received_per_s": 812.0, "processed_per_s": 809.5}
+    markdown, html = _render(results)
+    for text in (markdown, html):
+        assert "received per s" in text and "processed per s" in text
+    assert "| 812 | 810 |" in markdown or "| 812 | 809.5 |" in markdown
+
+
+def test_disks_and_a_storage_baseline_are_reported(
+    study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+) -> None:
+    varied = copy.deepcopy(study_document)
+    varied["study"]["environment"]["disks"] = [
+        {"name": "nvme0n1", "model": "Samsung PM9A3", "size_gb": 960, "rotational": False}
+    ]
+    varied["study"]["environment"]["storage_baseline"] = {
+        "tool": "fio",
+        "status": "measured",
+        "note": "8 jobs at queue depth 8",
+        "jobs": [
+            {
+                "name": "randread-8k",
+                "iops": 10662.67,
+                "mb_s": 83.3,
+                "lat_ms": {"mean": 5.0, "p50": 4.1, "p99": 9.8},
+            },
+            {
+                "name": "randwrite-8k",
+                "iops": 31527.95,
+                "mb_s": 246.31,
+                "lat_ms": {"mean": 1.0, "p50": 0.9, "p99": 2.2},
+            },
+        ],
+    }
+    markdown, _ = _render(build_results(varied, study_samples))
+    assert "nvme0n1: Samsung PM9A3, 960 GB, solid state" in markdown
+    assert "| randread-8k | 10,663 | 83.3 | 5 | 4.1 | 9.8 |" in markdown
+    assert "| randwrite-8k | 31,528 | 246 |" in markdown
+    varied["study"]["environment"]["storage_baseline"] = {
+        "tool": "fio",
+        "status": "skipped",
+        "note": "fio not found",
+    }
+    markdown, _ = _render(build_results(varied, study_samples))
+    assert "Not measured: fio not found." in markdown
+
+
+def test_an_interrupted_study_reports_its_pending_cells(
+    study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+) -> None:
+    varied = copy.deepcopy(study_document)
+    varied["study"]["status"] = "interrupted"
+    varied["cells"].append(
+        {
+            "index": 3,
+            "factors": {"workers": 4},
+            "status": "pending",
+            "error": None,
+            "metrics": None,
+            "resources": None,
+            "trials": [],
+        }
+    )
+    results = build_results(varied, study_samples)
+    assert results["matrix"]["by_status"] == {"complete": 3, "pending": 1}
+    assert any("workers=4 was not completed (pending)" in o["text"] for o in results["observations"])
+    assert results["cells"][3]["limit"] is None
+    markdown, html = _render(results)
+    assert "| 3 | 4 | pending |" in markdown
+    assert "pending" in html
+
+
+def test_capacity_falling_between_larger_configurations_is_an_anomaly(
+    study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+) -> None:
+    varied = copy.deepcopy(study_document)
+    for cell, capacity in zip(varied["cells"], (300.0, 600.0, 420.0), strict=True):
+        cell["metrics"]["capacity"]["capacity_rps"] = capacity
+    observations = build_results(varied, study_samples)["observations"]
+    [anomaly] = [o for o in observations if "not monotonic" in o["text"]]
+    assert anomaly["severity"] == "warning"
+    assert "300 → 600 → 420/s" in anomaly["text"]
+
+
+def test_non_finite_figures_become_null(
+    study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+) -> None:
+    varied = copy.deepcopy(study_document)
+    varied["cells"][0]["metrics"]["throughput_stdev"] = float("nan")
+    results = build_results(varied, study_samples)
+    text = dumps(results)  # allow_nan=False: raises on any NaN or Infinity left
+    assert results["cells"][0]["metrics"]["throughput_stdev"] is None
+    fit = results["scaling"][0]["fit"]
+    assert all(v is None or isinstance(v, float) for v in fit["aicc"].values())
+    json.loads(text)
+
+
+def _failed(cell: dict[str, Any]) -> dict[str, Any]:
+    return {**cell, "status": "failed", "error": "boom", "metrics": None, "resources": None, "trials": []}
+
+
+@pytest.mark.parametrize("case", ["no cells", "every cell failed", "no intervals", "unreadable spec"])
+def test_a_study_with_little_in_it_still_gets_a_report(
+    case: str, study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+) -> None:
+    varied = copy.deepcopy(study_document)
+    if case == "no cells":
+        varied["cells"] = []
+    elif case == "every cell failed":
+        varied["cells"] = [_failed(c) for c in varied["cells"]]
+    elif case == "no intervals":
+        for cell in varied["cells"]:
+            for trial in cell["trials"]:
+                trial["intervals"] = []
+    else:
+        varied["study"]["spec"] = "{{ not yaml"
+        varied["study"]["environment"] = None
+    results = build_results(varied, study_samples)
+    markdown, html = _render(results)
+    json.loads(dumps(results))
+    assert results["recommendation"]["text"] in markdown
+    assert "<h1>Sizing report: report-scaleout</h1>" in html
+    if case in ("no cells", "every cell failed"):
+        assert results["capacity"] == [] and results["recommendation"]["choice"] is None
+
+
+def test_a_closed_model_capacity_is_in_users_and_rated_by_its_throughput(
+    study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+) -> None:
+    varied = copy.deepcopy(study_document)
+    for users, cell in enumerate(varied["cells"], start=4):
+        cell["metrics"]["capacity"].update(model="closed", capacity_users=users)
+    results = build_results(varied, study_samples)
+    for entry, cell in zip(results["capacity"], results["cells"], strict=True):
+        assert entry["unit"] == "users"
+        assert entry["rate"] == cell["metrics"]["throughput"]
+        assert entry["rated"] == pytest.approx(0.75 * cell["metrics"]["throughput"])
+    assert " users (" in results["recommendation"]["text"]  # "sustained 5 users (598/s)"
