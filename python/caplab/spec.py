@@ -153,6 +153,10 @@ class MetricsSpec(Strict):
     url: str = Field(pattern=r"^https?://")
     rates: dict[Annotated[str, Field(pattern=_FIGURE)], SeriesName] = Field(default_factory=dict)
     gauges: dict[Annotated[str, Field(pattern=_FIGURE)], SeriesName] = Field(default_factory=dict)
+    drain: SeriesName | None = None
+    """A gauge of queued work that must fall to ``drain_below`` before each trial starts."""
+    drain_below: float = Field(default=0.0, ge=0)
+    drain_timeout: Seconds = 60.0
 
     @model_validator(mode="after")
     def _some(self) -> MetricsSpec:

@@ -97,7 +97,37 @@ def test_generator_saturation_stops_the_search_without_a_capacity(
     assert doc["ci95"] is None
     assert "the generator saturated at 100" in doc["message"]
     assert "sends ran" in doc["message"], "the engine's reason is passed on"
-    assert len(seen) == 1, "the search stops at the first saturated trial"
+    # One stall is repeated; a second at the same load stops the search. Both are kept, failed.
+    assert [p.load for p in seen] == [100.0, 100.0]
+    assert not any(p.passed for p in seen)
+    assert all("generator fell behind" in p.reasons[-1] for p in seen)
+
+
+def test_a_single_generator_stall_is_repeated_and_the_search_goes_on(
+    plain_server: RunningServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plans = 0
+
+    def first_plan_strict(options: LoadOptions) -> Plan:
+        nonlocal plans
+        plans += 1
+        plan = build_plan(options)
+        return replace(plan, saturation_lateness_ms=1e-6) if plans == 1 else plan
+
+    monkeypatch.setattr(probe_module, "build_plan", first_plan_strict)
+    seen: list[Any] = []
+    doc = find_capacity(
+        LoadOptions(url=f"http://{plain_server.address}/"),
+        FindSettings(slos=("p99<=1s",), trial=SHORT, confirm=SHORT, repeats=1, maximum=200),
+        roles=[],
+        on_trial=lambda record, p: seen.append(p),
+    )
+    assert doc["generator_saturated"] is False
+    assert seen[0].load == seen[1].load == 100.0
+    assert not seen[0].passed and "generator fell behind" in seen[0].reasons[-1]
+    assert seen[1].passed
+    # The repeated attempt is not one of the search's own probes.
+    assert [t["load"] for t in doc["trials"]][0] == 100.0 and len(doc["trials"]) == len(seen) - 1
 
 
 # --- replayed trials: resource figures must come from the measured window ----------------------------

@@ -3,8 +3,11 @@ checked against a real knownserver whose request count is known."""
 
 from __future__ import annotations
 
+import http.server
+import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 
 import pytest
 
@@ -80,3 +83,57 @@ def test_knownserver_metrics_do_not_count_themselves(known_server: KnownServer) 
         with urllib.request.urlopen(f"http://{server.address}/metrics", timeout=5) as reply:
             values = parse_exposition(reply.read().decode())
     assert values == {"knownserver_requests_total": 0.0}
+
+
+class _Draining(http.server.BaseHTTPRequestHandler):
+    """A system whose queue shrinks by one at each scrape, from `start` down to 0 (or stays)."""
+
+    level = 0.0
+    step = 1.0
+    scrapes = 0
+
+    def do_GET(self) -> None:
+        cls = type(self)
+        cls.scrapes += 1
+        body = f"# TYPE depth gauge\ndepth {cls.level}\n".encode()
+        cls.level = max(0.0, cls.level - cls.step)
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def draining() -> Iterator[tuple[str, type[_Draining]]]:
+    handler = type("Handler", (_Draining,), {})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/metrics", handler
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_trial_waits_for_the_backlog_to_drain(draining: tuple[str, type[_Draining]]) -> None:
+    url, handler = draining
+    handler.level = 5.0
+    collector = PrometheusCollector(MetricsSource(url, gauges={"depth": "depth"}, drain="depth"))
+    collector.start()
+    assert handler.scrapes == 6, "scraped until the queue read 0"
+    assert collector.warning is None
+    assert collector._prev["depth"] == 0.0
+
+
+def test_a_backlog_that_does_not_drain_in_time_is_a_warning(draining: tuple[str, type[_Draining]]) -> None:
+    url, handler = draining
+    handler.level, handler.step = 100.0, 0.0
+    collector = PrometheusCollector(
+        MetricsSource(url, gauges={"depth": "depth"}, drain="depth", drain_below=10, drain_timeout_s=0.3)
+    )
+    began = time.monotonic()
+    collector.start()
+    assert 0.3 <= time.monotonic() - began < 2.0
+    assert collector.warning is not None and "still 100 after 0.3s" in collector.warning

@@ -33,6 +33,8 @@ class TrialShape:
 OnTrial = Callable[[TrialRecord, Probe], None]
 
 
+GENERATOR_ATTEMPTS = 2
+"""Trials at one load before a generator that keeps falling behind stops the search."""
 CROWDED_HOST_CPU = 90.0
 """Host CPU (% of all cores) at which a late generator is taken to be crowded out by the SUT."""
 OWN_LIMIT_THREAD = 0.9
@@ -97,6 +99,24 @@ class TrialProber:
         return replace(self.base, rate=load, users=None, think_s=0.0, **common)  # type: ignore[arg-type]
 
     def __call__(self, load: float, phase: Phase) -> Probe:
+        """One judged trial at ``load``. A trial whose generator fell behind on its own (not
+        crowded out) measured the generator, not the system: it is kept, marked, and run again
+        once — a single stall (another process, a page-cache flush) must not end a search — and
+        only a second one stops the search."""
+        reason = ""
+        for _ in range(GENERATOR_ATTEMPTS):
+            probe, stalled = self._attempt(load, phase)
+            if stalled is None:
+                return probe
+            reason = stalled
+        raise GeneratorSaturated(
+            f"the generator saturated at {load:g} ({reason}) in {GENERATOR_ATTEMPTS} trials; the search "
+            "stopped rather than report the generator's limit as the system's — give caplab more "
+            "cores or threads, or run it on another machine"
+        )
+
+    def _attempt(self, load: float, phase: Phase) -> tuple[Probe, str | None]:
+        """Runs and judges one trial; also returns why its generator fell behind, if it did."""
         plan = build_plan(self.options(load, phase))
         record = run_trial(plan, default_collectors(self.roles, self.metrics), self.progress)
         record.kind = f"search:{phase}"
@@ -114,9 +134,12 @@ class TrialProber:
             reasons.append(f"not steady: {steady.reason}")
         if r.interrupted:
             reasons.append("interrupted")
-        crowded = r.generator.saturated and crowded_out(r.generator, resources)
+        crowded = crowded_out(r.generator, resources) if r.generator.saturated else None
+        stalled = (r.generator.saturation_reason or "late") if r.generator.saturated and not crowded else None
         if crowded:
             reasons.append(crowded)
+        if stalled:
+            reasons.append(f"generator fell behind ({stalled}): not a measurement of the system")
         table = demands(r.throughput, scopes, [x.name for x in self.roles])
         details: dict[str, Any] = {
             "offered_rate": r.offered_rate,
@@ -140,13 +163,7 @@ class TrialProber:
             self.on_trial(record, probe)
         if r.interrupted:
             raise KeyboardInterrupt
-        if r.generator.saturated and not crowded:
-            raise GeneratorSaturated(
-                f"the generator saturated at {load:g} ({r.generator.saturation_reason}); the search "
-                "stopped rather than report the generator's limit as the system's — give caplab more "
-                "cores or threads, or run it on another machine"
-            )
-        return probe
+        return probe, stalled
 
     def analyse(self, outcome: SearchOutcome) -> dict[str, Any]:
         """The limit at capacity (from the confirmation trials) and its supporting signals."""

@@ -10,6 +10,11 @@ hide a growing backlog. The study names the series it wants and what to call the
       gauges: {queue_depth: msgbus_queue_depth}                     # gauges → their value
 
 A series with labels is summed over them (``store="0"``, ``store="1"`` … → one figure).
+
+``drain`` names a gauge of work still queued inside the system (``msgbus_queue_depth``): before
+each trial the collector waits, bounded, until it is back down, so a backlog left by an
+over-capacity trial is not worked off inside the next one (which would then read as keeping up
+while it drained old work, and start with a queue the SLO never saw).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ __all__ = ["MetricsSource", "PrometheusCollector", "parse_exposition"]
 
 SCOPE = "app"
 TIMEOUT_S = 1.0
+DRAIN_POLL_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -35,6 +41,10 @@ class MetricsSource:
     url: str
     rates: dict[str, str] = field(default_factory=dict)
     gauges: dict[str, str] = field(default_factory=dict)
+    drain: str | None = None
+    """A gauge that must be at most ``drain_below`` before a trial starts."""
+    drain_below: float = 0.0
+    drain_timeout_s: float = 60.0
 
 
 class ExpositionError(ValueError):
@@ -88,13 +98,19 @@ class PrometheusCollector:
         self.warning: str | None = None
 
     def start(self) -> None:
-        self._prev = self._scrape()
+        self._prev = self._drained() if self.source.drain else self._scrape()
         self._last = time.monotonic()
         wanted = set(self.source.rates.values()) | set(self.source.gauges.values())
         missing = sorted(wanted - set(self._prev))
         self.warning = (
             f"metrics at {self.source.url} have no series {', '.join(missing)}" if missing else None
         )
+        if self.source.drain and self._prev.get(self.source.drain, 0.0) > self.source.drain_below:
+            left = self._prev[self.source.drain]
+            self.warning = (
+                f"{self.source.drain} still {left:g} after {self.source.drain_timeout_s:g}s: "
+                "the trial started on a backlog"
+            )
 
     def sample(self, t: float) -> list[ResourceSample]:
         values = self._scrape()
@@ -115,6 +131,17 @@ class PrometheusCollector:
 
     def stop(self) -> None:
         pass
+
+    def _drained(self) -> dict[str, float]:
+        """Scrapes until the drain gauge is low enough or the time is up; the last scrape."""
+        assert self.source.drain is not None
+        deadline = time.monotonic() + self.source.drain_timeout_s
+        while True:
+            values = self._scrape()
+            level = values.get(self.source.drain)
+            if level is None or level <= self.source.drain_below or time.monotonic() >= deadline:
+                return values
+            time.sleep(DRAIN_POLL_S)
 
     def _scrape(self) -> dict[str, float]:
         try:

@@ -80,7 +80,11 @@ def roles_of(config: StudyConfig, sut: Sut | None) -> list[RoleSpec]:
 def metrics_of(config: StudyConfig) -> MetricsSource | None:
     """The SUT's own counters to scrape, if the study names any."""
     spec = config.sut.metrics if config.sut else None
-    return MetricsSource(spec.url, dict(spec.rates), dict(spec.gauges)) if spec else None
+    if spec is None:
+        return None
+    return MetricsSource(
+        spec.url, dict(spec.rates), dict(spec.gauges), spec.drain, spec.drain_below, spec.drain_timeout
+    )
 
 
 class _Cell:
