@@ -61,3 +61,19 @@ def test_cell_resources_leaves_out_what_was_not_sampled() -> None:
     cell = cell_resources(rows(1.0, "host", cpu_percent=10.0, load1=0.5, mem_total_mb=4096.0))
     assert cell == {"host": {"cpu_percent": 10.0, "load1": 0.5}}
     assert cell_resources([]) == {}
+
+
+def test_a_sample_weighs_the_time_it_covers() -> None:
+    """The trial's last sample, taken a few ms after the window's end with the load stopped, must
+    not count as a whole interval (it read 0/s and pulled a 400/s rate down to 320/s)."""
+    samples = [*(r for t in (0.5, 1.0, 1.5, 2.0, 2.5, 3.0) for r in rows(t, "app", received_per_s=400.0))]
+    samples += rows(3.02, "app", received_per_s=0.0)
+    mean = summarize(samples, t_from=1.0, t_to=3.0)["app"]["received_per_s"]
+    assert mean == pytest.approx(400.0 * 2.0 / 2.02)
+
+
+def test_each_trial_restarts_the_series_clock() -> None:
+    first = [*rows(1.0, "host", cpu_percent=10.0), *rows(2.0, "host", cpu_percent=10.0)]
+    second = [*rows(0.5, "host", cpu_percent=90.0), *rows(1.0, "host", cpu_percent=90.0)]
+    # Trial one covers 2 s at 10 %, trial two 1 s at 90 %: the mean is over time, not samples.
+    assert summarize(first + second)["host"]["cpu_percent"] == pytest.approx((2 * 10 + 1 * 90) / 3)

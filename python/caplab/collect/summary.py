@@ -18,24 +18,36 @@ STACKED_PREFIXES = ("dm-", "md", "drbd", "bcache")
 """Devices built on other block devices: their IO is already counted on the disks beneath."""
 # Interval ends are taken a little after the boundary; a sample that late still belongs to it.
 WINDOW_SLACK_S = 0.05
+MIN_SPAN_S = 1e-3
+"""A floor on a sample's weight, so samples given at one instant still count."""
 HOST_METRICS = ("cpu_percent", "cpu_util_percent", "iowait_percent", "mem_used_mb", "load1")
 
 
 def summarize(
     samples: Iterable[ResourceSample], t_from: float | None = None, t_to: float | None = None
 ) -> dict[str, dict[str, float]]:
-    """Mean of each scope's metrics over the samples with ``t_from < t <= t_to`` (unbounded when
-    None): the warm-up's end leaves the warm-up out, the window's end the drain after it (whose
-    near-idle sample would pull every mean down)."""
+    """Time-weighted mean of each scope's metrics over the samples with ``t_from < t <= t_to``
+    (unbounded when None): the warm-up's end leaves the warm-up out, the window's end the drain
+    after it (whose near-idle sample would pull every mean down).
+
+    Each sample covers the time since the one before it in its series (a series restarts at 0
+    with each trial), so a short sample taken just after an interval's end — the trial's last,
+    a few ms into the drain — weighs its few ms, not as much as a whole interval."""
     sums: dict[tuple[str, str], float] = defaultdict(float)
-    counts: dict[tuple[str, str], int] = defaultdict(int)
+    spans: dict[tuple[str, str], float] = defaultdict(float)
+    previous: dict[tuple[str, str], float] = {}
     for s in samples:
+        key = (s.scope, s.metric)
+        before = previous.get(key, 0.0)
+        span = s.t - before if s.t > before else s.t  # t went back: the next trial's samples
+        previous[key] = s.t
         if (t_from is None or s.t > t_from) and (t_to is None or s.t <= t_to + WINDOW_SLACK_S):
-            sums[(s.scope, s.metric)] += s.value
-            counts[(s.scope, s.metric)] += 1
+            weight = max(span, MIN_SPAN_S)
+            sums[key] += s.value * weight
+            spans[key] += weight
     out: dict[str, dict[str, float]] = defaultdict(dict)
     for (scope, metric), total in sums.items():
-        out[scope][metric] = total / counts[(scope, metric)]
+        out[scope][metric] = total / spans[(scope, metric)]
     return dict(out)
 
 
