@@ -15,8 +15,8 @@ import errno
 import os
 import signal
 import sys
-from collections.abc import Callable
-from typing import NoReturn
+from collections.abc import Callable, Coroutine
+from typing import Any, NoReturn
 
 PR_SET_PDEATHSIG = 1
 
@@ -25,6 +25,15 @@ def add_common_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--parent-pid", type=int, default=None, help="the supervisor (dies with it)")
     p.add_argument("--counters", default=None, help="shared counters file (see counters.py)")
     p.add_argument("--slot", type=int, default=0, help="this process's slot in the counters file")
+
+
+def run_tier(
+    args: argparse.Namespace, serve: Callable[[argparse.Namespace], Coroutine[Any, Any, None]]
+) -> NoReturn:
+    """A tier's whole life: bound to its supervisor, serving until stopped, then exit 0."""
+    bind_to_parent(args.parent_pid)
+    asyncio.run(serve(args))
+    sys.exit(0)
 
 
 def fail(who: str, message: str) -> NoReturn:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -30,6 +29,7 @@ from caplab.systems.msgbus.protocol import (
     Republished,
     StoreClient,
     StoreError,
+    TierConnection,
     Token,
     frame,
     read_frame,
@@ -50,22 +50,11 @@ class DeliveryFailed(RuntimeError):
     """The sink refused a delivery or went away."""
 
 
-class SinkClient:
+class SinkClient(TierConnection):
     """One connection to the back-end sink (the send port's transport)."""
 
-    def __init__(self, address: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.address = address
-        self._reader = reader
-        self._writer = writer
-
-    @classmethod
-    async def connect(cls, address: str) -> SinkClient:
-        host, _, port = address.rpartition(":")
-        try:
-            reader, writer = await asyncio.open_connection(host, int(port))
-        except OSError as e:
-            raise DeliveryFailed(f"cannot connect to the sink at {address}: {e.strerror or e}") from e
-        return cls(address, reader, writer)
+    tier = "sink"
+    failure = DeliveryFailed
 
     async def deliver(self, documents: list[tuple[int, str]]) -> None:
         """Sends the documents one frame each (written together) and waits for every ack."""
@@ -218,10 +207,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = parse_args(argv)
-    child.bind_to_parent(args.parent_pid)
-    asyncio.run(serve(args))
-    sys.exit(0)
+    child.run_tier(parse_args(argv), serve)
 
 
 if __name__ == "__main__":

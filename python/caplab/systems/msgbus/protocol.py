@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import struct
-from typing import Any
+from typing import Any, Self
 
 HEADER = struct.Struct(">I")
 MAX_FRAME = 4 * 1024 * 1024
@@ -97,8 +97,12 @@ class StoreError(RuntimeError):
     """A store server answered ``ok: false`` or went away."""
 
 
-class StoreClient:
-    """One connection to a store server; one request in flight at a time (callers serialise)."""
+class TierConnection:
+    """A client's connection to another tier's process at ``HOST:PORT``; subclasses name the tier
+    and the error a failure raises, so callers catch one error per tier."""
+
+    tier = "server"
+    failure: type[RuntimeError] = RuntimeError
 
     def __init__(self, address: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.address = address
@@ -106,13 +110,20 @@ class StoreClient:
         self._writer = writer
 
     @classmethod
-    async def connect(cls, address: str) -> StoreClient:
+    async def connect(cls, address: str) -> Self:
         host, _, port = address.rpartition(":")
         try:
             reader, writer = await asyncio.open_connection(host, int(port))
         except OSError as e:
-            raise StoreError(f"cannot connect to the store at {address}: {e.strerror or e}") from e
+            raise cls.failure(f"cannot connect to the {cls.tier} at {address}: {e.strerror or e}") from e
         return cls(address, reader, writer)
+
+
+class StoreClient(TierConnection):
+    """One connection to a store server; one request in flight at a time (callers serialise)."""
+
+    tier = "store"
+    failure = StoreError
 
     async def call(self, request: JsonObject) -> JsonObject:
         try:

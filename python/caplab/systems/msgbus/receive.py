@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import sys
 from collections.abc import Callable
 
 from caplab.systems.msgbus import child
@@ -344,10 +343,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = parse_args(argv)
-    child.bind_to_parent(args.parent_pid)
-    asyncio.run(serve(args))
-    sys.exit(0)
+    child.run_tier(parse_args(argv), serve)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import sys
 
 from caplab.systems.msgbus import child
 from caplab.systems.msgbus.counters import SinkCounter, open_slot
@@ -120,10 +119,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = parse_args(argv)
-    child.bind_to_parent(args.parent_pid)
-    asyncio.run(serve(args))
-    sys.exit(0)
+    child.run_tier(parse_args(argv), serve)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ import argparse
 import asyncio
 import os
 import sqlite3
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -331,10 +330,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = parse_args(argv)
-    child.bind_to_parent(args.parent_pid)
-    asyncio.run(serve(args))
-    sys.exit(0)
+    child.run_tier(parse_args(argv), serve)
 
 
 if __name__ == "__main__":
