@@ -16,8 +16,11 @@ $(VENV)/.stamp-dev: $(ENGINE_SRC)
 	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(BIN)):$$PATH $(BIN)/maturin develop --release --extras dev
 	@touch $@
 
+# The quick cut of the BizTalk scale-out study (about 3 minutes); `make demo DEMO_ARGS=` runs the
+# whole study (about 15).
+DEMO_ARGS ?= --quick
 demo: dev
-	$(BIN)/caplab demo
+	$(BIN)/caplab demo $(DEMO_ARGS)
 
 test: dev rust-test clippy lint py-test
 
