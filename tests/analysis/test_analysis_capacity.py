@@ -182,7 +182,7 @@ def test_closed_model_confirmation_steps_down_one_user_at_a_time() -> None:
     probe = ThresholdProbe(7.5, confirm_limit=5.5)
     _, outcome = search(probe, closed=True, start=1.0, confirm_repeats=2)
     assert outcome.capacity == 5
-    assert [p.load for p in outcome.probes if p.phase == "confirm"] == [7, 7, 6, 6, 5, 5]
+    assert [p.load for p in outcome.probes if p.phase == "confirm"] == [7, 6, 5, 5], "a failed round stops at its first failure"
 
 
 def test_closed_model_fails_at_one_user() -> None:
@@ -272,3 +272,16 @@ def test_find_capacity_not_found_keeps_the_message(monkeypatch: pytest.MonkeyPat
     assert doc["generator_saturated"] is False
     assert doc["capacity_rps"] is None
     assert doc["message"].startswith("the SLO fails even at the minimum load")
+
+
+def test_a_confirmation_round_stops_at_its_first_failure() -> None:
+    probe = ThresholdProbe(1234.0, confirm_limit=1100.0)
+    _, outcome = search(probe, start=100.0, precision=0.05, confirm_repeats=3)
+    confirm = [p for p in outcome.probes if p.phase == "confirm"]
+    rounds: dict[float, list[bool]] = {}
+    for p in confirm:
+        rounds.setdefault(p.load, []).append(p.passed)
+    for load, passed in rounds.items():
+        # A failed round is its passes then one failure; a passing round is all three.
+        assert passed in ([False], [True, False], [True, True, False], [True, True, True]), (load, passed)
+    assert rounds[outcome.capacity] == [True, True, True]

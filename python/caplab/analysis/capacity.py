@@ -136,7 +136,11 @@ class CapacitySearch:
 
     def _confirm(self, lo: float, hi: float, began: float) -> SearchOutcome:
         for _ in range(MAX_CONFIRM_ROUNDS):
-            runs = [self._run(lo, "confirm") for _ in range(self.s.confirm_repeats)]
+            runs: list[Probe] = []
+            for _ in range(self.s.confirm_repeats):
+                runs.append(self._run(lo, "confirm"))
+                if not runs[-1].passed:
+                    break  # the round has failed: its remaining trials would decide nothing
             if all(p.passed for p in runs):
                 tput = [p.throughput for p in runs]
                 spread = statistics.stdev(tput) if len(tput) > 1 else 0.0
