@@ -111,14 +111,35 @@ class Sut:
             subprocess.run(
                 self.spec.stop, shell=True, cwd=self.cwd, timeout=60, capture_output=True, check=False
             )
-        if self.process is None or self.process.poll() is not None:
+        if self.process is None:
             return
-        _signal_group(self.process.pid, signal.SIGTERM)
+        group = self.process.pid
+        if self.process.poll() is None:
+            _signal_group(group, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                _signal_group(group, signal.SIGKILL)
+                self.process.wait()
+        # The command may be done while processes it started are still shutting down, holding
+        # the ports the next cell's SUT will want: the cell ends when the whole group has gone.
+        if not _group_gone(group, STOP_GRACE_S):
+            _signal_group(group, signal.SIGKILL)
+            _group_gone(group, STOP_GRACE_S)
+
+
+def _group_gone(group: int, timeout_s: float) -> bool:
+    """Waits until no process is left in the process group; False if some remain at the end."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
         try:
-            self.process.wait(timeout=STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            _signal_group(self.process.pid, signal.SIGKILL)
-            self.process.wait()
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            return False
+        time.sleep(0.05)
+    return False
 
 
 def _signal_group(pid: int, sig: signal.Signals) -> None:

@@ -1,0 +1,37 @@
+"""Stopping a cell's SUT waits for its whole process group: a child still shutting down would hold
+the ports the next cell's SUT wants (msgbus's supervisor exits before its tiers have closed)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from caplab.spec import SutSpec
+from caplab.study.sut import Sut
+
+# The child takes a second over SIGTERM; the shell it belongs to exits at once.
+SLOW_CHILD = (
+    "python3 -c 'import signal,time; signal.signal(signal.SIGTERM, lambda *a: (time.sleep(1), exit(0))); "
+    'open("child.pid","w").write(str(__import__("os").getpid())); time.sleep(60)\' & '
+    "while [ ! -s child.pid ]; do sleep 0.05; done; echo ready; wait"
+)
+
+
+def test_stop_returns_only_when_every_process_of_the_sut_has_gone(tmp_path: Path) -> None:
+    sut = Sut(SutSpec(start=SLOW_CHILD), tmp_path)
+    sut.start()
+    deadline = time.monotonic() + 10
+    while not (tmp_path / "child.pid").exists() or not (tmp_path / "child.pid").read_text():
+        assert time.monotonic() < deadline, sut.tail()
+        time.sleep(0.05)
+    child = int((tmp_path / "child.pid").read_text())
+    began = time.monotonic()
+    sut.stop()
+    assert time.monotonic() - began >= 0.9, "it waited for the child's shutdown"
+    try:
+        os.kill(child, 0)
+        alive = True
+    except ProcessLookupError:
+        alive = False
+    assert not alive
