@@ -182,7 +182,8 @@ def test_closed_model_confirmation_steps_down_one_user_at_a_time() -> None:
     probe = ThresholdProbe(7.5, confirm_limit=5.5)
     _, outcome = search(probe, closed=True, start=1.0, confirm_repeats=2)
     assert outcome.capacity == 5
-    assert [p.load for p in outcome.probes if p.phase == "confirm"] == [7, 6, 5, 5], "a failed round stops at its first failure"
+    # A failed round stops at its first failure.
+    assert [p.load for p in outcome.probes if p.phase == "confirm"] == [7, 6, 5, 5]
 
 
 def test_closed_model_fails_at_one_user() -> None:
