@@ -129,16 +129,29 @@ class Sut:
 
 
 def _group_gone(group: int, timeout_s: float) -> bool:
-    """Waits until no process is left in the process group; False if some remain at the end."""
+    """Waits until no live process is left in the process group; False if some remain at the end.
+    Zombies do not count: they hold no ports, and an orphan's is reaped by init in its own time."""
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            os.killpg(group, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
+    while _live_members(group):
+        if time.monotonic() >= deadline:
             return False
         time.sleep(0.05)
+    return True
+
+
+def _live_members(group: int) -> bool:
+    """Whether any process of the group is alive and not a zombie (from /proc/PID/stat)."""
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                fields = f.read().rpartition(b")")[2].split()
+        except OSError:
+            continue  # gone while we looked
+        # After the command name: state, ppid, pgrp.
+        if len(fields) > 2 and int(fields[2]) == group and fields[0] != b"Z":
+            return True
     return False
 
 
