@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import selectors
+import signal
 import socket
 import struct
 import threading
@@ -240,3 +241,10 @@ class _RecordingHandler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:
         pass
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` for a child that must take Ctrl-C as a terminal delivers it: a shell that runs
+    the tests in the background sets SIGINT to ignored, children inherit that, and Python then
+    never raises KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

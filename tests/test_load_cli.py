@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 
 from caplab.systems.process import RunningServer
-from servers import KnownServer, RecordingHttpServer, ResponseStyle, served_requests
+from servers import KnownServer, RecordingHttpServer, ResponseStyle, default_sigint, served_requests
 
 SCHEMA = json.loads((Path(__file__).parent / "schema" / "load-result.schema.json").read_text())
 
@@ -221,6 +221,7 @@ def test_ctrl_c_stops_the_run_and_keeps_the_results(caplab_cmd: list[str], known
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_sigint,
     )
     try:
         deadline = time.monotonic() + 15

@@ -17,6 +17,7 @@ import pytest
 
 from caplab.store import Store
 from caplab.systems.process import RunningServer
+from servers import default_sigint
 from study_helpers import (
     CAPLAB,
     RUN_TIMEOUT_S,
@@ -32,12 +33,6 @@ CELLS = 3
 INTO_SECOND_CELL_S = 0.6
 """How long after the first cell completes to interrupt: inside the second cell (its SUT takes a
 few tenths of a second to start and its trial 1.5 s)."""
-
-
-def _default_sigint() -> None:
-    # A shell running the tests in the background may have set SIGINT to ignored, which children
-    # inherit; caplab must see the signal as a user pressing Ctrl-C would deliver it.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _lines(stream: IO[str], into: queue.Queue[str | None]) -> None:
@@ -74,7 +69,7 @@ def running(setup: Setup) -> Iterator[subprocess.Popen[str]]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=_default_sigint,
+        preexec_fn=default_sigint,
     )
     yield proc
     if proc.poll() is None:
