@@ -50,9 +50,11 @@ def test_burning_one_core_shows_on_the_host_and_on_that_core() -> None:
     cores = int(one(samples, "host", "cores"))
     assert cores == os.cpu_count()
     host_pct = one(samples, "host", "cpu_percent")
-    # Tick accounting is exact to a tick per core per interval (10 ms of ~0.7 s: under 2 points).
-    assert host_pct >= burner_pct - 3, (host_pct, burner_pct)
-    assert one(samples, f"cpu:{core}", "cpu_percent") >= burner_pct - 3
+    # Tick accounting is exact to a tick at each end of the interval: 2 × 10 ms of ~0.6 s is
+    # 3.3 points; a miss by more than that is an error in the accounting, not in the ticks.
+    slack = 2 * 100 / (os.sysconf("SC_CLK_TCK") * wall) + 0.5
+    assert host_pct >= burner_pct - slack, (host_pct, burner_pct)
+    assert one(samples, f"cpu:{core}", "cpu_percent") >= burner_pct - slack
     assert host_pct <= 100 * cores + 1e-6
     per_core = sum(one(samples, f"cpu:{i}", "cpu_percent") for i in range(cores))
     assert per_core == pytest.approx(host_pct)
