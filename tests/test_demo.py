@@ -1,5 +1,5 @@
 """`caplab demo --quick` end to end: the built-in BizTalk scale-out study on msgbus, a capacity for
-every cell, the limit named, the scale-out fitted, the report written. About two minutes; the one
+every cell, the limit named, the scale-out fitted, the report written. About two and a half minutes; the one
 test that runs the whole product as a user does."""
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ def test_the_demo_says_where_its_report_is(demo: tuple[subprocess.CompletedProce
 
 
 def test_results_carry_the_matrix(results: dict[str, Any]) -> None:
-    assert results["matrix"]["factors"] == {"scenario": ["messaging"], "stores": [1], "hosts": [1, 2, 3]}
-    assert [c["factors"]["hosts"] for c in results["cells"]] == [1, 2, 3]
+    assert results["matrix"]["factors"] == {"scenario": ["messaging"], "stores": [1], "hosts": [1, 2, 3, 4]}
+    assert [c["factors"]["hosts"] for c in results["cells"]] == [1, 2, 3, 4]
     assert all(c["status"] == "complete" for c in results["cells"])
 
 
@@ -83,10 +83,10 @@ def test_every_cell_names_its_limit_with_evidence(results: dict[str, Any]) -> No
 
 def test_the_scale_out_over_hosts_is_fitted(results: dict[str, Any]) -> None:
     [fit] = [s for s in results["scaling"] if s["factor"] == "hosts"]
-    assert fit["cells"] == [0, 1, 2]
+    assert fit["cells"] == [0, 1, 2, 3]
     assert fit["group"] == {"scenario": "messaging", "stores": 1}
     assert fit["fit"]["model"] in ("linear", "amdahl", "usl")
-    assert [p["n"] for p in fit["points"]] == [1.0, 2.0, 3.0]
+    assert [p["n"] for p in fit["points"]] == [1.0, 2.0, 3.0, 4.0]
 
 
 def test_the_storage_baseline_and_the_recommendation_are_reported(results: dict[str, Any]) -> None:
@@ -94,3 +94,17 @@ def test_the_storage_baseline_and_the_recommendation_are_reported(results: dict[
     assert baseline["status"] in ("measured", "skipped")
     assert results["recommendation"]["goal"] == {"rate": 300.0, "headroom": 0.25}
     assert results["observations"], "the report says something about what it found"
+
+
+def test_the_terminal_summary_names_each_limit_within_80_columns(
+    demo: tuple[subprocess.CompletedProcess[str], Path], results: dict[str, Any]
+) -> None:
+    done, _ = demo
+    table = done.stdout[: done.stdout.index("scaling over hosts")]
+    assert "(scenario=messaging stores=1)" in table, "the factors that do not vary go in the title"
+    rows = [line for line in table.splitlines() if "complete" in line]
+    assert len(rows) == len(results["cells"])
+    for row, cell in zip(rows, results["cells"], strict=True):
+        assert cell["limit"]["resource"] in row
+        assert "…" not in row
+    assert max(len(line) for line in table.splitlines()) <= 80

@@ -45,7 +45,7 @@ def run_demo(quick: bool, workdir: Path, db: str | None, report_dir: Path | None
         "[bold]caplab demo[/]: the BizTalk Server scale-out study (seeds/000) on msgbus, caplab's own "
         "messaging system — receive → MessageBox stores → processing hosts → back-end sink.\n"
         + (
-            "Quick: the messaging flow on 1 store with 1–3 hosts, short trials (about 3 minutes).\n"
+            "Quick: the messaging flow on 1 store with 1–4 hosts, short trials (about 3 minutes).\n"
             if quick
             else "Full: 1–4 hosts × 1 and 4 stores × messaging and orchestration (about 15 minutes; "
             "--quick for a 3-minute cut).\n"

@@ -3,11 +3,14 @@ the ports the next cell's SUT wants (msgbus's supervisor exits before its tiers 
 
 from __future__ import annotations
 
+import socket
 import time
 from pathlib import Path
 
-from caplab.spec import SutSpec
-from caplab.study.sut import Sut
+import pytest
+
+from caplab.spec import ReadySpec, SutSpec
+from caplab.study.sut import Sut, SutFailed
 
 # The child takes a second over SIGTERM; the shell it belongs to exits at once.
 SLOW_CHILD = (
@@ -34,3 +37,19 @@ def test_stop_returns_only_when_every_process_of_the_sut_has_gone(tmp_path: Path
     except FileNotFoundError:
         state = b"gone"
     assert state in (b"gone", b"Z")
+
+
+def test_a_port_already_taken_before_the_start_fails_the_cell_without_starting(tmp_path: Path) -> None:
+    """Otherwise the ready check would pass against the stranger and the cell would measure it."""
+    with socket.socket() as stranger:
+        stranger.bind(("127.0.0.1", 0))
+        stranger.listen()
+        port = stranger.getsockname()[1]
+        sut = Sut(SutSpec(start="touch started", ready=ReadySpec(port=port)), tmp_path)
+        with pytest.raises(SutFailed, match=f"TCP 127.0.0.1:{port} already answers"):
+            sut.start()
+    assert sut.process is None and not (tmp_path / "started").exists()
+    # Once the stranger has gone, the same SUT starts.
+    sut.start()
+    assert sut.process is not None
+    sut.stop()

@@ -10,6 +10,10 @@ from typing import Any
 from caplab.analysis.usl import fit_usl
 
 MIN_DISTINCT = 3
+GOOD_R2 = 0.80
+GOOD_HOLDOUT = 0.20
+"""A fit is sized from only with R² at least this and, when a point was held out, its prediction
+within this fraction of the measurement."""
 
 
 def _point_values(cell: dict[str, Any]) -> tuple[str, list[float]]:
@@ -63,3 +67,49 @@ def study_scaling(document: dict[str, Any]) -> list[dict[str, Any]]:
                 entry["note"] = str(e)
             fits.append(entry)
     return fits
+
+
+def means_by_n(points: list[dict[str, Any]]) -> list[tuple[float, float]]:
+    """(N, mean throughput at N), ascending in N: repeated trials at one N count once."""
+    by_n: dict[float, list[float]] = {}
+    for p in points:
+        by_n.setdefault(float(p["n"]), []).append(float(p["throughput"]))
+    return [(n, sum(v) / len(v)) for n, v in sorted(by_n.items())]
+
+
+def fit_quality(entry: dict[str, Any]) -> tuple[bool, str]:
+    """Whether a fit can be sized from, and if not, the reason in words."""
+    fit = entry.get("fit")
+    if not fit:
+        return False, entry.get("note") or "no fit"
+    ordered = means_by_n(entry["points"])
+    (n0, first), (n1, last) = ordered[0], ordered[-1]
+    peak_n, peak = max(ordered, key=lambda point: point[1])
+    factor = entry["factor"]
+    reasons = []
+    if peak_n == n0 and last < first:
+        reasons.append(
+            f"throughput falls as {factor} grows ({first:,.0f}/s at {n0:g} → {last:,.0f}/s at "
+            f"{n1:g}), so {factor} is not an amount of resource and a scalability law does not fit it"
+        )
+    elif peak_n < n1 and last < peak * 0.98:
+        reasons.append(
+            f"throughput peaks at {factor} = {peak_n:g} ({peak:,.0f}/s) and falls to {last:,.0f}/s at "
+            f"{n1:g} — the units compete for a shared resource (see the limits), and a curve fitted "
+            "to so few points cannot place that peak"
+        )
+    elif len(ordered) >= 3 and last <= ordered[-2][1] * 1.02:
+        reasons.append(
+            f"throughput stops growing at {factor} = {ordered[-2][0]:g} — a shared resource "
+            "saturates (see the limits), which no fitted curve predicts from so few points"
+        )
+    r2 = fit.get("r2")
+    holdout = fit.get("holdout_error")
+    poor = (_is_number(r2) and r2 < GOOD_R2) or (_is_number(holdout) and abs(holdout) > GOOD_HOLDOUT)
+    if poor and not reasons:
+        reasons.append("the measured points scatter about the curve")
+    return not poor and not reasons, "; ".join(reasons)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from caplab.analysis.scaling import fit_quality
 from caplab.report import format as f
 
-GOOD_R2 = 0.80
-GOOD_HOLDOUT = 0.20
 MODEL_NAMES = {
     "linear": "linear (no contention)",
     "amdahl": "Amdahl (contention σ, no coherency cost)",
@@ -19,41 +18,6 @@ MODEL_NAMES = {
 def _ci(fit: dict[str, Any], name: str) -> str:
     low, high = (fit.get("ci") or {}).get(name, [None, None])
     return f" [{f.num(low)}, {f.num(high)}]" if low is not None and high is not None else ""
-
-
-def means_by_n(points: list[dict[str, Any]]) -> list[tuple[float, float]]:
-    """(N, mean throughput at N), ascending in N: repeated trials at one N count once."""
-    by_n: dict[float, list[float]] = {}
-    for p in points:
-        by_n.setdefault(float(p["n"]), []).append(float(p["throughput"]))
-    return [(n, sum(v) / len(v)) for n, v in sorted(by_n.items())]
-
-
-def fit_quality(entry: dict[str, Any]) -> tuple[bool, str]:
-    """Whether a fit can be sized from, and if not, the reason in words."""
-    fit = entry.get("fit")
-    if not fit:
-        return False, entry.get("note") or "no fit"
-    ordered = means_by_n(entry["points"])
-    (n0, first), (n1, last) = ordered[0], ordered[-1]
-    reasons = []
-    if last < first:
-        reasons.append(
-            f"throughput falls as {entry['factor']} grows ({f.num(first)}/s at {n0:g} → {f.num(last)}/s at "
-            f"{n1:g}), so {entry['factor']} is not an amount of resource and a scalability law does "
-            "not fit it"
-        )
-    elif len(ordered) >= 3 and last <= ordered[-2][1] * 1.02:
-        reasons.append(
-            f"throughput stops growing at {entry['factor']} = {ordered[-2][0]:g} — a shared resource "
-            "saturates (see the limits), which no fitted curve predicts from so few points"
-        )
-    r2 = fit.get("r2")
-    holdout = fit.get("holdout_error")
-    poor = (f.is_number(r2) and r2 < GOOD_R2) or (f.is_number(holdout) and abs(holdout) > GOOD_HOLDOUT)
-    if poor and not reasons:
-        reasons.append("the measured points scatter about the curve")
-    return not poor and not reasons, "; ".join(reasons)
 
 
 def _sentence(entry: dict[str, Any]) -> str:

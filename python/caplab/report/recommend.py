@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
+from caplab.analysis.scaling import fit_quality
 from caplab.analysis.usl import usl
 from caplab.report import format as f
 from caplab.report.observations import SATURATED
-from caplab.report.observations_scaling import fit_quality
 from caplab.report.runs import size_order
 from caplab.report.scenario import DEFAULT_HEADROOM
 

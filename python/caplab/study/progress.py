@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from caplab.analysis.scaling import fit_quality
 from caplab.collect.base import ResourceSample
 from caplab.engine import IntervalSnapshot, OpenLoad, Plan
 from caplab.render import fmt_ms
@@ -108,23 +110,45 @@ class StudyProgress:
 
 
 def summary_table(document: dict[str, Any]) -> Table:
-    """One row per cell: factors, status, throughput, latency, CPU of each role."""
+    """One row per cell: the factors that vary (those that do not go in the title), status,
+    throughput, p99, errors, the limit and the CPU of each role — narrow enough for an 80-column
+    terminal; the report has every other figure."""
     cells = document["cells"]
     factor_names = list(cells[0]["factors"]) if cells else []
-    roles = sorted({r for c in cells for r in (c.get("resources") or {}) if r not in ("host", "generator")})
-    table = Table(title=f"study {document['study']['id']}: {document['study']['name']}", header_style="bold")
-    for name in [*factor_names, "status", "throughput", "p50", "p99", "errors"]:
-        table.add_column(name, justify="right")
+    varied = [f for f in factor_names if len({str(c["factors"].get(f)) for c in cells}) > 1]
+    fixed = " ".join(f"{f}={cells[0]['factors'][f]}" for f in factor_names if f not in varied)
+    roles = sorted(
+        {
+            r
+            for c in cells
+            for r, use in (c.get("resources") or {}).items()
+            if r not in ("host", "generator") and isinstance(use, dict) and "cpu_percent" in use
+        }
+    )
+    title = f"study {document['study']['id']}: {document['study']['name']}" + (f" ({fixed})" if fixed else "")
+    errors = any((c.get("metrics") or {}).get("errors") for c in cells)
+    table = Table(
+        title=scrub(title),
+        caption=None if errors else "no errors in any cell",
+        header_style="bold",
+        box=box.SIMPLE_HEAD,
+        padding=0,
+        pad_edge=False,
+    )
+    for name in [*varied, "status", "throughput", "p99", *(["errors"] if errors else []), "limit"]:
+        table.add_column(name, justify="left" if name == "limit" else "right", no_wrap=True)
     for role in [*roles, "host"]:
-        table.add_column(f"cpu {role}", justify="right")
+        table.add_column(f"cpu\n{role}", justify="right", no_wrap=True)
     for c in cells:
         m = c.get("metrics") or {}
-        lat = m.get("latency_ms") or {}
         res = c.get("resources") or {}
         style = {"complete": "green", "failed": "red"}.get(c["status"], "yellow")
-        row = [str(c["factors"][f]) for f in factor_names]
-        row += [f"[{style}]{c['status']}[/]", f"{m['throughput']:,.1f}/s" if "throughput" in m else "–"]
-        row += [fmt_ms(lat.get("p50")), fmt_ms(lat.get("p99")), str(m.get("errors", "–"))]
+        row = [str(c["factors"][f]) for f in varied]
+        row += [f"[{style}]{c['status']}[/]", f"{m['throughput']:,.0f}/s" if "throughput" in m else "–"]
+        row.append(fmt_ms((m.get("latency_ms") or {}).get("p99")))
+        if errors:
+            row.append(str(m.get("errors", "–")))
+        row.append((m.get("limit") or {}).get("resource", "–"))
         for role in [*roles, "host"]:
             cpu = (res.get(role) or {}).get("cpu_percent")
             row.append(f"{cpu:.0f}%" if cpu is not None else "–")
@@ -139,7 +163,9 @@ def scaling_line(entry: dict[str, Any]) -> str:
     if not fit:
         return f"scaling over {entry['factor']}{where}: {entry.get('note', 'no fit')}"
     peak = f", peak N {fit['peak_n']:.1f}" if fit.get("peak_n") else ""
+    sound, why = fit_quality(entry)
+    verdict = "" if sound else f" — do not extrapolate: {why}"
     return (
         f"scaling over {entry['factor']}{where}: {fit['model']} λ={fit['lambda']:.4g} σ={fit['sigma']:.3g} "
-        f"κ={fit['kappa']:.3g}, R² {fit['r2']:.3f}{peak}"
+        f"κ={fit['kappa']:.3g}, R² {fit['r2']:.3f}{peak}{verdict}"
     )

@@ -52,6 +52,7 @@ class Sut:
         """Runs the start command (in its own session, so stopping it stops its children too)."""
         if not self.spec.start:
             return
+        self._refuse_occupied()
         try:
             self.process = subprocess.Popen(
                 self.spec.start,
@@ -68,6 +69,17 @@ class Sut:
             raise SutFailed(f"cannot start {self.spec.start!r}: {e.strerror}") from e
         self._reader = threading.Thread(target=self._read_output, daemon=True)
         self._reader.start()
+
+    def _refuse_occupied(self) -> None:
+        """A readiness URL or port that answers before the SUT has started belongs to some other
+        server (often one left over from an earlier run): measuring it would attribute its
+        numbers, and another process's resource use, to this cell."""
+        ready = self.spec.ready
+        if ready is not None and ready.command is None and _check(ready, self.cwd):
+            raise SutFailed(
+                f"{_describe(ready)} already answers before the SUT was started: another server "
+                "holds it (one left from an earlier run?); stop it and run again"
+            )
 
     def _read_output(self) -> None:
         assert self.process is not None and self.process.stdout is not None
