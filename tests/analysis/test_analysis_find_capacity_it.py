@@ -108,6 +108,8 @@ def test_serial_sleep_limit_is_software_with_evidence(serial: SearchRun) -> None
     signals = limit["evidence"]["signals"]
     assert signals[0].startswith("no hardware resource near saturation at capacity")
     assert len(signals) >= 2, "the trial just above capacity says why: latency climbing, CPU idle"
+    # It names the SLO that failed above capacity, in the SLO's own words.
+    assert any("offered, p99<=200ms: " in s or "offered, throughput>=" in s for s in signals[1:]), signals
     server = [d for d in limit["evidence"]["demands"] if d["resource"] == "cpu:server"]
     assert server and server[0]["utilization"] < 0.5, "the server's CPU is mostly idle"
 

@@ -213,10 +213,17 @@ class TrialProber:
         fail, ok = above[0], at[-1]
         out = []
         busiest = fail.details.get("busiest") or {}
-        if fail.p99_ms and ok.p99_ms and busiest:
+        if busiest:
+            # What failed, in the SLO's own words; the latency rise only when there was one.
+            failed = "; ".join(fail.reasons) or "the trial failed"
+            climbed = (
+                f", p99 {ok.p99_ms:.1f} → {fail.p99_ms:.1f} ms"
+                if fail.p99_ms and ok.p99_ms and fail.p99_ms > 1.5 * ok.p99_ms
+                else ""
+            )
             out.append(
-                f"from {ok.load:g} to {fail.load:g}, p99 went {ok.p99_ms:.1f} → {fail.p99_ms:.1f} ms while "
-                f"{busiest['resource']} stayed at {busiest['utilization']:.0%}"
+                f"from {ok.load:,g}/s to {fail.load:,g}/s offered, {failed}{climbed}, while "
+                f"{busiest['resource']} was at {busiest['utilization']:.0%}"
             )
         growth = fail.throughput / ok.throughput if ok.throughput else 0.0
         if growth < 1.0 + 0.5 * (fail.load / ok.load - 1.0):

@@ -123,8 +123,7 @@ def build_results(
     spec = parse_spec(study.get("spec"))
     samples = samples_by_trial(sample_rows)
     raw_cells = document.get("cells", [])
-    names = list(dict.fromkeys(k for c in raw_cells for k in c.get("factors") or {}))
-    naming = naming_factors(spec, names)
+    naming = naming_factors(spec, raw_cells)
     cells = [cell_result(c, samples, naming) for c in raw_cells]
     goal = goal_of(spec)
     environment = dict(study.get("environment") or {})

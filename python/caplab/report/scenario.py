@@ -115,12 +115,14 @@ def scenario(spec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def naming_factors(spec: dict[str, Any], names: list[str]) -> list[str]:
-    """The factors that name a cell: all of them, except that a ``zip:`` group (factors that move
-    together, e.g. a case name with its command line) is named by its first factor alone."""
+def naming_factors(spec: dict[str, Any], cells: list[dict[str, Any]]) -> list[str]:
+    """The factors that name a cell: those that take more than one value in the study (a factor
+    held at one value is said once, in the matrix, not in every label), except that a ``zip:``
+    group (factors that move together, e.g. a case name with its command line) is named by its
+    first factor alone. A study with no varying factor names its cells by all of them."""
+    names = list(dict.fromkeys(k for c in cells for k in c.get("factors") or {}))
+    varied = [n for n in names if len({repr((c.get("factors") or {}).get(n)) for c in cells}) > 1]
     factors = spec.get("factors")
     group = factors.get("zip") if isinstance(factors, dict) else None
-    if not isinstance(group, dict) or len(group) < 2:
-        return names
-    followers = set(list(group)[1:])
-    return [n for n in names if n not in followers]
+    followers = set(list(group)[1:]) if isinstance(group, dict) and len(group) >= 2 else set()
+    return [n for n in varied if n not in followers] or names
