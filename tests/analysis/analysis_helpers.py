@@ -13,11 +13,13 @@ from caplab.engine import GeneratorFigures, IntervalSnapshot, LatencySummary, Ru
 class ThresholdProbe:
     """Passes iff load <= ``limit`` (``confirm_limit`` in confirmation trials: full-length trials
     can reveal a slow queue the short ones miss); throughput is the load, or ``throughput`` per call
-    in turn. ``saturate_at``: raise GeneratorSaturated from this load on."""
+    in turn. ``saturate_at``: raise GeneratorSaturated from this load on. ``measures_shortfall``: a
+    failed trial reports the load it could have sustained (its limit), as a rate SLO does."""
 
     limit: float
     confirm_limit: float | None = None
     saturate_at: float | None = None
+    measures_shortfall: bool = False
     throughputs: list[float] = field(default_factory=list)
     calls: list[tuple[float, Phase]] = field(default_factory=list)
 
@@ -31,7 +33,8 @@ class ThresholdProbe:
         throughput = (
             self.throughputs[(len(self.calls) - 1) % len(self.throughputs)] if self.throughputs else load
         )
-        return Probe(phase, load, passed, reasons, throughput, 20.0 if passed else 80.0)
+        sustainable = limit if self.measures_shortfall and not passed else None
+        return Probe(phase, load, passed, reasons, throughput, 20.0 if passed else 80.0, {}, sustainable)
 
 
 def latency(p50: float | None = 5.0, p99: float | None = 20.0, count: int = 100) -> LatencySummary:

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from caplab.analysis.slo import Slo, SloError, Trial, as_dict, evaluate, parse_slo
+from caplab.analysis.slo import Slo, SloError, Trial, as_dict, evaluate, parse_slo, sustainable
 
 
 def trial(**changes: object) -> Trial:
@@ -197,8 +197,21 @@ def test_evaluate_judges_each_slo_and_as_dict_has_the_fields() -> None:
         "slo": "errors<0.1%",
         "passed": False,
         "observed": pytest.approx(0.1),
+        "bound": 0.1,
         "reason": verdicts[1].reason,
     }
+
+
+def test_a_rate_that_fell_short_of_the_offered_load_says_what_load_it_sustains() -> None:
+    """trial() offers 100/s. Processing 60/s against >= 0.95*offered sustains 60 / 0.95 offered;
+    with two rate SLOs failing, the stricter estimate; latency failures give no estimate."""
+    slos = [parse_slo("app[processed_per_s]>=0.95*offered"), parse_slo("throughput>=0.999*offered")]
+    behind = trial(resources={"app": {"processed_per_s": 60.0}})
+    assert sustainable(100.0, slos, evaluate(slos, behind)) == pytest.approx(60.0 / 0.95)
+    keeping_up = trial(resources={"app": {"processed_per_s": 99.0}})
+    assert sustainable(100.0, slos, evaluate(slos, keeping_up)) == pytest.approx(99.5 / 0.999)
+    latency = [parse_slo("p99<=30ms"), parse_slo("throughput>=100/s")]
+    assert sustainable(100.0, latency, evaluate(latency, behind)) is None
 
 
 # --- the SUT's own figures: app[NAME] ------------------------------------------------------------

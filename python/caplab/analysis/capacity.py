@@ -37,6 +37,10 @@ class Probe:
     throughput: float
     p99_ms: float | None
     details: dict[str, Any] = field(default_factory=dict)
+    sustainable: float | None = None
+    """For a trial that failed because a rate fell short of the offered load (``throughput >=
+    0.99*offered``, ``app[processed_per_s] >= 0.95*offered``): the highest offered load the rate
+    it did reach would have satisfied. A better next step down than a fixed fraction."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -153,8 +157,11 @@ class CapacitySearch:
                     lo, ci, statistics.fmean(tput), self.probes, time.monotonic() - began, True, message, runs
                 )
             hi = lo
-            # Half a precision step: the bisection already bracketed the capacity that closely.
-            lo = self._round(lo - 1 if self.s.closed else lo * (1 - self.s.precision / 2))
+            # Half a precision step: the bisection already bracketed the capacity that closely —
+            # unless the failed trial measured how far short the system fell, which says where to go.
+            step = lo - 1 if self.s.closed else lo * (1 - self.s.precision / 2)
+            measured = runs[-1].sustainable
+            lo = self._round(min(step, measured) if measured is not None and measured > 0 else step)
             if lo < self.s.minimum or lo >= hi:
                 break
         return SearchOutcome(

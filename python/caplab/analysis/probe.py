@@ -13,7 +13,7 @@ from typing import Any
 
 from caplab.analysis.capacity import GeneratorSaturated, Phase, Probe, SearchOutcome
 from caplab.analysis.limit import demands, find_limit
-from caplab.analysis.slo import Slo, Trial, as_dict, evaluate, parse_slo
+from caplab.analysis.slo import Slo, Trial, as_dict, evaluate, parse_slo, sustainable
 from caplab.analysis.steady import littles_law, steadiness
 from caplab.collect import MetricsSource, RoleSpec, cell_resources, default_collectors, summarize
 from caplab.engine import GeneratorFigures
@@ -157,7 +157,16 @@ class TrialProber:
             else None,
             "resources": resources,
         }
-        probe = Probe(phase, load, not reasons, reasons, r.throughput, r.latency_ms.p99, details)
+        probe = Probe(
+            phase,
+            load,
+            not reasons,
+            reasons,
+            r.throughput,
+            r.latency_ms.p99,
+            details,
+            sustainable(load, self.slos, verdicts),
+        )
         self.records.append((probe, record))
         if self.on_trial is not None:
             self.on_trial(record, probe)

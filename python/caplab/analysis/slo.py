@@ -49,6 +49,9 @@ class Verdict:
     passed: bool
     observed: float | None
     reason: str
+    bound: float | None = None
+    """The threshold the observation was held to (for a rate relative to the offered load, that
+    fraction of this trial's offered rate)."""
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,7 @@ class Slo:
             self.op
         ]
         shown = f"{observed:.4g}{self.unit} {'meets' if ok else 'fails'} {self.op} {bound:.4g}{self.unit}"
-        return Verdict(self.text, ok, observed, f"{self.text}: {shown}")
+        return Verdict(self.text, ok, observed, f"{self.text}: {shown}", bound)
 
     @property
     def unit(self) -> str:
@@ -181,5 +184,21 @@ def evaluate(slos: list[Slo], trial: Trial) -> list[Verdict]:
     return [s.evaluate(trial) for s in slos]
 
 
+def sustainable(load: float, slos: list[Slo], verdicts: list[Verdict]) -> float | None:
+    """The highest load this trial's own figures say would have passed its failed rate SLOs: a
+    system that processed 1,100/s against ``>= 0.95*offered`` sustains about 1,100 / 0.95 offered.
+    None when no rate-relative-to-offered SLO failed (latency says nothing of how far to go)."""
+    estimates = [
+        load * v.observed / v.bound
+        for slo, v in zip(slos, verdicts, strict=True)
+        if not v.passed
+        and slo.relative_to_offered
+        and slo.op in (">=", ">")
+        and v.observed is not None
+        and v.bound
+    ]
+    return min(estimates) if estimates else None
+
+
 def as_dict(v: Verdict) -> dict[str, Any]:
-    return {"slo": v.slo, "passed": v.passed, "observed": v.observed, "reason": v.reason}
+    return {"slo": v.slo, "passed": v.passed, "observed": v.observed, "bound": v.bound, "reason": v.reason}

@@ -20,6 +20,9 @@ PANEL_IN = 2.3
 PANEL_IN_STACKED = 1.6
 """Panels of a chart with three or more share a page: a trial over time fits on one."""
 TITLE_IN = 0.9
+LEGEND_ROW_IN = 0.16
+"""A legend row at 7 pt: a panel is at least as tall as its legend beside it, or matplotlib's
+layout collapses the axes (a study of 16 cells draws 32 latency series in one panel)."""
 matplotlib.rcParams.update(
     {
         "svg.fonttype": "none",
@@ -130,9 +133,10 @@ def _draw_panel(ax: Axes, panel: Panel, chart: Chart, categories: list[str]) -> 
 def render_svg(chart: Chart, path: Path) -> Path:
     """Draws the chart into ``path`` (an .svg file) and returns it."""
     n = len(chart.panels)
-    height = PANEL_IN if n < 3 else PANEL_IN_STACKED
-    figure = Figure(figsize=(WIDTH_IN, TITLE_IN + height * n), layout="constrained")
-    axes = figure.subplots(n, 1, sharex=True, squeeze=False)[:, 0]
+    base = PANEL_IN if n < 3 else PANEL_IN_STACKED
+    heights = [max(base, LEGEND_ROW_IN * (len(p.series) + len(p.lines)) + 0.4) for p in chart.panels]
+    figure = Figure(figsize=(WIDTH_IN, TITLE_IN + sum(heights)), layout="constrained")
+    axes = figure.subplots(n, 1, sharex=True, squeeze=False, height_ratios=heights)[:, 0]
     categories = (
         list(dict.fromkeys(str(x) for p in chart.panels for s in p.series for x in s.x))
         if chart.categorical

@@ -60,7 +60,7 @@ def run_study_command(
         sys.stdout.write("\n")
     else:
         console = Console()
-        console.print(summary_table(document))
+        console.print(summary_table(document, console))
         for fit in document["scaling"]:
             console.print(scaling_line(fit))
         console.print(f"stored as study {outcome.study_id} in {store.url} — `caplab show {outcome.study_id}`")

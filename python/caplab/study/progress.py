@@ -8,6 +8,7 @@ from typing import Any
 from rich import box
 from rich.console import Console
 from rich.live import Live
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -88,7 +89,13 @@ class StudyProgress:
         resources: dict[str, Any],
         reason: str | None = None,
     ) -> None:
-        if status == "complete":
+        search = metrics.get("capacity") or {}
+        if status == "complete" and search and not search.get("found"):
+            line = Text(f"{self.header}: ")
+            line.append("no capacity found", style="yellow")
+            line.append(f": {search.get('message', '')}")
+            self.console.print(line)
+        elif status == "complete":
             p99 = (metrics.get("latency_ms") or {}).get("p99")
             note = f"{metrics.get('throughput', 0):,.1f}/s, p99 {fmt_ms(p99)}"
             self.console.print(f"{self.header}: [green]complete[/] {note}")
@@ -109,10 +116,18 @@ class StudyProgress:
             self.live = None
 
 
-def summary_table(document: dict[str, Any]) -> Table:
+def summary_table(document: dict[str, Any], console: Console | None = None) -> Table:
     """One row per cell: the factors that vary (those that do not go in the title), status,
-    throughput, p99, errors, the limit and the CPU of each role — narrow enough for an 80-column
-    terminal; the report has every other figure."""
+    throughput, p99, errors, the limit and the CPU of each role (100 = one core). On a console too
+    narrow for every role, the roles go and the machine's CPU stays; the report has every figure."""
+    table = _summary_table(document, with_roles=True)
+    natural = Measurement.get(console, console.options.update_width(10_000), table) if console else None
+    if console is not None and natural is not None and natural.maximum > console.width:
+        table = _summary_table(document, with_roles=False)
+    return table
+
+
+def _summary_table(document: dict[str, Any], *, with_roles: bool) -> Table:
     cells = document["cells"]
     factor_names = list(cells[0]["factors"]) if cells else []
     varied = [f for f in factor_names if len({str(c["factors"].get(f)) for c in cells}) > 1]
@@ -122,38 +137,66 @@ def summary_table(document: dict[str, Any]) -> Table:
             r
             for c in cells
             for r, use in (c.get("resources") or {}).items()
-            if r not in ("host", "generator") and isinstance(use, dict) and "cpu_percent" in use
+            if with_roles
+            and r not in ("host", "generator")
+            and isinstance(use, dict)
+            and "cpu_percent" in use
         }
     )
     title = f"study {document['study']['id']}: {document['study']['name']}" + (f" ({fixed})" if fixed else "")
     errors = any((c.get("metrics") or {}).get("errors") for c in cells)
+    statuses = [_status(c) for c in cells]
+    everything_complete = all(status == "complete" for status in statuses)
+    caption = "; ".join(
+        ([] if errors else ["no errors in any cell"])
+        + (["every cell complete"] if everything_complete else [])
+        + ([] if with_roles else ["CPU per role: in the report"])
+    )
     table = Table(
         title=scrub(title),
-        caption=None if errors else "no errors in any cell",
+        caption=caption or None,
         header_style="bold",
         box=box.SIMPLE_HEAD,
         padding=0,
         pad_edge=False,
     )
-    for name in [*varied, "status", "throughput", "p99", *(["errors"] if errors else []), "limit"]:
+    columns = [
+        *varied,
+        *([] if everything_complete else ["status"]),
+        "req/s",
+        "p99",
+        *(["errors"] if errors else []),
+        "limit",
+    ]
+    for name in columns:
         table.add_column(name, justify="left" if name == "limit" else "right", no_wrap=True)
     for role in [*roles, "host"]:
-        table.add_column(f"cpu\n{role}", justify="right", no_wrap=True)
-    for c in cells:
+        table.add_column(f"cpu %\n{role}", justify="right", no_wrap=True)
+    for c, status in zip(cells, statuses, strict=True):
         m = c.get("metrics") or {}
         res = c.get("resources") or {}
-        style = {"complete": "green", "failed": "red"}.get(c["status"], "yellow")
         row = [str(c["factors"][f]) for f in varied]
-        row += [f"[{style}]{c['status']}[/]", f"{m['throughput']:,.0f}/s" if "throughput" in m else "–"]
+        if not everything_complete:
+            style = {"complete": "green", "failed": "red"}.get(status, "yellow")
+            row.append(f"[{style}]{status}[/]")
+        row.append(f"{m['throughput']:,.0f}" if "throughput" in m else "–")
         row.append(fmt_ms((m.get("latency_ms") or {}).get("p99")))
         if errors:
             row.append(str(m.get("errors", "–")))
         row.append((m.get("limit") or {}).get("resource", "–"))
         for role in [*roles, "host"]:
             cpu = (res.get(role) or {}).get("cpu_percent")
-            row.append(f"{cpu:.0f}%" if cpu is not None else "–")
+            row.append(f"{cpu:.0f}" if cpu is not None else "–")
         table.add_row(*row)
     return table
+
+
+def _status(cell: dict[str, Any]) -> str:
+    """The cell's status, except that a complete cell whose search found no capacity says so."""
+    search = (cell.get("metrics") or {}).get("capacity") or {}
+    if cell["status"] == "complete" and search and not search.get("found"):
+        return "no capacity"
+    return str(cell["status"])
 
 
 def scaling_line(entry: dict[str, Any]) -> str:
