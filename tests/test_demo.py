@@ -92,7 +92,7 @@ def test_the_scale_out_over_hosts_is_fitted(results: dict[str, Any]) -> None:
 def test_the_storage_baseline_and_the_recommendation_are_reported(results: dict[str, Any]) -> None:
     baseline = results["environment"]["storage_baseline"]
     assert baseline["status"] in ("measured", "skipped")
-    assert results["recommendation"]["goal"] == {"rate": 300.0, "headroom": 0.25}
+    assert results["recommendation"]["goal"] == {"rate": 500.0, "headroom": 0.25, "for_each": []}
     assert results["observations"], "the report says something about what it found"
 
 

@@ -245,6 +245,9 @@ class GoalSpec(Strict):
 
     rate: float = Field(gt=0)
     headroom: Annotated[float, BeforeValidator(_percent_fraction), Field(ge=0, lt=1)] = 0.25
+    for_each: list[str] = Field(default_factory=list)
+    """Factors that are workloads to serve, not options to choose (the paper's messaging and
+    orchestration scenarios): the report recommends a configuration for each of their values."""
 
 
 class StorageBaselineSpec(Strict):
@@ -502,4 +505,10 @@ def load_study(path: str | Path) -> Study:
         _check_files(path, lines, config)
         cells.append(Cell(index, factors, config))
     names = list(matrix[0]) if matrix else []
+    goal = cells[0].config.goal if cells else None
+    for i, name in enumerate(goal.for_each if goal else []):
+        if name not in names:
+            line = lines.get(("goal", "for_each", i), lines.get(("goal",), 1))
+            known = ", ".join(names) or "none"
+            raise SpecError(f"{path}:{line}: goal.for_each: {name!r} is not a factor (the factors: {known})")
     return Study(path=path, text=text, name=cells[0].config.name, factor_names=names, cells=cells)

@@ -46,13 +46,42 @@ def test_a_goal_picks_the_smallest_configuration_that_carries_it(
     smallest = next(i for i, c in enumerate(capacities) if c * 0.75 >= rate)
     results = build_results(_with_goal(study_document, rate), study_samples)
     rec = results["recommendation"]
-    assert results["goal"] == {"rate": rate, "headroom": 0.25}
+    assert results["goal"] == {"rate": rate, "headroom": 0.25, "for_each": []}
     assert rec["choice"]["label"] == f"workers={smallest + 1}"
     assert rec["choice"]["margin"] == pytest.approx(capacities[smallest] * 0.75 - rate)
     assert rec["text"].startswith(f"Choose workers={smallest + 1}")
     assert f.rate(rec["choice"]["margin"]) in rec["text"]
     markdown, _ = _render(results)
     assert "◀ recommended" in markdown
+
+
+def test_a_goal_for_each_workload_recommends_one_configuration_per_workload(
+    study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+) -> None:
+    """Two flows over the same sizes, the heavy one needing two workers: each flow gets the
+    smallest size that carries it, compared only with its own flow's cells, named without the flow."""
+    capacities = _capacities(study_document)  # workers = 1, 2, 3
+    rate = min(capacities) * 0.75 * 0.9  # the smallest light size carries it
+    varied = copy.deepcopy(study_document)
+    heavy = copy.deepcopy(varied["cells"])
+    for cell in varied["cells"]:
+        cell["factors"] = {"flow": "light", **cell["factors"]}
+    for k, (cell, share) in enumerate(zip(heavy, [0.5, 1.1, 2.0], strict=True)):
+        cell["index"] = len(varied["cells"]) + k
+        cell["factors"] = {"flow": "heavy", **cell["factors"]}
+        cell["metrics"]["capacity"]["capacity_rps"] = rate / 0.75 * share
+    varied["cells"] += heavy
+    varied["study"]["spec"] += f"\ngoal: {{rate: {rate:g}, headroom: 25%, for_each: [flow]}}\n"
+    results = build_results(varied, study_samples)
+    rec = results["recommendation"]
+    light, heavy_choice = rec["choices"]
+    assert light["for"] == {"flow": "light"} and light["label"] == "workers=1"
+    assert heavy_choice["for"] == {"flow": "heavy"} and heavy_choice["label"] == "workers=2"
+    assert rec["text"].startswith("For flow=light: Choose workers=1:")
+    assert "For flow=heavy: Choose workers=2:" in rec["text"]
+    markdown, html = _render(results)
+    assert markdown.count("◀ recommended") == 2
+    assert "2 configurations" in html
 
 
 def test_a_goal_beyond_every_configuration_says_so(

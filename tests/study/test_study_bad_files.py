@@ -56,6 +56,12 @@ TARGET = "name: orders\ntarget:\n  http:\n    url: http://127.0.0.1:8080/\n"
             id="goal-headroom",
         ),
         pytest.param(
+            TARGET
+            + "factors:\n  hosts: [1, 2]\nload:\n  rate: 1\ngoal:\n  rate: 500\n  for_each: [hosts, flow]\n",
+            "11: goal.for_each: 'flow' is not a factor (the factors: hosts)",
+            id="goal-for-each",
+        ),
+        pytest.param(
             TARGET + "load:\n  rate: 1\nslo: ['app[processed]>=many']\n",
             "7: slo.0: ",
             id="app-slo",

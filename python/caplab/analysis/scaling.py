@@ -90,7 +90,8 @@ def fit_quality(entry: dict[str, Any]) -> tuple[bool, str]:
     if peak_n == n0 and last < first:
         reasons.append(
             f"throughput falls as {factor} grows ({first:,.0f}/s at {n0:g} → {last:,.0f}/s at "
-            f"{n1:g}), so {factor} is not an amount of resource and a scalability law does not fit it"
+            f"{n1:g}): each unit added costs more of a shared resource than it brings (see the "
+            f"limits), or {factor} is not an amount of resource at all; no scalability law fits that"
         )
     elif peak_n < n1 and last < peak * 0.98:
         reasons.append(

@@ -40,10 +40,20 @@ def _bullets(b: Bullets) -> str:
     return '<ul class="observations">' + "".join(_para(p, "li") for p in b.items) + "</ul>"
 
 
+LONG_FIGURE = 14
+"""Characters past which a card's value is set smaller: a configuration's name
+(``scenario=messaging stores=1``) wraps at its spaces, not inside a word."""
+
+
+def _value_class(value: str) -> str:
+    return "value long" if len(value) > LONG_FIGURE else "value"
+
+
 def _figures(k: KeyFigures) -> str:
     cards = "".join(
         f'<div class="figure-card"><div class="label">{escape(i.label)}</div>'
-        f'<div class="value">{escape(i.value)}</div><div class="note">{escape(i.note)}</div></div>'
+        f'<div class="{_value_class(i.value)}">{escape(i.value)}</div>'
+        f'<div class="note">{escape(i.note)}</div></div>'
         for i in k.items
     )
     return f'<div class="figures">{cards}</div>'

@@ -13,6 +13,7 @@ import numpy as np
 from caplab.analysis.scaling import fit_quality
 from caplab.analysis.usl import usl
 from caplab.report import format as f
+from caplab.report.format import cell_label
 from caplab.report.observations import SATURATED
 from caplab.report.runs import size_order
 from caplab.report.scenario import DEFAULT_HEADROOM
@@ -29,6 +30,7 @@ def _ratings(results: dict[str, Any], headroom: float) -> list[dict[str, Any]]:
         {
             "cell": e["cell"],
             "label": e["label"],
+            "factors": e["factors"],
             "basis": e["basis"],
             "value": e["value"],
             "unit": e["unit"],
@@ -46,9 +48,12 @@ def sustained(r: dict[str, Any]) -> str:
     return shown if r["unit"] == "req/s" else f"{shown} ({f.rate(r['rate'])})"
 
 
-def _extrapolate(results: dict[str, Any], needed: float) -> dict[str, Any] | None:
-    """The smallest untested size a good scaling fit predicts would reach ``needed``."""
+def _extrapolate(results: dict[str, Any], needed: float, workload: dict[str, Any]) -> dict[str, Any] | None:
+    """The smallest untested size a good scaling fit (of this workload's cells) predicts would
+    reach ``needed``."""
     for entry in results["scaling"]:
+        if any(entry["group"].get(k) != v for k, v in workload.items()):
+            continue
         fit = entry.get("fit")
         if not fit or not fit_quality(entry)[0]:
             continue
@@ -70,7 +75,7 @@ def _extrapolate(results: dict[str, Any], needed: float) -> dict[str, Any] | Non
 
 
 def _with_goal(
-    ratings: list[dict[str, Any]], goal: dict[str, float], results: dict[str, Any]
+    ratings: list[dict[str, Any]], goal: dict[str, Any], results: dict[str, Any], workload: dict[str, Any]
 ) -> dict[str, Any]:
     rate, headroom = goal["rate"], goal["headroom"]
     needed = rate / (1.0 - headroom)
@@ -105,7 +110,7 @@ def _with_goal(
         f"{sustained(best)} and is "
         f"rated for {f.rate(best['rated'])}."
     )
-    guess = _extrapolate(results, needed)
+    guess = _extrapolate(results, needed, workload)
     if guess is not None:
         out["extrapolated"] = guess
         text += (
@@ -193,6 +198,36 @@ def advice(results: dict[str, Any]) -> list[str]:
     return out
 
 
+def _per_workload(
+    ratings: list[dict[str, Any]], goal: dict[str, Any], results: dict[str, Any]
+) -> dict[str, Any]:
+    """The goal met for each workload (``goal.for_each``): configurations are compared only with
+    others serving the same workload, and named without it. Without ``for_each``, one choice."""
+    for_each = goal.get("for_each") or []
+    if not for_each:
+        out = _with_goal(ratings, goal, results, {})
+        out["choices"] = [out["choice"]] if out["choice"] else []
+        return out
+    naming = [n for n in results["matrix"]["naming"] if n not in for_each]
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for r in ratings:
+        workload = {k: r["factors"].get(k) for k in for_each}
+        short = cell_label({k: v for k, v in r["factors"].items() if k in naming}) or r["label"]
+        groups.setdefault(cell_label(workload), []).append({**r, "label": short, "for": workload})
+    workloads = []
+    for name, members in groups.items():
+        part = _with_goal(members, goal, results, members[0]["for"])
+        workloads.append({"for": members[0]["for"], **part, "text": f"For {name}: {part['text']}"})
+    return {
+        "needed": workloads[0]["needed"] if workloads else None,
+        "choice": None,
+        "choices": [w["choice"] for w in workloads if w["choice"]],
+        "extrapolated": None,
+        "workloads": workloads,
+        "text": " ".join(w["text"] for w in workloads),
+    }
+
+
 def recommend(results: dict[str, Any]) -> dict[str, Any]:
     goal = results["goal"]
     headroom = goal["headroom"] if goal else DEFAULT_HEADROOM
@@ -202,6 +237,7 @@ def recommend(results: dict[str, Any]) -> dict[str, Any]:
         "headroom": headroom,
         "ratings": ratings,
         "choice": None,
+        "choices": [],
         "advice": advice(results),
     }
     if not ratings:
@@ -221,7 +257,7 @@ def recommend(results: dict[str, Any]) -> dict[str, Any]:
         "configuration carried at least that much, perhaps more. "
     )
     if goal:
-        out.update(_with_goal(ratings, goal, results))
+        out.update(_per_workload(ratings, goal, results))
         out["text"] = prefix + out["text"]
     else:
         out["text"] = prefix + _without_goal(ratings, headroom)

@@ -46,15 +46,21 @@ def _seconds(value: Any) -> float | None:
         return None
 
 
-def goal_of(spec: dict[str, Any]) -> dict[str, float] | None:
-    """``{rate, headroom}`` from the study's ``goal:``; None when no goal (or no usable rate) was given."""
+def goal_of(spec: dict[str, Any]) -> dict[str, Any] | None:
+    """``{rate, headroom, for_each}`` from the study's ``goal:``; None when no goal (or no usable
+    rate) was given."""
     goal = spec.get("goal")
     if not isinstance(goal, dict):
         return None
     rate = goal.get("rate")
     if not isinstance(rate, int | float) or isinstance(rate, bool) or rate <= 0:
         return None
-    return {"rate": float(rate), "headroom": _fraction(goal.get("headroom"), DEFAULT_HEADROOM)}
+    for_each = goal.get("for_each")
+    return {
+        "rate": float(rate),
+        "headroom": _fraction(goal.get("headroom"), DEFAULT_HEADROOM),
+        "for_each": [str(x) for x in for_each] if isinstance(for_each, list) else [],
+    }
 
 
 def _target(spec: dict[str, Any]) -> dict[str, Any]:

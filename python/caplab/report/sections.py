@@ -63,9 +63,12 @@ def _key_figures(results: dict[str, Any]) -> KeyFigures:
     if ratings:
         best = max(ratings, key=lambda r: r["rate"])
         items.append(Figure(f"best {best['basis']}", sustained(best), best["label"]))
-        choice = rec.get("choice")
-        if choice:
-            items.append(Figure("recommended", choice["label"], f"rated {f.rate(choice['rated'])}"))
+        choices = rec.get("choices") or []
+        if len(choices) == 1:
+            items.append(Figure("recommended", choices[0]["label"], f"rated {f.rate(choices[0]['rated'])}"))
+        elif choices:
+            per = ", ".join(results["goal"]["for_each"])
+            items.append(Figure("recommended", f"{len(choices)} configurations", f"one for each {per}"))
         else:
             items.append(
                 Figure("rated for", f.rate(best["rated"]), f"{f.pct(rec['headroom'])} headroom kept")

@@ -290,12 +290,12 @@ def ratings_table(results: dict[str, Any]) -> Table:
     if goal:
         columns.append(Column(f"meets {f.rate(goal['rate'])}"))
     rows = []
-    chosen = (rec.get("choice") or {}).get("cell")
+    chosen = {c["cell"] for c in rec.get("choices") or []}
     for r in rec["ratings"]:
         row = [
             text_cell(
-                r["label"] + ("  ◀ recommended" if r["cell"] == chosen else ""),
-                "good" if r["cell"] == chosen else "",
+                r["label"] + ("  ◀ recommended" if r["cell"] in chosen else ""),
+                "good" if r["cell"] in chosen else "",
             ),
             num_cell(r["value"], sustained(r)),
             num_cell(r["rated"], f.rate(r["rated"])),
