@@ -77,8 +77,8 @@ def test_a_goal_for_each_workload_recommends_one_configuration_per_workload(
     light, heavy_choice = rec["choices"]
     assert light["for"] == {"flow": "light"} and light["label"] == "workers=1"
     assert heavy_choice["for"] == {"flow": "heavy"} and heavy_choice["label"] == "workers=2"
-    assert rec["text"].startswith("For flow=light: Choose workers=1:")
-    assert "For flow=heavy: Choose workers=2:" in rec["text"]
+    assert rec["text"].startswith("For flow=light: choose workers=1:")
+    assert "For flow=heavy: choose workers=2:" in rec["text"]
     markdown, html = _render(results)
     assert markdown.count("◀ recommended") == 2
     assert "2 configurations" in html

@@ -92,7 +92,11 @@ class CapacitySearch:
         return p
 
     def _round(self, load: float) -> float:
-        return float(max(1, round(load))) if self.s.closed else load
+        """Users are whole; a rate of 100/s or more is stepped to a whole rate (1,095/s, not
+        1,095.41/s: no search is that precise, and the figure is read by people)."""
+        if self.s.closed:
+            return float(max(1, round(load)))
+        return float(math.floor(load)) if load >= 100 else load
 
     def _midpoint(self, lo: float, hi: float) -> float:
         return float((lo + hi) // 2) if self.s.closed else (lo + hi) / 2

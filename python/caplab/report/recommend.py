@@ -217,7 +217,13 @@ def _per_workload(
     workloads = []
     for name, members in groups.items():
         part = _with_goal(members, goal, results, members[0]["for"])
-        workloads.append({"for": members[0]["for"], **part, "text": f"For {name}: {part['text']}"})
+        workloads.append(
+            {
+                "for": members[0]["for"],
+                **part,
+                "text": f"For {name}: {part['text'][:1].lower()}{part['text'][1:]}",
+            }
+        )
     return {
         "needed": workloads[0]["needed"] if workloads else None,
         "choice": None,
