@@ -102,7 +102,9 @@ def test_the_terminal_summary_names_each_limit_within_80_columns(
     done, _ = demo
     table = done.stdout[: done.stdout.index("scaling over hosts")]
     assert "(scenario=messaging stores=1)" in table, "the factors that do not vary go in the title"
-    rows = [line for line in table.splitlines() if "complete" in line]
+    lines = table.splitlines()
+    body = lines[next(i for i, line in enumerate(lines) if "───" in line) + 1 :]
+    rows = body[: next(i for i, line in enumerate(body) if not line.strip())]
     assert len(rows) == len(results["cells"])
     for row, cell in zip(rows, results["cells"], strict=True):
         assert cell["limit"]["resource"] in row
