@@ -41,6 +41,8 @@ def test_a_plateau_is_named_where_it_starts() -> None:
     sound, why = fit_quality(scaling_over_hosts([700, 1300, 1600, 1610]))
     assert not sound
     assert "stops growing at hosts = 3" in why
+    # A plateau that dips within the noise still starts where the best was first reached.
+    assert "stops growing at hosts = 2" in fit_quality(scaling_over_hosts([475, 749, 748, 736]))[1]
 
 
 def test_a_factor_that_only_costs_throughput_is_not_a_resource() -> None:

@@ -100,8 +100,10 @@ def fit_quality(entry: dict[str, Any]) -> tuple[bool, str]:
             "to so few points cannot place that peak"
         )
     elif len(ordered) >= 3 and last <= ordered[-2][1] * 1.02:
+        # Where the plateau starts: the first N already within 2 % of the best.
+        start = next(n for n, x in ordered if x >= peak * 0.98)
         reasons.append(
-            f"throughput stops growing at {factor} = {ordered[-2][0]:g} — a shared resource "
+            f"throughput stops growing at {factor} = {start:g} — a shared resource "
             "saturates (see the limits), which no fitted curve predicts from so few points"
         )
     r2 = fit.get("r2")
