@@ -8,6 +8,7 @@ from collections import defaultdict
 from typing import Any
 
 from caplab.analysis.usl import fit_usl
+from caplab.units import is_number
 
 MIN_DISTINCT = 3
 GOOD_R2 = 0.80
@@ -108,11 +109,7 @@ def fit_quality(entry: dict[str, Any]) -> tuple[bool, str]:
         )
     r2 = fit.get("r2")
     holdout = fit.get("holdout_error")
-    poor = (_is_number(r2) and r2 < GOOD_R2) or (_is_number(holdout) and abs(holdout) > GOOD_HOLDOUT)
+    poor = (is_number(r2) and r2 < GOOD_R2) or (is_number(holdout) and abs(holdout) > GOOD_HOLDOUT)
     if poor and not reasons:
         reasons.append("the measured points scatter about the curve")
     return not poor and not reasons, "; ".join(reasons)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)

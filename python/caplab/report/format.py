@@ -3,19 +3,15 @@ number reads the same in index.html, report.md and the terminal (and tests can f
 
 from __future__ import annotations
 
-from typing import Any, TypeGuard
+from typing import Any
 
 from caplab.store.urls import scrub
 from caplab.study.progress import factors_text
+from caplab.units import is_number as is_number
 
 DASH = "—"
 LABEL_VALUE_CHARS = 24
 """A factor value longer than this (a command line in a zip group) is cut in labels."""
-
-
-def is_number(value: Any) -> TypeGuard[int | float]:
-    """A figure (bool is not one, though Python says it is an int)."""
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def num(value: Any, digits: int = 3) -> str:

@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from caplab.study.progress import varying_factors
 from caplab.units import parse_duration
 
 DEFAULT_HEADROOM = 0.25
@@ -127,7 +128,7 @@ def naming_factors(spec: dict[str, Any], cells: list[dict[str, Any]]) -> list[st
     group (factors that move together, e.g. a case name with its command line) is named by its
     first factor alone. A study with no varying factor names its cells by all of them."""
     names = list(dict.fromkeys(k for c in cells for k in c.get("factors") or {}))
-    varied = [n for n in names if len({repr((c.get("factors") or {}).get(n)) for c in cells}) > 1]
+    varied = varying_factors(cells)
     factors = spec.get("factors")
     group = factors.get("zip") if isinstance(factors, dict) else None
     followers = set(list(group)[1:]) if isinstance(group, dict) and len(group) >= 2 else set()

@@ -26,6 +26,13 @@ def factors_text(factors: dict[str, Any]) -> str:
     return scrub(" ".join(f"{k}={v}" for k, v in factors.items())) or "(single cell)"
 
 
+def varying_factors(cells: list[dict[str, Any]]) -> list[str]:
+    """The factors that take more than one value across ``cells``, in study order: what tells
+    cells apart (one held at a single value is said once, not in every row or label)."""
+    names = list(dict.fromkeys(k for c in cells for k in c.get("factors") or {}))
+    return [n for n in names if len({repr((c.get("factors") or {}).get(n)) for c in cells}) > 1]
+
+
 class StudyProgress:
     def __init__(self, console: Console | None = None) -> None:
         self.console = console or Console(stderr=True)
@@ -89,11 +96,10 @@ class StudyProgress:
         resources: dict[str, Any],
         reason: str | None = None,
     ) -> None:
-        search = metrics.get("capacity") or {}
-        if status == "complete" and search and not search.get("found"):
+        if status == "complete" and _no_capacity(metrics):
             line = Text(f"{self.header}: ")
             line.append("no capacity found", style="yellow")
-            line.append(f": {search.get('message', '')}")
+            line.append(f": {metrics['capacity'].get('message', '')}")
             self.console.print(line)
         elif status == "complete":
             p99 = (metrics.get("latency_ms") or {}).get("p99")
@@ -130,7 +136,7 @@ def summary_table(document: dict[str, Any], console: Console | None = None) -> T
 def _summary_table(document: dict[str, Any], *, with_roles: bool) -> Table:
     cells = document["cells"]
     factor_names = list(cells[0]["factors"]) if cells else []
-    varied = [f for f in factor_names if len({str(c["factors"].get(f)) for c in cells}) > 1]
+    varied = varying_factors(cells)
     fixed = " ".join(f"{f}={cells[0]['factors'][f]}" for f in factor_names if f not in varied)
     roles = sorted(
         {
@@ -191,10 +197,15 @@ def _summary_table(document: dict[str, Any], *, with_roles: bool) -> Table:
     return table
 
 
+def _no_capacity(metrics: dict[str, Any]) -> bool:
+    """A searched cell whose search ended without a capacity (it completed, but has no figure)."""
+    search = metrics.get("capacity") or {}
+    return bool(search) and not search.get("found")
+
+
 def _status(cell: dict[str, Any]) -> str:
     """The cell's status, except that a complete cell whose search found no capacity says so."""
-    search = (cell.get("metrics") or {}).get("capacity") or {}
-    if cell["status"] == "complete" and search and not search.get("found"):
+    if cell["status"] == "complete" and _no_capacity(cell.get("metrics") or {}):
         return "no capacity"
     return str(cell["status"])
 
