@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from caplab.systems.process import RunningServer, start_module
-from servers import FramedServer, Framing, KnownServer, RecordingHttpServer, Reply, ResponseStyle
+from support.servers import FramedServer, Framing, KnownServer, RecordingHttpServer, Reply, ResponseStyle
 
 # --- knownserver (child process) ------------------------------------------------------------------
 

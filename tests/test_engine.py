@@ -15,7 +15,6 @@ from typing import Any, Literal
 
 import pytest
 
-import hdrv2
 from caplab.engine import (
     ClosedLoad,
     IntervalSnapshot,
@@ -33,7 +32,15 @@ from caplab.engine import (
     summarize_histogram,
 )
 from caplab.systems.process import RunningServer
-from servers import FramedServer, Framing, KnownServer, RecordingHttpServer, ResponseStyle, served_requests
+from support import hdrv2
+from support.servers import (
+    FramedServer,
+    Framing,
+    KnownServer,
+    RecordingHttpServer,
+    ResponseStyle,
+    served_requests,
+)
 
 FramedFactory = Callable[..., FramedServer]
 HttpFactory = Callable[[ResponseStyle], RecordingHttpServer]

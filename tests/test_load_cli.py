@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 
 from caplab.systems.process import RunningServer
-from servers import KnownServer, RecordingHttpServer, ResponseStyle, default_sigint, served_requests
+from support.servers import KnownServer, RecordingHttpServer, ResponseStyle, default_sigint, served_requests
 
 SCHEMA = json.loads((Path(__file__).parent / "schema" / "load-result.schema.json").read_text())
 

@@ -1,4 +1,5 @@
-"""From `caplab load` options to an engine plan (caplab.load.build_plan): mapping and validation."""
+"""From a load description to an engine plan (caplab.engine.build_plan, the one plan builder):
+mapping and validation; the text forms of steps and headers parsed as the command line does."""
 
 from __future__ import annotations
 
@@ -8,14 +9,18 @@ from typing import Any
 
 import pytest
 
-from caplab.engine import ClosedLoad, OpenLoad, Segment, Think
-from caplab.load import LoadOptions, UsageProblem, build_plan, parse_header, parse_steps
+from caplab.cli.options import parse_header, parse_steps
+from caplab.engine import ClosedLoad, LoadSpec, OpenLoad, Segment, Think, UsageProblem, build_plan
 
 URL = "http://127.0.0.1:8080/x"
 
 
-def options(**kw: Any) -> LoadOptions:
-    return LoadOptions(url=kw.pop("url", URL), **kw)
+def options(**kw: Any) -> LoadSpec:
+    """A `LoadSpec` from keyword arguments, steps and headers given as on the command line."""
+    if isinstance(kw.get("steps"), str):
+        kw["steps"] = parse_steps(kw["steps"])
+    kw["headers"] = tuple(parse_header(h) for h in kw.get("headers", ()))
+    return LoadSpec(url=kw.pop("url", URL), **kw)
 
 
 # --- rejected combinations ---------------------------------------------------------------------------
@@ -126,5 +131,5 @@ def test_plan_wire_form() -> None:
 
 
 def test_parse_steps_and_headers() -> None:
-    assert parse_steps("100:5s,250.5:2m") == [(100.0, 5.0), (250.5, 120.0)]
+    assert parse_steps("100:5s,250.5:2m") == ((100.0, 5.0), (250.5, 120.0))
     assert parse_header("Authorization: Bearer a:b") == ("Authorization", "Bearer a:b")

@@ -10,16 +10,21 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from caplab import _engine
 from caplab._engine import PlanError, TargetUnreachable
 
 __all__ = [
+    "DEFAULT_INTERVAL_S",
+    "DEFAULT_TIMEOUT_S",
+    "ENGINE_VERSION",
     "ClosedLoad",
     "GeneratorFigures",
     "IntervalSnapshot",
     "LatencySummary",
+    "LoadSpec",
     "OpenLoad",
     "Plan",
     "PlanError",
@@ -29,12 +34,22 @@ __all__ = [
     "Target",
     "TargetUnreachable",
     "Think",
+    "UsageProblem",
+    "build_plan",
     "merge_histograms",
     "run",
     "summarize_histogram",
 ]
 
 Framing = Literal["line", "u32", "mllp"]
+Arrivals = Literal["constant", "poisson"]
+
+ENGINE_VERSION: str = _engine.__version__
+"""The compiled engine's version, recorded with every study's environment."""
+DEFAULT_TIMEOUT_S = 30.0
+"""How long one request may take before it counts as a ``timeout`` error."""
+DEFAULT_INTERVAL_S = 1.0
+"""The length of one interval snapshot: the clock progress, collectors and series run on."""
 
 
 @dataclass(frozen=True)
@@ -73,12 +88,10 @@ class OpenLoad:
     """Arrival-rate load: sends follow the schedule whatever the replies do."""
 
     profile: tuple[Segment, ...]
-    arrivals: Literal["constant", "poisson"] = "constant"
+    arrivals: Arrivals = "constant"
 
     @staticmethod
-    def constant(
-        rate: float, duration_s: float, arrivals: Literal["constant", "poisson"] = "constant"
-    ) -> OpenLoad:
+    def constant(rate: float, duration_s: float, arrivals: Arrivals = "constant") -> OpenLoad:
         return OpenLoad((Segment(duration_s, rate, rate),), arrivals)
 
     @staticmethod
@@ -118,9 +131,9 @@ class Plan:
     requests: tuple[RequestClass, ...] = (RequestClass(),)
     max_requests: int | None = None
     max_in_flight: int | None = None
-    interval_s: float = 1.0
+    interval_s: float = DEFAULT_INTERVAL_S
     threads: int | None = None
-    timeout_s: float = 30.0
+    timeout_s: float = DEFAULT_TIMEOUT_S
     saturation_lateness_ms: float = 20.0
     seed: int = 0
 
@@ -271,3 +284,97 @@ def merge_histograms(encoded: list[str]) -> str:
 
 def summarize_histogram(encoded: str) -> LatencySummary:
     return LatencySummary.from_dict(json.loads(_engine.summarize_histogram(encoded)))
+
+
+class UsageProblem(ValueError):
+    """A load description that makes no sense (both a rate and users, a ramp without a rate…);
+    the command line reports it with exit code 2, a study fails the cell with it."""
+
+
+@dataclass(frozen=True)
+class LoadSpec:
+    """One load, as `caplab load`, a study cell and a capacity-search trial all describe it:
+    numbers already in seconds and per second. `build_plan` is the one way to a `Plan`."""
+
+    url: str
+    rate: float | None = None
+    ramp_to: float | None = None
+    steps: tuple[tuple[float, float], ...] | None = None
+    """A staircase: (rate, seconds) per step."""
+    users: int | None = None
+    think_s: float = 0.0
+    think_dist: Literal["constant", "exponential"] = "constant"
+    schedule: Arrivals = "constant"
+    duration_s: float = 10.0
+    warmup_s: float = 0.0
+    threads: int | None = None
+    connections: int | None = None
+    method: str = "GET"
+    headers: tuple[tuple[str, str], ...] = ()
+    body: str | None = None
+    body_file: Path | None = None
+    template: bool = False
+    framing: Framing | None = None
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    max_requests: int | None = None
+    interval_s: float = DEFAULT_INTERVAL_S
+    seed: int = 0
+
+    @property
+    def open_model(self) -> bool:
+        return self.rate is not None or self.steps is not None
+
+
+def build_plan(spec: LoadSpec) -> Plan:
+    """Turns a load description into an engine plan, rejecting combinations that make no sense."""
+    open_model = spec.open_model
+    if open_model and spec.users is not None:
+        raise UsageProblem("give --rate/--steps (open model) or --users (closed model), not both")
+    if spec.think_s and open_model:
+        raise UsageProblem("--think applies to the closed model (--users)")
+    if spec.ramp_to is not None and spec.rate is None:
+        raise UsageProblem("--ramp-to needs --rate (the starting rate)")
+    if spec.steps is not None and spec.rate is not None:
+        raise UsageProblem("give --rate or --steps, not both")
+    is_tcp = spec.url.startswith("tcp://")
+    if is_tcp and spec.framing is None:
+        raise UsageProblem("tcp:// targets need --framing line|u32|mllp")
+    if not is_tcp and spec.framing is not None:
+        raise UsageProblem("--framing applies to tcp:// targets")
+    load: OpenLoad | ClosedLoad
+    if spec.steps is not None:
+        load = OpenLoad(tuple(Segment(d, r, r) for r, d in spec.steps), spec.schedule)
+    elif spec.rate is not None:
+        end = spec.ramp_to if spec.ramp_to is not None else spec.rate
+        load = OpenLoad((Segment(spec.duration_s, spec.rate, end),), spec.schedule)
+    else:
+        users = spec.users if spec.users is not None else (spec.connections or 10)
+        think = Think(spec.think_dist, spec.think_s) if spec.think_s else Think()
+        load = ClosedLoad(users, think)
+    request = RequestClass(
+        method=spec.method.upper(), headers=spec.headers, body=_body(spec), template=spec.template
+    )
+    return Plan(
+        target=Target(spec.url, spec.framing),
+        load=load,
+        duration_s=load.duration_s if isinstance(load, OpenLoad) and spec.steps else spec.duration_s,
+        warmup_s=spec.warmup_s,
+        requests=(request,),
+        max_requests=spec.max_requests,
+        max_in_flight=spec.connections if open_model else None,
+        interval_s=spec.interval_s,
+        threads=spec.threads,
+        timeout_s=spec.timeout_s,
+        seed=spec.seed,
+    )
+
+
+def _body(spec: LoadSpec) -> str:
+    if spec.body is not None and spec.body_file is not None:
+        raise UsageProblem("give --body or --body-file, not both")
+    if spec.body_file is None:
+        return spec.body or ""
+    try:
+        return spec.body_file.read_text()
+    except OSError as e:
+        raise UsageProblem(f"--body-file {spec.body_file}: {e.strerror}") from e

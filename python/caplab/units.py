@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any, TypeGuard
 
+from caplab.store.urls import scrub
+
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|µs|ms|s|m|h)?\s*$")
 _SECONDS = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
@@ -33,3 +35,15 @@ def format_duration(seconds: float) -> str:
 def is_number(value: Any) -> TypeGuard[int | float]:
     """A figure (bool is not one, though Python says it is an int)."""
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def factors_text(factors: dict[str, Any]) -> str:
+    """The cell's factors for the terminal, any URL password masked."""
+    return scrub(" ".join(f"{k}={v}" for k, v in factors.items())) or "(single cell)"
+
+
+def varying_factors(cells: list[dict[str, Any]]) -> list[str]:
+    """The factors that take more than one value across ``cells``, in study order: what tells
+    cells apart (one held at a single value is said once, not in every row or label)."""
+    names = list(dict.fromkeys(k for c in cells for k in c.get("factors") or {}))
+    return [n for n in names if len({repr((c.get("factors") or {}).get(n)) for c in cells}) > 1]

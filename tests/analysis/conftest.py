@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis_runs import CAPLAB
+from support.runs import CAPLAB
 
 
 @pytest.fixture(scope="session")

@@ -7,10 +7,10 @@ import subprocess
 
 import pytest
 
-from caplab.analysis.slo import Slo, SloError, Trial, as_dict, evaluate, parse_slo, sustainable
+from caplab.analysis.slo import Slo, SloError, TrialFigures, as_dict, evaluate, parse_slo, sustainable
 
 
-def trial(**changes: object) -> Trial:
+def trial(**changes: object) -> TrialFigures:
     """A trial at 100/s offered on a 4-core host: p99 40 ms, 1 error in 1000, the host at 75 %."""
     base: dict[str, object] = {
         "offered_rate": 100.0,
@@ -25,7 +25,7 @@ def trial(**changes: object) -> Trial:
         "cores": 4,
     }
     base.update(changes)
-    return Trial(**base)  # type: ignore[arg-type]
+    return TrialFigures(**base)  # type: ignore[arg-type]
 
 
 # --- parsing: every form in the module docstring ------------------------------------------------

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from analysis_helpers import interval, series
 from caplab.analysis.steady import littles_law, measured, rate, steadiness
+from support.capacity_probes import interval, series
 
 
 def noisy(mean: float, cv: float, n: int, seed: int) -> list[float]:

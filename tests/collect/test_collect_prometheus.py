@@ -13,7 +13,7 @@ import pytest
 
 from caplab.collect.prometheus import ExpositionError, MetricsSource, PrometheusCollector, parse_exposition
 from caplab.engine import OpenLoad, Plan, Target, run
-from servers import KnownServer
+from support.servers import KnownServer
 
 
 def test_exposition_sums_label_sets_and_skips_comments() -> None:

@@ -27,7 +27,7 @@ from caplab.collect.base import Collector
 from caplab.collect.roles import cgroup_dir
 from caplab.engine import OpenLoad, Plan, RunResult, Target, run
 from caplab.systems.process import RunningServer, start_module
-from servers import served_requests
+from support.servers import served_requests
 
 Spawn = Callable[..., subprocess.Popen[str]]
 

@@ -1,4 +1,4 @@
-"""The session's store for the report tests: see report_helpers.py for the two studies in it."""
+"""The session's store for the report tests: see support/reports.py for the two studies in it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from report_helpers import (
+from support.reports import (
     STUDY_TIMEOUT_S,
     Built,
     Written,

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from headless_chromium import Chromium, chromium_path
-from report_helpers import Built
+from support.headless_chromium import Chromium, chromium_path
+from support.reports import Built
 
 ARTIFACTS = Path(__file__).parents[2] / "build" / "test-artifacts" / "report"
 WIDTH, HEIGHT = 1280, 900

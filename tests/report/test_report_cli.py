@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from report_helpers import Built, caplab
+from support.reports import Built, caplab
 
 
 def test_run_writes_the_report_at_its_end_and_says_where(built: Built) -> None:

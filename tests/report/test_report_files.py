@@ -14,7 +14,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from caplab.report import format as f
-from report_helpers import Built, Written
+from support.reports import Built, Written
 
 CHART_JSON = re.compile(r'<script type="application/json" id="caplab-charts">(.*?)</script>', re.S)
 

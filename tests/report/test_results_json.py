@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from report_helpers import PASSWORD, WORKERS, Built
+from support.reports import PASSWORD, WORKERS, Built
 
 
 def _strict(text: str) -> Any:

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from pg import postgres_url
 
 from caplab import engine
 from caplab.engine import ClosedLoad, Plan, RequestClass, RunResult, Target
 from caplab.store import Store
 from caplab.store.urls import engine_url
 from caplab.systems.process import start_module
-from pg import postgres_url
-from store_helpers import Filled, fill
+from support.stores import Filled, fill
 
 BACKENDS = ["sqlite", "postgresql"]
 

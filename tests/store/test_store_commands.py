@@ -8,10 +8,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from caplab.cli.store import cmd_export, cmd_ls, cmd_show
 from caplab.engine import RunResult
 from caplab.store import Store
-from caplab.store.commands import cmd_export, cmd_ls, cmd_show
-from store_helpers import Filled, same_json
+from support.stores import Filled, same_json
 
 
 def test_ls_lists_studies_as_a_table_and_as_json(

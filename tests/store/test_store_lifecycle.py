@@ -6,7 +6,7 @@ import pytest
 
 from caplab.engine import RunResult
 from caplab.store import Store
-from store_helpers import Filled, fill
+from support.stores import Filled, fill
 
 
 def test_add_cells_creates_missing_cells_only_and_returns_all_in_order(store: Store) -> None:

@@ -8,7 +8,7 @@ import pytest
 from caplab import results
 from caplab.engine import RunResult
 from caplab.store import Store
-from store_helpers import Filled
+from support.stores import Filled
 
 
 def test_load_gives_one_frame_per_level(

@@ -12,7 +12,7 @@ from caplab.collect.base import ResourceSample
 from caplab.engine import RunResult
 from caplab.store import Store
 from caplab.store.codec import rebuild_result, split_result
-from store_helpers import Filled, same_json, samples_for
+from support.stores import Filled, same_json, samples_for
 
 
 def test_each_stored_trial_rebuilds_the_engine_result(

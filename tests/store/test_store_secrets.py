@@ -6,15 +6,15 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from pg import PASSWORD
 
+from caplab.cli.store import cmd_export, cmd_ls, cmd_show
 from caplab.engine import RunResult
 from caplab.store import Store, redact_url
-from caplab.store.commands import cmd_export, cmd_ls, cmd_show
 from caplab.store.connect import open_engine
 from caplab.store.schema import metadata
 from caplab.store.urls import scrub
-from pg import PASSWORD
-from store_helpers import fill
+from support.stores import fill
 
 
 @pytest.mark.parametrize(
@@ -39,7 +39,7 @@ def test_scrub_masks_every_url_password_in_free_text() -> None:
 def _everything_stored(url: str) -> str:
     """Every text value of every row of every table, as one string."""
     engine = open_engine(url)
-    parts = []
+    parts: list[str] = []
     with engine.connect() as conn:
         for table in metadata.sorted_tables:
             for row in conn.execute(sa.select(table)):
@@ -52,7 +52,7 @@ def test_no_output_or_stored_field_holds_the_password(
     pg_url: str, run_result: RunResult, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert PASSWORD in pg_url
-    environment = {"store": pg_url, "argv": ["caplab", "run", "--db", pg_url]}
+    environment: dict[str, object] = {"store": pg_url, "argv": ["caplab", "run", "--db", pg_url]}
     with Store(pg_url) as store:
         assert PASSWORD not in store.url and PASSWORD not in repr(store)
         filled = fill(store, run_result, environment)

@@ -21,7 +21,7 @@ from caplab.engine import RunResult
 from caplab.store import Store
 from caplab.store.connect import open_engine
 from caplab.store.schema import metadata
-from store_helpers import Filled, same_json, samples_for
+from support.stores import Filled, same_json, samples_for
 
 TRIAL_TABLES = ["trials", "intervals", "histograms", "resource_samples"]
 

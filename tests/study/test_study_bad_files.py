@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from caplab.store import Store
-from study_helpers import caplab, free_port
+from support.studies import caplab, free_port
 
 TARGET = "name: orders\ntarget:\n  http:\n    url: http://127.0.0.1:8080/\n"
 

@@ -13,7 +13,7 @@ import pytest
 
 from caplab.store import Store
 from caplab.systems.process import start_module
-from study_helpers import caplab, free_port, json_out, knownserver, listening, write_study
+from support.studies import caplab, free_port, json_out, knownserver, listening, write_study
 
 DIE_AFTER_S = 1.0
 TRIAL_S = 2.0

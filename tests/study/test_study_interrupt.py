@@ -17,8 +17,8 @@ import pytest
 
 from caplab.store import Store
 from caplab.systems.process import RunningServer
-from servers import default_sigint
-from study_helpers import (
+from support.servers import default_sigint
+from support.studies import (
     CAPLAB,
     RUN_TIMEOUT_S,
     caplab,

@@ -18,7 +18,7 @@ import jsonschema
 import pytest
 
 from caplab.store import Store
-from study_helpers import caplab, free_port, json_out, knownserver, listening, write_study
+from support.studies import caplab, free_port, json_out, knownserver, listening, write_study
 
 SCHEMA = json.loads((Path(__file__).parents[1] / "schema" / "load-result.schema.json").read_text())
 CPU_US = [200, 2000]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from caplab.store import Store
-from study_helpers import caplab, free_port, json_out, write_study
+from support.studies import caplab, free_port, json_out, write_study
 
 PASSWORD = "s3cret-Pw"
 DSN = f"postgresql://app:{PASSWORD}@db.example/orders"

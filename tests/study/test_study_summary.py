@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.console import Console
 
-from caplab.study.progress import summary_table
+from caplab.cli.progress import summary_table
 
 
 def cell(index: int, hosts: int, throughput: float | None, found: bool = True) -> dict[str, Any]:

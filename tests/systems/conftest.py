@@ -12,7 +12,7 @@ import pytest
 
 from caplab.systems import msgbus
 from caplab.systems.msgbus import RunningMsgbus
-from msgbus_client import Start
+from support.msgbus_client import Start
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import pytest
 
 from caplab.systems import msgbus
 from caplab.systems.msgbus import MESSAGING_BODY, RunningMsgbus
-from msgbus_client import frame, parse_exposition, read_frame, send_tcp, tcp_exchange
+from support.msgbus_client import frame, parse_exposition, read_frame, send_tcp, tcp_exchange
 
 GOOD = MESSAGING_BODY.replace("{seq}", "1").encode()
 NOT_XML = b"<order><item></order>"

@@ -15,7 +15,7 @@ from collections import Counter
 import pytest
 
 from caplab.systems.msgbus import MESSAGING_BODY, ORCHESTRATION_BODY, RunningMsgbus
-from msgbus_client import Start, documents, send_concurrently, sink_log
+from support.msgbus_client import Start, documents, send_concurrently, sink_log
 
 DOCUMENTS = 240
 CONNECTIONS = 4

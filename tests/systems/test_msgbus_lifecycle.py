@@ -13,7 +13,7 @@ import pytest
 
 from caplab.systems.msgbus import ROLES, RunningMsgbus
 from caplab.systems.process import start_module
-from msgbus_client import Start
+from support.msgbus_client import Start
 
 
 def tier_processes(bus: RunningMsgbus) -> list[psutil.Process]:

@@ -31,7 +31,7 @@ class SloError(ValueError):
 
 
 @dataclass(frozen=True)
-class Trial:
+class TrialFigures:
     """What an SLO is evaluated against: one trial's figures."""
 
     offered_rate: float | None
@@ -63,7 +63,7 @@ class Slo:
     value: float
     relative_to_offered: bool = False
 
-    def evaluate(self, t: Trial) -> Verdict:
+    def evaluate(self, t: TrialFigures) -> Verdict:
         observed = self.observe(t)
         if observed is None and self.metric in _PERCENTILES and self.op in ("<=", "<"):
             # Too few requests for this percentile: the maximum bounds it from above, so a maximum
@@ -93,7 +93,7 @@ class Slo:
             return ""
         return "/s"
 
-    def observe(self, t: Trial) -> float | None:
+    def observe(self, t: TrialFigures) -> float | None:
         if self.metric in _LATENCY:
             return t.latency_ms.get(self.metric)
         if self.metric == "errors":
@@ -180,7 +180,7 @@ def _bound(text: str, raw: str, what: str = "") -> float:
     return value
 
 
-def evaluate(slos: list[Slo], trial: Trial) -> list[Verdict]:
+def evaluate(slos: list[Slo], trial: TrialFigures) -> list[Verdict]:
     return [s.evaluate(trial) for s in slos]
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from caplab.store.urls import scrub
-from caplab.study.progress import factors_text
+from caplab.units import factors_text
 from caplab.units import is_number as is_number
 
 DASH = "—"

@@ -10,7 +10,8 @@ from typing import Any
 
 import psutil
 
-from caplab import __version__, _engine
+from caplab import __version__
+from caplab.engine import ENGINE_VERSION
 
 
 def _cpu_model() -> str:
@@ -64,7 +65,7 @@ def environment() -> dict[str, Any]:
         "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
         "python": platform.python_version(),
         "caplab_version": __version__,
-        "engine_version": _engine.__version__,
+        "engine_version": ENGINE_VERSION,
         "generator": "local engine threads on this host",
         "disks": disks(),
     }

@@ -12,20 +12,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from caplab.analysis.capacity import GeneratorSaturated
 from caplab.collect import MetricsSource, RoleSpec, cell_resources, default_collectors
 from caplab.collect.base import ResourceSample
-from caplab.engine import IntervalSnapshot, Plan, PlanError, TargetUnreachable
-from caplab.load import LoadOptions, UsageProblem, build_plan
+from caplab.engine import (
+    IntervalSnapshot,
+    LoadSpec,
+    Plan,
+    PlanError,
+    TargetUnreachable,
+    UsageProblem,
+    build_plan,
+)
+from caplab.experiments.base import Experiment, Interrupted, TrialRecord, run_trial
+from caplab.experiments.capacity import CapacityExperiment, GeneratorSaturated
+from caplab.experiments.fixed import FixedLoad
 from caplab.spec import Cell, Study, StudyConfig
 from caplab.store import CellRow, Store
 from caplab.study.baseline import baseline_line, storage_baseline
 from caplab.study.environment import environment
 from caplab.study.metrics import cell_metrics
-from caplab.study.progress import StudyProgress
-from caplab.study.search import SearchLoad
+from caplab.study.observer import StudyObserver
 from caplab.study.sut import Sut, SutFailed
-from caplab.study.trials import CellProcedure, FixedLoad, Interrupted, TrialRecord, run_trial
 
 
 @dataclass(frozen=True)
@@ -35,14 +42,14 @@ class StudyOutcome:
     cells_failed: int
 
 
-def options_for(config: StudyConfig, directory: Path) -> LoadOptions:
-    """One cell's load as `caplab load` options, so a study and the command build plans alike."""
+def load_spec_for(config: StudyConfig, directory: Path) -> LoadSpec:
+    """One cell's load as a `LoadSpec`, so a study and `caplab load` build plans alike."""
     load = config.load
     target = config.target.http or config.target.tcp
     assert target is not None
     body_file = (directory / target.body_file) if target.body_file else None
     http = config.target.http
-    return LoadOptions(
+    return LoadSpec(
         url=target.url,
         rate=load.rate if load.open_model else None,
         ramp_to=load.ramp_to,
@@ -55,7 +62,7 @@ def options_for(config: StudyConfig, directory: Path) -> LoadOptions:
         threads=load.threads,
         connections=load.connections,
         method=http.method if http else "GET",
-        headers=tuple(f"{k}: {v}" for k, v in (http.headers.items() if http else ())),
+        headers=tuple(http.headers.items()) if http else (),
         body=target.body,
         body_file=body_file,
         template=target.template,
@@ -65,7 +72,7 @@ def options_for(config: StudyConfig, directory: Path) -> LoadOptions:
 
 
 def plan_for(config: StudyConfig, directory: Path) -> Plan:
-    return build_plan(options_for(config, directory))
+    return build_plan(load_spec_for(config, directory))
 
 
 def roles_of(config: StudyConfig, sut: Sut | None) -> list[RoleSpec]:
@@ -87,8 +94,8 @@ def metrics_of(config: StudyConfig) -> MetricsSource | None:
     )
 
 
-class _Cell:
-    """One cell's run: the CellContext a procedure works through."""
+class CellRun:
+    """One cell's run: the `CellContext` its experiment works through."""
 
     def __init__(self, runner: StudyRunner, cell: Cell, row: CellRow, sut: Sut | None) -> None:
         self.runner = runner
@@ -102,11 +109,11 @@ class _Cell:
         self.summary: dict[str, Any] = {}
         self.progress = runner.progress
 
-    def options(self) -> LoadOptions:
-        return options_for(self.cell.config, self.runner.study.directory)
+    def load_spec(self) -> LoadSpec:
+        return load_spec_for(self.cell.config, self.runner.study.directory)
 
     def plan(self) -> Plan:
-        return build_plan(self.options())
+        return build_plan(self.load_spec())
 
     def trial(self, plan: Plan, index: int, kind: str) -> TrialRecord:
         self.progress.trial_started(index, self.cell.config.load.repeat, plan)
@@ -138,7 +145,7 @@ class _Cell:
 
 
 class StudyRunner:
-    def __init__(self, study: Study, store: Store, progress: StudyProgress) -> None:
+    def __init__(self, study: Study, store: Store, progress: StudyObserver) -> None:
         self.study = study
         self.store = store
         self.progress = progress
@@ -191,14 +198,16 @@ class StudyRunner:
         self.progress.cell_started(cell)
         config = cell.config
         sut = Sut(config.sut, self.study.directory) if config.sut else None
-        ctx: _Cell | None = None
+        ctx: CellRun | None = None
         try:
             if sut is not None:
                 sut.start()
                 sut.wait_ready()
-            ctx = _Cell(self, cell, row, sut)
-            procedure: CellProcedure = SearchLoad(config) if config.search else FixedLoad(config.load.repeat)
-            records = procedure.run(ctx)
+            ctx = CellRun(self, cell, row, sut)
+            experiment: Experiment = (
+                CapacityExperiment(config) if config.search else FixedLoad(config.load.repeat)
+            )
+            records = experiment.run(ctx)
             metrics = {**cell_metrics([r.result for r in records]), **ctx.summary}
             samples = [s for r in records for s in r.samples]
             resources = cell_resources(samples, config.load.warmup, config.load.warmup + config.load.duration)
@@ -217,7 +226,7 @@ class StudyRunner:
             if sut is not None:
                 sut.stop()
 
-    def _fail(self, study_id: int, cell: Cell, row: CellRow, reason: str, ctx: _Cell | None) -> None:
+    def _fail(self, study_id: int, cell: Cell, row: CellRow, reason: str, ctx: CellRun | None) -> None:
         """Records a failed cell, keeping the metrics of any trials it completed."""
         records = ctx.records if ctx else []
         metrics: dict[str, Any] | None = cell_metrics([r.result for r in records]) if records else None

@@ -10,7 +10,6 @@ The store server calls these methods inside one transaction per group commit (be
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Protocol
 
 from caplab.systems.msgbus.subscriptions import DEFAULT_SUBSCRIPTIONS
@@ -43,15 +42,3 @@ class MessageBox(Protocol):
 
 def subscription_rows() -> list[tuple[str, str, str]]:
     return [(s.message_type, s.kind, s.subscriber) for s in DEFAULT_SUBSCRIPTIONS]
-
-
-def open_messagebox(index: int, *, data_dir: Path, store_url: str | None, master: bool) -> MessageBox:
-    """Store ``index``, created empty: a SQLite file in ``data_dir``, or the PostgreSQL schema
-    ``msgbus_store<index>`` in ``store_url``'s database."""
-    if store_url is None:
-        from caplab.systems.msgbus.sqlite_box import SqliteMessageBox
-
-        return SqliteMessageBox(data_dir / f"messagebox{index}.db", master=master)
-    from caplab.systems.msgbus.postgres_box import PostgresMessageBox
-
-    return PostgresMessageBox(store_url, f"msgbus_store{index}", master=master)

@@ -12,6 +12,7 @@ import psycopg
 from psycopg import sql
 
 from caplab.systems.msgbus.messagebox import Stored, subscription_rows
+from caplab.systems.secrets import describe, redact
 
 SCHEMA = """
 CREATE TABLE messages (
@@ -39,13 +40,11 @@ class MessageBoxUnavailable(RuntimeError):
 
 class PostgresMessageBox:
     def __init__(self, url: str, schema: str, *, master: bool) -> None:
-        from caplab.store.urls import describe, redact_url
-
-        self.description = f"postgresql {redact_url(url)} schema {schema}"
+        self.description = f"postgresql {redact(url)} schema {schema}"
         try:
             self._db = psycopg.connect(url, connect_timeout=10)
         except psycopg.Error as e:
-            raise MessageBoxUnavailable(f"cannot connect to {redact_url(url)}: {describe(e)}") from None
+            raise MessageBoxUnavailable(f"cannot connect to {redact(url)}: {describe(e)}") from None
         name = sql.Identifier(schema)
         self._db.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(name))
         self._db.execute(sql.SQL("CREATE SCHEMA {}").format(name))

@@ -11,9 +11,11 @@ from typing import Any
 
 import pytest
 
-from analysis_helpers import ThresholdProbe
-from caplab.analysis import find
-from caplab.analysis.capacity import (
+from caplab.analysis.slo import Slo
+from caplab.engine import LoadSpec
+from caplab.experiments.capacity import answer as find
+from caplab.experiments.capacity.answer import FindSettings, find_capacity
+from caplab.experiments.capacity.search import (
     MAX_CONFIRM_ROUNDS,
     CapacitySearch,
     GeneratorSaturated,
@@ -22,9 +24,8 @@ from caplab.analysis.capacity import (
     SearchOutcome,
     SearchSettings,
 )
-from caplab.analysis.find import FindSettings, find_capacity
-from caplab.analysis.slo import Slo
-from caplab.load import LoadOptions
+from caplab.experiments.capacity.trial import LimitAnalysis
+from support.capacity_probes import ThresholdProbe
 
 
 def search(probe: ThresholdProbe, **settings: Any) -> tuple[CapacitySearch, SearchOutcome]:
@@ -219,24 +220,24 @@ class FakeProber:
 
     probe = ThresholdProbe(1234.0)
 
-    def __init__(self, base: LoadOptions, slos: list[Slo], *args: Any) -> None:
+    def __init__(self, base: LoadSpec, slos: list[Slo], *args: Any) -> None:
         self.slos = slos
 
     def __call__(self, load: float, phase: Phase) -> Probe:
         return self.probe(load, phase)
 
-    def analyse(self, outcome: SearchOutcome) -> dict[str, Any]:
-        return {"limit": {"kind": "unknown"}, "consistency": "good", "littles_law": {"checked": False}}
+    def analyse(self, outcome: SearchOutcome) -> LimitAnalysis:
+        return LimitAnalysis({"kind": "unknown"}, "good", {"checked": False})
 
 
 def fake_find(monkeypatch: pytest.MonkeyPatch, probe: ThresholdProbe, **settings: Any) -> dict[str, Any]:
     monkeypatch.setattr(FakeProber, "probe", probe)
     monkeypatch.setattr(find, "TrialProber", FakeProber)
     doc = find_capacity(
-        LoadOptions(url="http://127.0.0.1:9/"),
+        LoadSpec(url="http://127.0.0.1:9/"),
         FindSettings(slos=("p99<=50ms",), **settings),
         roles=[],
-    )
+    ).to_dict()
     json.dumps(doc)  # the document is plain JSON
     return doc
 
@@ -296,4 +297,5 @@ def test_a_confirmation_round_stops_at_its_first_failure() -> None:
     for load, passed in rounds.items():
         # A failed round is its passes then one failure; a passing round is all three.
         assert passed in ([False], [True, False], [True, True, False], [True, True, True]), (load, passed)
+    assert outcome.capacity is not None
     assert rounds[outcome.capacity] == [True, True, True]

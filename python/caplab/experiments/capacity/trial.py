@@ -11,21 +11,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from caplab.analysis.capacity import GeneratorSaturated, Phase, Probe, SearchOutcome
+from caplab.analysis.generator import crowded_out
 from caplab.analysis.limit import demands, find_limit
-from caplab.analysis.slo import Slo, Trial, as_dict, evaluate, parse_slo, sustainable
+from caplab.analysis.slo import Slo, TrialFigures, as_dict, evaluate, parse_slo, sustainable
 from caplab.analysis.steady import littles_law, steadiness
 from caplab.collect import MetricsSource, RoleSpec, cell_resources, default_collectors, summarize
-from caplab.engine import GeneratorFigures
-from caplab.load import LoadOptions, build_plan
-from caplab.study.trials import ProgressFn, TrialRecord, run_trial
+from caplab.engine import LoadSpec, build_plan
+from caplab.experiments.base import ProgressFn, TrialRecord, run_trial
+from caplab.experiments.capacity.search import GeneratorSaturated, Phase, Probe, SearchOutcome
 
 NO_BACKLOG = "throughput>=0.99*offered"
 MIN_SAMPLES = {"p50": 2, "p90": 10, "p99": 100, "p999": 1000}
 
 
 @dataclass(frozen=True)
-class TrialShape:
+class TrialLength:
+    """How long a search trial runs: its measured window and the warm-up before it."""
+
     duration_s: float
     warmup_s: float
 
@@ -35,27 +37,15 @@ OnTrial = Callable[[TrialRecord, Probe], None]
 
 GENERATOR_ATTEMPTS = 2
 """Trials at one load before a generator that keeps falling behind stops the search."""
-CROWDED_HOST_CPU = 90.0
-"""Host CPU (% of all cores) at which a late generator is taken to be crowded out by the SUT."""
-OWN_LIMIT_THREAD = 0.9
-"""A generator thread this busy is at its own limit, whatever else the machine does."""
 
 
-def crowded_out(generator: GeneratorFigures, resources: dict[str, dict[str, float]]) -> str | None:
-    """Why a late generator says something about the system rather than about itself, or None.
+@dataclass(frozen=True)
+class LimitAnalysis:
+    """The limit at capacity and the signals beside it; all None when no capacity was found."""
 
-    On one machine, a system under test that takes every core also takes them from the generator,
-    whose sends then leave late. That is a measurement — this load is more than the machine
-    carries — so the trial fails like any other over capacity. A generator late with cores to
-    spare, or with a thread of its own at its limit, is not: that still stops the search."""
-    host = (resources.get("host") or {}).get("cpu_util_percent")
-    if host is None or host < CROWDED_HOST_CPU or generator.busiest_thread >= OWN_LIMIT_THREAD:
-        return None
-    late = generator.lateness_p99_ms
-    return (
-        f"machine saturated: host CPU at {host:.0f}% of all cores, so the generator's sends ran "
-        f"{late or 0:.0f} ms late at p99 (its own busiest thread at {generator.busiest_thread:.0%})"
-    )
+    limit: dict[str, Any] | None = None
+    consistency: str | None = None
+    littles_law: dict[str, Any] | None = None
 
 
 class TrialProber:
@@ -63,11 +53,11 @@ class TrialProber:
 
     def __init__(
         self,
-        base: LoadOptions,
+        base: LoadSpec,
         slos: list[Slo],
         roles: list[RoleSpec],
-        short: TrialShape,
-        full: TrialShape,
+        short: TrialLength,
+        full: TrialLength,
         closed: bool,
         on_trial: OnTrial | None = None,
         progress: ProgressFn | None = None,
@@ -89,7 +79,7 @@ class TrialProber:
         self.records: list[tuple[Probe, TrialRecord]] = []
         self.needed = max((MIN_SAMPLES.get(s.metric, 0) for s in self.slos), default=0) * 1.2
 
-    def options(self, load: float, phase: Phase) -> LoadOptions:
+    def load_spec(self, load: float, phase: Phase) -> LoadSpec:
         shape = self.full if phase == "confirm" else self.short
         # An open-model trial must hold enough requests for its SLO's percentiles (p99: 100).
         duration = shape.duration_s if self.closed else max(shape.duration_s, min(self.needed / load, 60.0))
@@ -117,7 +107,7 @@ class TrialProber:
 
     def _attempt(self, load: float, phase: Phase) -> tuple[Probe, str | None]:
         """Runs and judges one trial; also returns why its generator fell behind, if it did."""
-        plan = build_plan(self.options(load, phase))
+        plan = build_plan(self.load_spec(load, phase))
         record = run_trial(plan, default_collectors(self.roles, self.metrics), self.progress)
         record.kind = f"search:{phase}"
         r = record.result
@@ -126,7 +116,9 @@ class TrialProber:
         scopes = summarize(record.samples, warmup, window_end)
         resources = cell_resources(record.samples, warmup, window_end)
         cores = int(scopes.get("host", {}).get("cores", 1))
-        trial = Trial(r.offered_rate, r.throughput, r.sent, r.errors, r.latency_ms.__dict__, resources, cores)
+        trial = TrialFigures(
+            r.offered_rate, r.throughput, r.sent, r.errors, r.latency_ms.__dict__, resources, cores
+        )
         verdicts = evaluate(self.slos, trial)
         steady = steadiness(r.intervals, r.warmup_s + r.duration_s)
         reasons = [v.reason for v in verdicts if not v.passed]
@@ -174,11 +166,11 @@ class TrialProber:
             raise KeyboardInterrupt
         return probe, stalled
 
-    def analyse(self, outcome: SearchOutcome) -> dict[str, Any]:
+    def analyse(self, outcome: SearchOutcome) -> LimitAnalysis:
         """The limit at capacity (from the confirmation trials) and its supporting signals."""
         confirm = [(p, rec) for p, rec in self.records if p.phase == "confirm" and p.passed]
         if not outcome.found or not confirm:
-            return {"limit": None, "consistency": None, "littles_law": None}
+            return LimitAnalysis()
         last = confirm[-self.full_repeats(confirm) :]
         samples = [s for _, rec in last for s in rec.samples]
         ran = last[-1][1].result
@@ -187,13 +179,13 @@ class TrialProber:
         roles = [x.name for x in self.roles]
         limit = find_limit(throughput, scopes, roles, self._signals(outcome), self._busiest_above(outcome))
         rec = last[-1][1].result
-        return {
-            "limit": limit,
-            "consistency": steadiness(rec.intervals, rec.warmup_s + rec.duration_s).consistency,
-            "littles_law": littles_law(
+        return LimitAnalysis(
+            limit=limit,
+            consistency=steadiness(rec.intervals, rec.warmup_s + rec.duration_s).consistency,
+            littles_law=littles_law(
                 rec.throughput, rec.latency_ms.mean, rec.intervals, rec.warmup_s + rec.duration_s
             ),
-        }
+        )
 
     @staticmethod
     def full_repeats(confirm: list[tuple[Probe, TrialRecord]]) -> int:

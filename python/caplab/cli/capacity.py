@@ -13,18 +13,84 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from caplab.analysis.capacity import Probe
-from caplab.analysis.find import FindSettings, find_capacity
-from caplab.analysis.probe import TrialShape
 from caplab.analysis.slo import SloError, parse_slo
 from caplab.analysis.usl import UslFit, fit_usl
+from caplab.cli import consoles, exits
+from caplab.cli.options import DURATION, request_fields, request_options
+from caplab.cli.render import fmt_ms
 from caplab.collect import RoleSpec
-from caplab.engine import PlanError, TargetUnreachable
-from caplab.load import LoadOptions, UsageProblem
-from caplab.render import fmt_ms
+from caplab.engine import LoadSpec, PlanError, TargetUnreachable, UsageProblem
+from caplab.experiments.base import TrialRecord
+from caplab.experiments.capacity import CapacityAnswer, FindSettings, Probe, TrialLength, find_capacity
 
-EXIT_NOT_FOUND = 1
-EXIT_INTERRUPTED = 130
+FIND_EPILOG = """
+\b
+The search: short trials double the load until the SLO fails, bisect to --precision, then
+--repeats full-length trials confirm the found load (stepping down if one fails). Every trial must
+also be steady (no trend through its window); an open-model search always adds
+'throughput>=0.99*offered' (a backlog is a failure). A generator that saturates stops the search.
+\b
+Examples:
+  caplab find-capacity http://127.0.0.1:8080/ --slo 'p99<=50ms' --slo 'errors<=0.1%' --sut-match server
+  caplab find-capacity http://127.0.0.1:8080/ --closed --think 1s --slo 'cpu<=75%' --sut-pid 1234
+\b
+Exit codes: 0 capacity found, 1 not found (SLO fails at the minimum, generator saturated,
+target unreachable), 2 bad arguments, 130 interrupted.
+"""
+
+
+@click.command("find-capacity", epilog=FIND_EPILOG)
+@click.argument("url")
+@click.option(
+    "--slo", "slos", multiple=True, help="An SLO predicate (repeatable): p99<=50ms, errors<=0.1%, cpu<=75%…"
+)
+@click.option("--sut-pid", type=int, help="The SUT's process id: its CPU, memory and IO name the limit.")
+@click.option("--sut-match", help="The SUT's processes by command-line substring.")
+@click.option(
+    "--precision", default="5%", show_default=True, help="Stop bisecting when hi/lo is within this."
+)
+@click.option("--closed", is_flag=True, help="Search the number of users (closed model) instead of the rate.")
+@click.option("--think", "think_s", type=DURATION, default=0.0, help="Closed model: think time per user.")
+@click.option("--think-dist", type=click.Choice(["constant", "exponential"]), default="constant")
+@click.option(
+    "--start", type=click.FloatRange(min=0, min_open=True), help="First load tried [100/s or 1 user]."
+)
+@click.option("--max", "maximum", type=click.FloatRange(min=0, min_open=True), help="Highest load tried.")
+@click.option(
+    "--trial", "trial_s", type=DURATION, default=3.0, show_default=True, help="Search trial length."
+)
+@click.option(
+    "--confirm",
+    "confirm_s",
+    type=DURATION,
+    default=10.0,
+    show_default=True,
+    help="Confirmation trial length.",
+)
+@click.option(
+    "--repeats", type=click.IntRange(min=1, max=10), default=3, show_default=True, help="Confirmation trials."
+)
+@click.option(
+    "--warmup", "warmup_s", type=DURATION, default=1.0, show_default=True, help="Warm-up of each trial."
+)
+@request_options
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
+def find_capacity_cmd(as_json: bool, **options: Any) -> None:
+    """Find the highest load URL sustains within the SLO, and what limits it."""
+    try:
+        code = cmd_find_capacity(as_json=as_json, **options)
+    except UsageProblem as e:
+        raise click.UsageError(str(e)) from e
+    sys.exit(code)
+
+
+@click.command("fit-usl")
+@click.argument("csv_file", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+@click.option("--predict", type=float, multiple=True, help="Also predict throughput at this N (repeatable).")
+def fit_usl_cmd(csv_file: Path, as_json: bool, predict: tuple[float, ...]) -> None:
+    """Fit the Universal Scalability Law to CSV_FILE (columns n,throughput; repeated n allowed)."""
+    sys.exit(cmd_fit_usl(csv_file, as_json, list(predict)))
 
 
 def parse_percent(text: str) -> float:
@@ -37,7 +103,7 @@ def parse_percent(text: str) -> float:
     return value
 
 
-def find_capacity_command(
+def cmd_find_capacity(
     url: str,
     slos: tuple[str, ...],
     sut_pid: int | None,
@@ -67,20 +133,20 @@ def find_capacity_command(
         roles.append(RoleSpec(name="server", pid=sut_pid, match=sut_match))
     if think_s and not closed:
         raise UsageProblem("--think applies to --closed searches")
-    base = LoadOptions(url=url, think_s=think_s, think_dist=think_dist, **request)  # type: ignore[arg-type]
+    base = LoadSpec(url=url, think_s=think_s, think_dist=think_dist, **request_fields(request))  # type: ignore[arg-type]
     settings = FindSettings(
         slos=slos,
         precision=parse_percent(precision),
         closed=closed,
         start=start or (1.0 if closed else 100.0),
         maximum=maximum or (10_000.0 if closed else 1_000_000.0),
-        trial=TrialShape(trial_s, warmup_s),
-        confirm=TrialShape(confirm_s, warmup_s),
+        trial=TrialLength(trial_s, warmup_s),
+        confirm=TrialLength(confirm_s, warmup_s),
         repeats=repeats,
     )
-    err = Console(stderr=True)
+    err = consoles.stderr()
 
-    def show(p: Probe) -> None:
+    def show(_: TrialRecord, p: Probe) -> None:
         mark = "[green]pass[/]" if p.passed else "[red]fail[/]"
         unit = " users" if closed else "/s"
         why = f"  {p.reasons[0]}" if p.reasons else ""
@@ -89,36 +155,36 @@ def find_capacity_command(
         )
 
     try:
-        doc = find_capacity(base, settings, roles, on_verdict=show)
+        answer = find_capacity(base, settings, roles, on_trial=show)
     except (PlanError, UsageProblem) as e:
         raise UsageProblem(str(e)) from e
     except TargetUnreachable as e:
         click.echo(f"caplab: {e}", err=True)
-        return EXIT_NOT_FOUND
+        return exits.FAILED
     except KeyboardInterrupt:
         click.echo("caplab: interrupted", err=True)
-        return EXIT_INTERRUPTED
+        return exits.INTERRUPTED
     if as_json:
-        json.dump(doc, sys.stdout)
+        json.dump(answer.to_dict(), sys.stdout)
         sys.stdout.write("\n")
     else:
-        print_capacity(Console(), doc)
-    return 0 if doc["found"] else EXIT_NOT_FOUND
+        print_capacity(consoles.stdout(), answer)
+    return exits.OK if answer.found else exits.FAILED
 
 
-def print_capacity(console: Console, doc: dict[str, Any]) -> None:
-    if not doc["found"]:
-        console.print(f"[bold red]no capacity:[/] {doc['message']}")
+def print_capacity(console: Console, answer: CapacityAnswer) -> None:
+    if not answer.found or answer.capacity_rps is None or answer.ci95 is None:
+        console.print(f"[bold red]no capacity:[/] {answer.message}")
         return
-    ci = doc["ci95"]
-    if doc["capacity_users"] is not None:
-        users, rps = doc["capacity_users"], doc["capacity_rps"]
+    ci = answer.ci95
+    if answer.capacity_users is not None:
+        users, rps = answer.capacity_users, answer.capacity_rps
         head = f"{users} users ({rps:,.1f}/s); 95% interval {ci[0]:g}–{ci[1]:g} users"
     else:
-        head = f"{doc['capacity_rps']:,.1f}/s; 95% interval {ci[0]:,.1f}–{ci[1]:,.1f}/s"
+        head = f"{answer.capacity_rps:,.1f}/s; 95% interval {ci[0]:,.1f}–{ci[1]:,.1f}/s"
     console.print(f"[bold]capacity[/] {head}")
-    console.print(f"SLO: {', '.join(doc['slo'])}; {doc['trial_count']} trials in {doc['search_s']:.0f}s")
-    limit = doc.get("limit") or {}
+    console.print(f"SLO: {', '.join(answer.slo)}; {len(answer.trials)} trials in {answer.search_s or 0:.0f}s")
+    limit = answer.limit or {}
     console.print(f"[bold]limit[/] {limit.get('summary', 'not analysed')}")
     demands = (limit.get("evidence") or {}).get("demands") or []
     if demands:
@@ -150,24 +216,24 @@ def read_points(path: Path) -> tuple[list[float], list[float]]:
     return n, x
 
 
-def fit_usl_command(path: Path, as_json: bool, predict: list[float]) -> int:
+def cmd_fit_usl(path: Path, as_json: bool, predict: list[float]) -> int:
     try:
         n, x = read_points(path)
         fit = fit_usl(n, x, extrapolate_to=max(predict) if predict else None)
     except UsageProblem as e:
         click.echo(f"caplab: {e}", err=True)
-        return 2
+        return exits.USAGE
     except ValueError as e:
         click.echo(f"caplab: {path}: {e}", err=True)
-        return 2
+        return exits.USAGE
     doc = fit.to_dict()
     doc["requested"] = [{"n": p, "throughput": fit.predict(p)} for p in predict]
     if as_json:
         json.dump(doc, sys.stdout)
         sys.stdout.write("\n")
     else:
-        print_fit(Console(), fit)
-    return 0
+        print_fit(consoles.stdout(), fit)
+    return exits.OK
 
 
 def print_fit(console: Console, fit: UslFit) -> None:

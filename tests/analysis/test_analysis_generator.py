@@ -3,7 +3,7 @@ late generator with cores to spare, or at its own limit, is not and must still s
 
 from __future__ import annotations
 
-from caplab.analysis.probe import crowded_out
+from caplab.analysis.generator import crowded_out
 from caplab.engine import GeneratorFigures
 
 

@@ -1,8 +1,8 @@
-"""`caplab ls`, `caplab show`, `caplab export`: the store's commands, minus the option parsing.
+"""`caplab ls`, `caplab show`, `caplab export`: reading the results store.
 
-Each returns the process exit code: 0 done, 1 a problem the message explains (no store, no such
-study, database unreachable, file not writable), 2 a bad argument. Tables go to stdout through
-rich, JSON to stdout as one document, messages to stderr. URLs are printed redacted.
+Each exits 0 done, 1 a problem the message explains (no store, no such study, database
+unreachable, file not writable), 2 a bad argument. Tables go to stdout through rich, JSON to
+stdout as one document, messages to stderr. URLs are printed redacted.
 """
 
 from __future__ import annotations
@@ -14,17 +14,18 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
+import click
 from rich.table import Table
 from sqlalchemy.exc import SQLAlchemyError
 
-from caplab.export import FORMATS, export_study
-from caplab.results import flatten
+from caplab.analysis.scaling import study_scaling
+from caplab.cli import consoles, exits
+from caplab.cli.options import DB_HELP
 from caplab.store.errors import StoreError
+from caplab.store.export import FORMATS, export_study
+from caplab.store.frames import flatten
 from caplab.store.repository import CellRow, Store, StudyRow, default_url
 from caplab.store.urls import describe, redact_url, scrub, sqlite_path
-
-__all__ = ["cmd_export", "cmd_ls", "cmd_show"]
 
 _STATUS_STYLE = {
     "complete": "green",
@@ -36,7 +37,7 @@ _STATUS_STYLE = {
 _LAST_EVENTS = 10
 
 
-def _open(db_url: str | None) -> Store:
+def open_store(db_url: str | None) -> Store:
     """The store to read; a missing SQLite file is an error here (reading must not create one)."""
     url = db_url or default_url()
     path = sqlite_path(url)
@@ -47,7 +48,7 @@ def _open(db_url: str | None) -> Store:
     return Store(url)
 
 
-def _guarded(work: Callable[[], int]) -> int:
+def guarded(work: Callable[[], int]) -> int:
     """Runs a command body, turning the problems a user can act on into a message and exit 1."""
     try:
         return work()
@@ -58,7 +59,7 @@ def _guarded(work: Callable[[], int]) -> int:
     except OSError as e:
         message = f"{e.filename or ''}: {e.strerror or e}".lstrip(": ")
     print(f"caplab: {scrub(message)}", file=sys.stderr)
-    return 1
+    return exits.FAILED
 
 
 def _status(status: str) -> str:
@@ -87,22 +88,30 @@ def _json_out(data: Any) -> None:
 # -- ls ---------------------------------------------------------------------------------------------
 
 
+@click.command("ls")
+@click.option("--db", help=DB_HELP)
+@click.option("--json", "as_json", is_flag=True, help="One JSON list instead of a table.")
+def list_studies(db: str | None, as_json: bool) -> None:
+    """List the studies in the results store, oldest first."""
+    sys.exit(cmd_ls(db, as_json))
+
+
 def cmd_ls(db_url: str | None, as_json: bool) -> int:
     """Lists the studies in the store, oldest first."""
 
     def work() -> int:
-        with _open(db_url) as store:
+        with open_store(db_url) as store:
             rows = store.list_studies()
             url = store.url
         if as_json:
             _json_out([asdict(r) for r in rows])
         elif not rows:
-            Console().print(f"no studies in {url}", markup=False, highlight=False)
+            consoles.stdout().print(f"no studies in {url}", markup=False, highlight=False)
         else:
-            Console().print(_studies_table(rows, url))
+            consoles.stdout().print(_studies_table(rows, url))
         return 0
 
-    return _guarded(work)
+    return guarded(work)
 
 
 def _studies_table(rows: list[StudyRow], url: str) -> Table:
@@ -122,15 +131,22 @@ def _studies_table(rows: list[StudyRow], url: str) -> Table:
 # -- show -------------------------------------------------------------------------------------------
 
 
+@click.command()
+@click.argument("study", default="latest")
+@click.option("--db", help=DB_HELP)
+@click.option("--json", "as_json", is_flag=True, help="The whole study (cells, trials, events) as JSON.")
+def show(study: str, db: str | None, as_json: bool) -> None:
+    """Show a study: STUDY is an id, a name or `latest`."""
+    sys.exit(cmd_show(db, study, as_json))
+
+
 def cmd_show(db_url: str | None, ref: str, as_json: bool) -> int:
     """Shows one study (an id, ``latest`` or a name): its cells and figures, or the whole document."""
 
     def work() -> int:
-        with _open(db_url) as store:
+        with open_store(db_url) as store:
             study_id = store.resolve_study(ref)
             if as_json:
-                from caplab.analysis.scaling import study_scaling
-
                 document = store.study_document(study_id)
                 document["scaling"] = study_scaling(document)
                 _json_out(document)
@@ -143,7 +159,7 @@ def cmd_show(db_url: str | None, ref: str, as_json: bool) -> int:
         counts: dict[int, int] = {}
         for t in trials:
             counts[t["cell_index"]] = counts.get(t["cell_index"], 0) + 1
-        console = Console()
+        console = consoles.stdout()
         console.print(
             f"[bold]Study {study.id}[/] {study.name}  {_status(study.status)}  "
             f"cells {study.cells_complete}/{study.cells_total} complete",
@@ -162,7 +178,7 @@ def cmd_show(db_url: str | None, ref: str, as_json: bool) -> int:
             console.print(_events_table(events[-_LAST_EVENTS:], len(events)))
         return 0
 
-    return _guarded(work)
+    return guarded(work)
 
 
 def _cells_table(cells: list[CellRow], trial_counts: dict[int, int]) -> Table:
@@ -206,12 +222,26 @@ def _events_table(events: list[dict[str, Any]], total: int) -> Table:
 # -- export -----------------------------------------------------------------------------------------
 
 
+@click.command()
+@click.argument("study")
+@click.option(
+    "--format", "fmt", type=click.Choice(["csv", "parquet", "json"]), default="csv", show_default=True
+)
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path), help="Directory (csv, parquet) or file (json)."
+)
+@click.option("--db", help=DB_HELP)
+def export(study: str, fmt: str, output: Path | None, db: str | None) -> None:
+    """Export a study's cells, trials, intervals and resource samples."""
+    sys.exit(cmd_export(db, study, fmt, output))
+
+
 def cmd_export(db_url: str | None, ref: str, fmt: str, out_path: str | Path | None) -> int:
     """Exports one study as csv or parquet tables in a directory (default ``./study-ID``), or as
     one JSON document (default: stdout)."""
     if fmt not in FORMATS:
         print(f"caplab: --format must be one of {', '.join(FORMATS)}", file=sys.stderr)
-        return 2
+        return exits.USAGE
 
     def work() -> int:
         out = Path(out_path) if out_path is not None else None
@@ -219,7 +249,7 @@ def cmd_export(db_url: str | None, ref: str, fmt: str, out_path: str | Path | No
             raise StoreError(
                 f"{out} exists and is not a directory (csv and parquet write one file per table)"
             )
-        with _open(db_url) as store:
+        with open_store(db_url) as store:
             study_id = store.resolve_study(ref)
             written = export_study(store, study_id, fmt, out, sys.stdout)
         if written:
@@ -231,4 +261,4 @@ def cmd_export(db_url: str | None, ref: str, fmt: str, out_path: str | Path | No
             )
         return 0
 
-    return _guarded(work)
+    return guarded(work)

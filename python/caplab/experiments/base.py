@@ -1,7 +1,8 @@
-"""Running trials inside a cell: one engine run with the collectors sampling on its clock.
+"""What a cell runs: the `Experiment` interface, the `CellContext` it works through, and one
+trial — an engine run with the collectors sampling on its clock.
 
-`CellProcedure` is the seam where a cell decides which trials to run: `FixedLoad` runs the
-study's load `repeat` times; a capacity search plugs in here as another procedure.
+Every kind of experiment (fixed load, capacity search; later jobs and failover) is one module of
+this package behind `Experiment.run(ctx)`; the study runner knows nothing else about them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from caplab.engine import IntervalSnapshot, Plan, RunResult, run
 
 if TYPE_CHECKING:
     from caplab.collect import MetricsSource, RoleSpec
-    from caplab.load import LoadOptions
+    from caplab.engine import LoadSpec
 
 
 class Interrupted(Exception):
@@ -57,15 +58,15 @@ def run_trial(plan: Plan, collectors: SamplerSet, progress: ProgressFn | None = 
 
 
 class CellContext(Protocol):
-    """What a procedure may do inside a cell: build a plan, run and keep trials, add to the cell's
-    metrics (``summary``)."""
+    """What an experiment may do inside a cell: build a plan, run and keep trials, add to the
+    cell's metrics (``summary``)."""
 
     roles: list[RoleSpec]
     metrics: MetricsSource | None
     summary: dict[str, Any]
     progress: Any
 
-    def options(self) -> LoadOptions: ...
+    def load_spec(self) -> LoadSpec: ...
 
     def plan(self) -> Plan: ...
 
@@ -82,16 +83,7 @@ class CellContext(Protocol):
         ...
 
 
-class CellProcedure(Protocol):
+class Experiment(Protocol):
+    """What a cell runs; returns the trials whose figures become the cell's."""
+
     def run(self, ctx: CellContext) -> list[TrialRecord]: ...
-
-
-class FixedLoad:
-    """The study's load as written, repeated."""
-
-    def __init__(self, repeat: int) -> None:
-        self.repeat = repeat
-
-    def run(self, ctx: CellContext) -> list[TrialRecord]:
-        plan = ctx.plan()
-        return [ctx.trial(plan, i, "fixed") for i in range(self.repeat)]

@@ -9,27 +9,26 @@ from typing import Any
 
 import pytest
 
-from analysis_helpers import interval, run_result
-from caplab.analysis import probe as probe_module
-from caplab.analysis.capacity import SearchOutcome
-from caplab.analysis.find import FindSettings, find_capacity
-from caplab.analysis.probe import NO_BACKLOG, TrialProber, TrialShape
 from caplab.analysis.slo import parse_slo
 from caplab.collect import RoleSpec
 from caplab.collect.base import ResourceSample
-from caplab.engine import Plan
-from caplab.load import LoadOptions, build_plan
-from caplab.study.trials import TrialRecord
+from caplab.engine import LoadSpec, Plan, build_plan
+from caplab.experiments.base import TrialRecord
+from caplab.experiments.capacity import trial as probe_module
+from caplab.experiments.capacity.answer import FindSettings, find_capacity
+from caplab.experiments.capacity.search import SearchOutcome
+from caplab.experiments.capacity.trial import NO_BACKLOG, TrialLength, TrialProber
 from caplab.systems.process import RunningServer
+from support.capacity_probes import interval, run_result
 
-SHORT = TrialShape(1.0, 0.2)
+SHORT = TrialLength(1.0, 0.2)
 
 
 def prober_for(
     url: str, *slos: str, closed: bool = False, roles: list[RoleSpec] | None = None
 ) -> TrialProber:
     return TrialProber(
-        LoadOptions(url=url), [parse_slo(s) for s in slos], roles or [], SHORT, SHORT, closed=closed
+        LoadSpec(url=url), [parse_slo(s) for s in slos], roles or [], SHORT, SHORT, closed=closed
     )
 
 
@@ -44,11 +43,11 @@ def test_open_model_adds_the_no_backlog_slo_once() -> None:
 
 
 def test_trial_options_follow_the_phase_and_model() -> None:
-    p = TrialProber(LoadOptions(url="http://h/"), [], [], TrialShape(1.5, 0.5), TrialShape(4.0, 1.0), False)
-    short, full = p.options(250.0, "bisect"), p.options(250.0, "confirm")
+    p = TrialProber(LoadSpec(url="http://h/"), [], [], TrialLength(1.5, 0.5), TrialLength(4.0, 1.0), False)
+    short, full = p.load_spec(250.0, "bisect"), p.load_spec(250.0, "confirm")
     assert (short.rate, short.users, short.duration_s, short.warmup_s) == (250.0, None, 1.5, 0.5)
     assert (full.duration_s, full.warmup_s) == (4.0, 1.0)
-    closed = TrialProber(LoadOptions(url="http://h/"), [], [], SHORT, SHORT, True).options(7.0, "bracket")
+    closed = TrialProber(LoadSpec(url="http://h/"), [], [], SHORT, SHORT, True).load_spec(7.0, "bracket")
     assert (closed.rate, closed.users) == (None, 7)
 
 
@@ -78,19 +77,19 @@ def test_generator_saturation_stops_the_search_without_a_capacity(
     plain_server: RunningServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The engine flags a trial saturated when its sends run late (Plan.saturation_lateness_ms,
-    which neither the CLI nor LoadOptions expose); a limit of 1 ns makes every trial saturated."""
+    which neither the CLI nor LoadSpec expose); a limit of 1 ns makes every trial saturated."""
 
-    def strict_plan(options: LoadOptions) -> Plan:
+    def strict_plan(options: LoadSpec) -> Plan:
         return replace(build_plan(options), saturation_lateness_ms=1e-6)
 
     monkeypatch.setattr(probe_module, "build_plan", strict_plan)
     seen: list[Any] = []
     doc = find_capacity(
-        LoadOptions(url=f"http://{plain_server.address}/"),
+        LoadSpec(url=f"http://{plain_server.address}/"),
         FindSettings(slos=("p99<=1s",), trial=SHORT, confirm=SHORT, repeats=1),
         roles=[],
         on_trial=lambda record, p: seen.append(p),
-    )
+    ).to_dict()
     assert doc["found"] is False
     assert doc["generator_saturated"] is True
     assert doc["capacity_rps"] is None
@@ -108,7 +107,7 @@ def test_a_single_generator_stall_is_repeated_and_the_search_goes_on(
 ) -> None:
     plans = 0
 
-    def first_plan_strict(options: LoadOptions) -> Plan:
+    def first_plan_strict(options: LoadSpec) -> Plan:
         nonlocal plans
         plans += 1
         plan = build_plan(options)
@@ -117,11 +116,11 @@ def test_a_single_generator_stall_is_repeated_and_the_search_goes_on(
     monkeypatch.setattr(probe_module, "build_plan", first_plan_strict)
     seen: list[Any] = []
     doc = find_capacity(
-        LoadOptions(url=f"http://{plain_server.address}/"),
+        LoadSpec(url=f"http://{plain_server.address}/"),
         FindSettings(slos=("p99<=1s",), trial=SHORT, confirm=SHORT, repeats=1, maximum=200),
         roles=[],
         on_trial=lambda record, p: seen.append(p),
-    )
+    ).to_dict()
     assert doc["generator_saturated"] is False
     assert seen[0].load == seen[1].load == 100.0
     assert not seen[0].passed and "generator fell behind" in seen[0].reasons[-1]
@@ -182,6 +181,7 @@ def test_limit_at_capacity_excludes_the_samples_after_the_window(monkeypatch: py
     prober = prober_for("http://h/", "p99<=1s", roles=[RoleSpec("server", pid=1)])
     confirmations = [prober(400.0, "confirm") for _ in range(2)]
     outcome = SearchOutcome(400.0, (390.0, 420.0), 400.0, confirmations, 1.0, True, "test", confirmations)
-    limit = prober.analyse(outcome)["limit"]
+    limit = prober.analyse(outcome).limit
+    assert limit is not None
     assert limit["utilization"] == pytest.approx(0.98)
     assert limit["kind"] == "hardware"

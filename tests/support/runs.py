@@ -17,7 +17,7 @@ from typing import Any
 import psutil
 
 from caplab.systems.process import RunningServer, start_module
-from servers import served_requests
+from support.servers import served_requests
 
 CAPLAB = Path(sys.executable).parent / "caplab"
 SEARCH_TIMEOUT_S = 240.0

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from analysis_runs import SearchRun, find_capacity
+from support.runs import SearchRun, find_capacity
 
 pytestmark = pytest.mark.slow
 

@@ -14,15 +14,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# The study tests' helpers (the `caplab` command, study files, knownserver): pytest puts only this
-# directory on the path for these tests.
-sys.path.insert(0, str(Path(__file__).parents[1] / "study"))
-from study_helpers import caplab, free_port, knownserver, write_study
+from support.studies import caplab, free_port, knownserver, write_study
 
 __all__ = [
     "CPU_US",

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from caplab.analysis.capacity import GeneratorSaturated, Phase, Probe
 from caplab.engine import GeneratorFigures, IntervalSnapshot, LatencySummary, RunResult
+from caplab.experiments.capacity.search import GeneratorSaturated, Phase, Probe
 
 
 @dataclass

@@ -16,8 +16,8 @@ from typing import Any, Literal, TextIO, get_args
 
 import pandas as pd
 
-from caplab import results
-from caplab.store import Store
+from caplab.store import frames as results
+from caplab.store.repository import Store
 
 Format = Literal["csv", "parquet", "json"]
 FORMATS: tuple[str, ...] = get_args(Format)

@@ -10,12 +10,29 @@ import json
 import sys
 from pathlib import Path
 
-from caplab.report.writer import write_report
+import click
+
+from caplab.cli.options import DB_HELP
 
 # The store commands' opening and error handling, shared so `report` fails exactly as `show` does.
-from caplab.store.commands import _guarded, _open
+from caplab.cli.store import guarded, open_store
+from caplab.report import write_report
 
-__all__ = ["cmd_report"]
+
+@click.command()
+@click.argument("study", default="latest")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Directory to write into [default: ./reports/study-ID].",
+)
+@click.option("--db", help=DB_HELP)
+@click.option("--json", "as_json", is_flag=True, help='Print {"report": DIR, "files": [...]} instead.')
+def report(study: str, output: Path | None, db: str | None, as_json: bool) -> None:
+    """Write the sizing report of a study (an id, a name or `latest`): index.html, report.md,
+    results.json. Prints the path of index.html."""
+    sys.exit(cmd_report(db, study, output, as_json))
 
 
 def cmd_report(db_url: str | None, ref: str, out_dir: Path | None, as_json: bool) -> int:
@@ -23,7 +40,7 @@ def cmd_report(db_url: str | None, ref: str, out_dir: Path | None, as_json: bool
     ``./reports/study-ID/``); prints index.html's path, or ``{"report": dir, "files": [...]}``."""
 
     def work() -> int:
-        with _open(db_url) as store:
+        with open_store(db_url) as store:
             study_id = store.resolve_study(ref)
             written = write_report(store, study_id, out_dir)
         if as_json:
@@ -40,4 +57,4 @@ def cmd_report(db_url: str | None, ref: str, out_dir: Path | None, as_json: bool
             )
         return 0
 
-    return _guarded(work)
+    return guarded(work)

@@ -1,0 +1,55 @@
+"""The `caplab` command group. Each command lives in its group's module and is imported only when
+it runs, so `caplab load` does not pay for pandas, scipy and the report's plotting libraries."""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+from caplab import __version__
+
+COMMANDS = {
+    "load": "caplab.cli.load:load",
+    "run": "caplab.cli.run:run_study",
+    "demo": "caplab.cli.run:demo",
+    "find-capacity": "caplab.cli.capacity:find_capacity_cmd",
+    "fit-usl": "caplab.cli.capacity:fit_usl_cmd",
+    "ls": "caplab.cli.store:list_studies",
+    "show": "caplab.cli.store:show",
+    "export": "caplab.cli.store:export",
+    "report": "caplab.cli.report:report",
+    "systems": "caplab.cli.systems:systems",
+}
+"""Command name → ``module:attribute`` of its click command."""
+
+
+class LazyGroup(click.Group):
+    """A group whose commands are imported by name on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module, _, attribute = target.partition(":")
+        command = getattr(importlib.import_module(module), attribute)
+        assert isinstance(command, click.Command)
+        return command
+
+
+@click.group(
+    cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100}
+)
+@click.version_option(__version__, prog_name="caplab")
+def main() -> None:
+    """caplab turns load tests into capacity plans.
+
+    \b
+    Drive load at a system and measure it correctly:
+      caplab load http://127.0.0.1:8080/ --rate 2000 --duration 30s
+    Run a study (a matrix of configurations, each searched for its capacity) and its report:
+      caplab run study.yaml          caplab demo --quick
+    """

@@ -1,0 +1,121 @@
+"""`caplab load`: one trial from command-line options, with live progress and a summary or JSON."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.live import Live
+
+from caplab import engine
+from caplab.cli import exits, render
+from caplab.cli.options import DURATION, parse_steps, request_fields, request_options
+from caplab.engine import DEFAULT_INTERVAL_S, LoadSpec, OpenLoad, Plan, PlanError, TargetUnreachable
+
+LOAD_EPILOG = """
+\b
+Models:
+  open   --rate R [--schedule poisson] [--ramp-to R2] | --steps 100:5s,200:5s
+         requests leave on schedule whatever the replies do; latency is timed from the
+         intended send time (coordinated omission corrected); when --connections requests
+         are already outstanding a send is counted as dropped, never delayed.
+  closed --users N [--think 100ms --think-dist exponential]
+         N users each send, wait for the reply, think, repeat (like wrk -c N).
+\b
+Examples:
+  caplab load http://127.0.0.1:8080/ --rate 2000 --duration 30s --warmup 5s
+  caplab load http://127.0.0.1:8080/ --users 50 --duration 10s --json
+  caplab load http://127.0.0.1:8080/orders -m POST -H 'Content-Type: text/xml' \\
+      --body '<order id="{seq}"/>' --template --rate 500
+  caplab load tcp://127.0.0.1:2575 --framing mllp --body-file adt.hl7 --rate 100
+\b
+Exit codes: 0 done, 1 target unreachable, 2 bad arguments, 130 interrupted (results kept).
+"""
+
+
+@click.command(epilog=LOAD_EPILOG)
+@click.argument("url")
+@click.option("--rate", type=click.FloatRange(min=0, min_open=True), help="Open model: requests per second.")
+@click.option(
+    "--ramp-to", type=click.FloatRange(min=0), help="Open model: ramp linearly from --rate to this."
+)
+@click.option("--steps", help="Open model: a staircase RATE:DURATION,… (e.g. 100:5s,200:5s).")
+@click.option(
+    "--schedule",
+    type=click.Choice(["constant", "poisson"]),
+    default="constant",
+    show_default=True,
+    help="Open model: inter-arrival times.",
+)
+@click.option("--users", type=click.IntRange(min=1), help="Closed model: concurrent users.")
+@click.option("--think", "think_s", type=DURATION, default=0.0, help="Closed model: think time per user.")
+@click.option(
+    "--think-dist", type=click.Choice(["constant", "exponential"]), default="constant", show_default=True
+)
+@click.option(
+    "-d",
+    "--duration",
+    "duration_s",
+    type=DURATION,
+    default=10.0,
+    show_default=True,
+    help="Measured window (after warm-up).",
+)
+@click.option("--warmup", "warmup_s", type=DURATION, default=0.0, help="Load before measuring; excluded.")
+@request_options
+@click.option(
+    "-n", "--max-requests", type=click.IntRange(min=1), help="Stop after this many measured requests."
+)
+@click.option(
+    "--interval",
+    "interval_s",
+    type=DURATION,
+    default=DEFAULT_INTERVAL_S,
+    show_default=True,
+    help="Snapshot interval.",
+)
+@click.option("--seed", type=int, default=0, help="Seed for Poisson arrivals.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
+def load(as_json: bool, steps: str | None, **options: Any) -> None:
+    """Drive load at URL (http:// or tcp://) and measure it: one trial."""
+    try:
+        spec = LoadSpec(steps=parse_steps(steps) if steps else None, **request_fields(options))
+        plan = engine.build_plan(spec)
+    except engine.UsageProblem as e:
+        raise click.UsageError(str(e)) from e
+    try:
+        code = run_load(plan, as_json)
+    except PlanError as e:
+        raise click.UsageError(str(e)) from e
+    except TargetUnreachable as e:
+        click.echo(f"caplab: {e}", err=True)
+        sys.exit(exits.FAILED)
+    sys.exit(code)
+
+
+def result_json(url: str, r: engine.RunResult) -> dict[str, Any]:
+    """The `--json` object: the engine's result plus the target it was measured against."""
+    return {"target": url, **r.raw}
+
+
+def run_load(plan: Plan, as_json: bool, console: Console | None = None) -> int:
+    """Runs the plan, showing progress on a terminal; returns the process exit code."""
+    err = console or Console(stderr=True)
+    offered = plan.load.profile[0].rate_start if isinstance(plan.load, OpenLoad) else None
+    live_enabled = not as_json and err.is_terminal
+    with Live(console=err, transient=True, auto_refresh=False) as live:
+
+        def on_interval(s: engine.IntervalSnapshot) -> None:
+            if live_enabled:
+                live.update(render.live_line(s, offered), refresh=True)
+
+        result = engine.run(plan, on_interval)
+    if as_json:
+        json.dump(result_json(plan.target.url, result), sys.stdout)
+        sys.stdout.write("\n")
+    else:
+        render.summary(Console(), plan.target.url, result)
+    return exits.INTERRUPTED if result.interrupted else exits.OK

@@ -1,0 +1,98 @@
+"""Option types and option groups shared by several commands."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from caplab.engine import DEFAULT_TIMEOUT_S, UsageProblem
+from caplab.units import parse_duration
+
+DB_HELP = "Results store URL [default: $CAPLAB_DB or sqlite:///caplab.db]; postgresql://… for PostgreSQL."
+
+
+class Duration(click.ParamType[float, Any]):
+    """A click type for ``500ms``, ``30s``, ``2m``; the value is seconds."""
+
+    name = "duration"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> float:
+        if isinstance(value, float):
+            return value
+        try:
+            return parse_duration(value)
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+
+
+DURATION = Duration()
+
+
+def parse_steps(text: str) -> tuple[tuple[float, float], ...]:
+    """``100:5s,200:5s`` → ((100.0, 5.0), (200.0, 5.0))."""
+    steps = []
+    for item in text.split(","):
+        rate, sep, dur = item.partition(":")
+        if not sep:
+            raise UsageProblem(f"--steps item {item!r} must be RATE:DURATION, e.g. 100:5s")
+        try:
+            steps.append((float(rate), parse_duration(dur)))
+        except ValueError as e:
+            raise UsageProblem(f"--steps item {item!r}: {e}") from e
+    return tuple(steps)
+
+
+def parse_header(text: str) -> tuple[str, str]:
+    """``Name: value`` → (name, value): the one place a header is text."""
+    name, sep, value = text.partition(":")
+    if not sep or not name.strip():
+        raise UsageProblem(f"header {text!r} must look like 'Name: value'")
+    return name.strip(), value.strip()
+
+
+def request_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The options that shape requests and connections, shared by `load` and `find-capacity`."""
+    for option in reversed(_REQUEST_OPTIONS):
+        command = option(command)
+    return command
+
+
+def request_fields(options: dict[str, Any]) -> dict[str, Any]:
+    """The request options as `LoadSpec` fields (headers parsed into pairs)."""
+    return {**options, "headers": tuple(parse_header(h) for h in options.get("headers", ()))}
+
+
+_REQUEST_OPTIONS = [
+    click.option(
+        "-t", "--threads", type=click.IntRange(min=1), help="Worker threads [default: CPUs available]."
+    ),
+    click.option(
+        "-c",
+        "--connections",
+        type=click.IntRange(min=1),
+        help="Open model: most requests in flight [default: rate × 1 s]. Closed: users if --users absent.",
+    ),
+    click.option("-m", "--method", default="GET", show_default=True),
+    click.option(
+        "-H", "--header", "headers", multiple=True, help="Request header 'Name: value' (repeatable)."
+    ),
+    click.option("--body", help="Request body (HTTP) or payload (TCP)."),
+    click.option(
+        "--body-file", type=click.Path(path_type=Path), help="Read the body or payload from a file."
+    ),
+    click.option(
+        "--template", is_flag=True, help="Replace {seq} in the body with a per-request sequence number."
+    ),
+    click.option("--framing", type=click.Choice(["line", "u32", "mllp"]), help="TCP framing (tcp:// URLs)."),
+    click.option(
+        "--timeout",
+        "timeout_s",
+        type=DURATION,
+        default=DEFAULT_TIMEOUT_S,
+        show_default=True,
+        help="Per request.",
+    ),
+]

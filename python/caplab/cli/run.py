@@ -1,0 +1,148 @@
+"""`caplab run` and `caplab demo`: load the study, run it into the store, write the report, print
+the summary or the JSON document."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from caplab import studies
+from caplab.analysis.scaling import study_scaling
+from caplab.cli import consoles, exits
+from caplab.cli.options import DB_HELP
+from caplab.cli.progress import StudyProgress, scaling_line, summary_table
+from caplab.report import write_report
+from caplab.spec import SpecError, load_study
+from caplab.store import Store, StoreError, default_url
+from caplab.study.runner import StudyRunner
+
+DEMO_STUDY = "biztalk-scaleout"
+DEMO_FULL = "study.yaml"
+DEMO_QUICK = "quick.yaml"
+
+
+@click.command("run")
+@click.argument("study_file", type=click.Path(path_type=Path))
+@click.option("--db", help=DB_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print the study and its cells as one JSON object.")
+@click.option(
+    "--resume", is_flag=True, help="Continue the newest unfinished run of this study; skip complete cells."
+)
+@click.option(
+    "-o",
+    "--report-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Where the sizing report goes [default: ./reports/study-ID].",
+)
+def run_study(study_file: Path, db: str | None, as_json: bool, resume: bool, report_dir: Path | None) -> None:
+    """Run a study file: every cell of the factor matrix, its trials and resources, into the store;
+    then write its sizing report (index.html, report.md, results.json) and print where.
+
+    \b
+    Exit codes: 0 all cells complete, 1 some cells failed (the rest are kept),
+    2 bad study file, 130 interrupted (finished cells kept; continue with --resume).
+    """
+    sys.exit(cmd_run(study_file, db, as_json, resume, report_dir))
+
+
+@click.command()
+@click.option("--quick", is_flag=True, help="A reduced matrix with short trials: about 3 minutes.")
+@click.option(
+    "--dir",
+    "workdir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("caplab-demo"),
+    show_default=True,
+    help="Where the study file, msgbus's stores and the report go.",
+)
+@click.option("--db", help=DB_HELP)
+@click.option(
+    "-o",
+    "--report-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Where the report goes [default: DIR/report].",
+)
+def demo(quick: bool, workdir: Path, db: str | None, report_dir: Path | None) -> None:
+    """Run the BizTalk scale-out study on msgbus and write its sizing report.
+
+    \b
+    The full study (1-4 processing hosts x 1 and 4 message stores x messaging and
+    orchestration flows) takes about 15 minutes; --quick about 3. Exit codes as `caplab run`.
+    """
+    sys.exit(cmd_demo(quick, workdir, db, report_dir or workdir / "report"))
+
+
+def cmd_demo(quick: bool, workdir: Path, db: str | None, report_dir: Path | None) -> int:
+    """The BizTalk scale-out study (seeds/000) on msgbus, end to end — capacity of every
+    configuration, the limit named, the scale-out fitted, the sizing report written — from a copy
+    of the built-in study in ``workdir`` (``caplab run DIR/study.yaml`` runs it again)."""
+    folder = studies.prepare(DEMO_STUDY, workdir)
+    study_file = folder / (DEMO_QUICK if quick else DEMO_FULL)
+    consoles.stderr().print(
+        "[bold]caplab demo[/]: the BizTalk Server scale-out study (seeds/000) on msgbus, caplab's own "
+        "messaging system — receive → MessageBox stores → processing hosts → back-end sink.\n"
+        + (
+            "Quick: the messaging flow on 1 store with 1–4 hosts, short trials (about 3 minutes).\n"
+            if quick
+            else "Full: 1–4 hosts × 1 and 4 stores × messaging and orchestration (about 15 minutes; "
+            "--quick for a 3-minute cut).\n"
+        )
+        + "For every configuration caplab searches the highest rate of documents received and "
+        "processed within the SLO, names what limits it, fits the scale-out and writes the report.\n"
+        f"Study file: {study_file}",
+        highlight=False,
+    )
+    return cmd_run(study_file, db, as_json=False, resume=False, report_dir=report_dir)
+
+
+def write_study_report(store: Store, study_id: int, report_dir: Path | None) -> Path | None:
+    """Writes the sizing report; a failure to write it costs the report, never the results."""
+    try:
+        files = write_report(store, study_id, report_dir)
+    except OSError as e:
+        click.echo(
+            f"caplab: the report could not be written ({e}); `caplab report {study_id}` retries", err=True
+        )
+        return None
+    return files.html
+
+
+def cmd_run(
+    study_file: Path, db: str | None, as_json: bool, resume: bool, report_dir: Path | None = None
+) -> int:
+    try:
+        study = load_study(study_file)
+    except SpecError as e:
+        click.echo(f"caplab: {e}", err=True)
+        return exits.USAGE
+    try:
+        store = Store(db or default_url())
+    except StoreError as e:
+        click.echo(f"caplab: {e}", err=True)
+        return exits.FAILED
+    progress = StudyProgress()
+    try:
+        outcome = StudyRunner(study, store, progress).run(resume=resume)
+    finally:
+        progress.close()
+    document = store.study_document(outcome.study_id)
+    document["scaling"] = study_scaling(document)
+    report = write_study_report(store, outcome.study_id, report_dir)
+    if as_json:
+        json.dump(document, sys.stdout, default=str)
+        sys.stdout.write("\n")
+    else:
+        console = consoles.stdout()
+        console.print(summary_table(document, console))
+        for fit in document["scaling"]:
+            console.print(scaling_line(fit))
+        console.print(f"stored as study {outcome.study_id} in {store.url} — `caplab show {outcome.study_id}`")
+    if report is not None:
+        click.echo(f"report: {report}", err=True)
+    if outcome.status == "interrupted":
+        click.echo(f"interrupted: resume with `caplab run {study_file} --resume`", err=True)
+        return exits.INTERRUPTED
+    return exits.FAILED if outcome.cells_failed else exits.OK

@@ -1,0 +1,1 @@
+"""What a cell of a study runs, one module per kind behind `base.Experiment`."""

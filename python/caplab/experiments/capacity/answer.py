@@ -1,0 +1,121 @@
+"""`caplab find-capacity` and the `search:` experiment of studies: run the search, name the limit,
+and shape the answer (the same JSON in both places)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from caplab.analysis.slo import parse_slo
+from caplab.collect import MetricsSource, RoleSpec
+from caplab.engine import LoadSpec
+from caplab.experiments.base import ProgressFn
+from caplab.experiments.capacity.search import CapacitySearch, GeneratorSaturated, Probe, SearchSettings
+from caplab.experiments.capacity.trial import OnTrial, TrialLength, TrialProber
+
+
+@dataclass(frozen=True)
+class FindSettings:
+    slos: tuple[str, ...]
+    precision: float = 0.05
+    closed: bool = False
+    start: float = 100.0
+    maximum: float = 1_000_000.0
+    trial: TrialLength = field(default_factory=lambda: TrialLength(3.0, 1.0))
+    confirm: TrialLength = field(default_factory=lambda: TrialLength(10.0, 2.0))
+    repeats: int = 3
+
+
+@dataclass(frozen=True)
+class CapacityAnswer:
+    """What a capacity search found: the load, its interval, the trials behind it and the limit."""
+
+    model: str
+    slo: list[str]
+    precision: float
+    trials: list[Probe]
+    found: bool
+    message: str | None
+    generator_saturated: bool = False
+    capacity_rps: float | None = None
+    capacity_users: int | None = None
+    ci95: tuple[float, float] | None = None
+    search_s: float | None = None
+    limit: dict[str, Any] | None = None
+    consistency: str | None = None
+    littles_law: dict[str, Any] | None = None
+
+    @property
+    def capacity_load(self) -> float | None:
+        """The load searched over: users (closed model) or the offered rate (open)."""
+        return float(self.capacity_users) if self.capacity_users is not None else self.capacity_rps
+
+    def to_dict(self) -> dict[str, Any]:
+        """The `--json` object and a study cell's ``capacity`` entry (with ``limit`` and ``trials``)."""
+        return {
+            "model": self.model,
+            "slo": self.slo,
+            "precision": self.precision,
+            "trials": [p.to_dict() for p in self.trials],
+            "trial_count": len(self.trials),
+            "found": self.found,
+            "message": self.message,
+            "generator_saturated": self.generator_saturated,
+            "capacity_rps": self.capacity_rps,
+            "capacity_users": self.capacity_users,
+            "ci95": list(self.ci95) if self.ci95 else None,
+            "search_s": self.search_s,
+            "limit": self.limit,
+            "consistency": self.consistency,
+            "littles_law": self.littles_law,
+        }
+
+
+def find_capacity(
+    base: LoadSpec,
+    settings: FindSettings,
+    roles: list[RoleSpec],
+    on_trial: OnTrial | None = None,
+    on_probe: ProgressFn | None = None,
+    metrics: MetricsSource | None = None,
+) -> CapacityAnswer:
+    """Searches, then analyses the trials at capacity for the limit."""
+    slos = [parse_slo(s) for s in settings.slos]
+    prober = TrialProber(
+        base, slos, roles, settings.trial, settings.confirm, settings.closed, on_trial, on_probe, metrics
+    )
+    search = CapacitySearch(
+        SearchSettings(
+            closed=settings.closed,
+            start=settings.start,
+            maximum=settings.maximum,
+            precision=settings.precision,
+            confirm_repeats=settings.repeats,
+        ),
+        prober,
+    )
+    common: dict[str, Any] = {
+        "model": "closed" if settings.closed else "open",
+        "slo": [s.text for s in prober.slos],
+        "precision": settings.precision,
+    }
+    try:
+        outcome = search.run()
+    except GeneratorSaturated as e:
+        return CapacityAnswer(
+            **common, trials=search.probes, found=False, message=str(e), generator_saturated=True
+        )
+    analysis = prober.analyse(outcome)
+    return CapacityAnswer(
+        **common,
+        trials=search.probes,
+        found=outcome.found,
+        message=outcome.message,
+        capacity_rps=outcome.capacity_throughput if settings.closed else outcome.capacity,
+        capacity_users=int(outcome.capacity) if settings.closed and outcome.capacity else None,
+        ci95=outcome.ci95,
+        search_s=outcome.search_s,
+        limit=analysis.limit,
+        consistency=analysis.consistency,
+        littles_law=analysis.littles_law,
+    )

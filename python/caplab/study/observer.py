@@ -1,0 +1,68 @@
+"""What a running study tells whoever watches it (the terminal, in `caplab run`): the runner calls
+these and never prints, so the study layer needs no terminal."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from caplab.collect.base import ResourceSample
+from caplab.engine import IntervalSnapshot, Plan
+from caplab.spec import Cell, Study
+from caplab.store import CellRow
+
+
+class StudyObserver(Protocol):
+    def study_started(self, study_id: int, study: Study, rows: list[CellRow]) -> None: ...
+
+    def note(self, text: str) -> None:
+        """A line about the study as a whole (a baseline being measured)."""
+        ...
+
+    def cell_skipped(self, cell: Cell) -> None: ...
+
+    def cell_started(self, cell: Cell) -> None: ...
+
+    def trial_started(self, index: int, repeat: int, plan: Plan) -> None: ...
+
+    def interval(self, s: IntervalSnapshot, samples: list[ResourceSample]) -> None: ...
+
+    def cell_finished(
+        self,
+        cell: Cell,
+        status: str,
+        metrics: dict[str, Any],
+        resources: dict[str, Any],
+        reason: str | None = None,
+    ) -> None: ...
+
+
+class Silent:
+    """Watches nothing: for running a study from Python or a test."""
+
+    def study_started(self, study_id: int, study: Study, rows: list[CellRow]) -> None:
+        pass
+
+    def note(self, text: str) -> None:
+        pass
+
+    def cell_skipped(self, cell: Cell) -> None:
+        pass
+
+    def cell_started(self, cell: Cell) -> None:
+        pass
+
+    def trial_started(self, index: int, repeat: int, plan: Plan) -> None:
+        pass
+
+    def interval(self, s: IntervalSnapshot, samples: list[ResourceSample]) -> None:
+        pass
+
+    def cell_finished(
+        self,
+        cell: Cell,
+        status: str,
+        metrics: dict[str, Any],
+        resources: dict[str, Any],
+        reason: str | None = None,
+    ) -> None:
+        pass

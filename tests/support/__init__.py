@@ -1,0 +1,1 @@
+"""Helpers shared by the test suite: servers, clients, fixtures' building blocks, checkers."""
