@@ -1,19 +1,32 @@
-# The single entry point: make dev | demo | test | bench | lint
+# The single entry point: make dev | demo | check | test | bench | lint
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 ENGINE_SRC := $(shell find engine/src -name '*.rs') engine/Cargo.toml engine/Cargo.lock pyproject.toml
 
-.PHONY: dev demo test bench lint rust-test clippy py-test fmt clean
+.PHONY: dev dev-debug demo check test bench lint lint-python rust-test clippy py-test py-test-fast fmt clean
 
-dev: $(VENV)/.stamp-dev
+dev: $(VENV)/.stamp-release
 
-# A venv with caplab installed editable, the engine compiled in release mode, and the dev tools.
-$(VENV)/.stamp-dev: $(ENGINE_SRC)
+# A venv with caplab installed editable, the engine compiled in release mode (demo, test, bench),
+# and the dev tools. A debug build (make check) removes this stamp, so the next `make dev`
+# rebuilds in release mode: the figures caplab prints always come from an optimised engine.
+$(VENV)/.stamp-release: $(ENGINE_SRC)
 	@test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip 'maturin>=1.7,<2'
 	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(BIN)):$$PATH $(BIN)/maturin develop --release --extras dev
+	@rm -f $(VENV)/.stamp-debug
+	@touch $@
+
+# The edit loop's engine: a debug build compiles in a fraction of the time.
+dev-debug: $(VENV)/.stamp-debug
+
+$(VENV)/.stamp-debug: $(ENGINE_SRC)
+	@test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip 'maturin>=1.7,<2'
+	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(BIN)):$$PATH $(BIN)/maturin develop --profile dev --extras dev
+	@rm -f $(VENV)/.stamp-release
 	@touch $@
 
 # The quick cut of the BizTalk scale-out study (about 3 minutes); `make demo DEMO_ARGS=` runs the
@@ -22,6 +35,11 @@ DEMO_ARGS ?= --quick
 demo: dev
 	$(BIN)/caplab demo $(DEMO_ARGS)
 
+# The edit loop (about 2 minutes once built): debug engine, lint, every test not marked slow.
+check: dev-debug lint-python py-test-fast
+	cd engine && cargo fmt --check
+
+# Everything, as CI runs it.
 test: dev rust-test clippy lint py-test
 
 rust-test:
@@ -30,14 +48,23 @@ rust-test:
 clippy:
 	cd engine && PYO3_PYTHON=$(abspath $(PY)) cargo clippy --quiet --all-targets --all-features -- -D warnings
 
-lint: dev
+lint: dev lint-python
 	cd engine && cargo fmt --check
+
+# ruff, mypy --strict over the package, the tests and the benchmarks, and the engine's stub
+# checked against the compiled module.
+lint-python:
 	$(BIN)/ruff check python tests bench
 	$(BIN)/ruff format --check python tests bench
 	$(BIN)/mypy
+	MYPYPATH=bench $(BIN)/mypy bench/*.py
+	$(BIN)/python -m mypy.stubtest caplab._engine
 
 py-test: dev
 	$(BIN)/pytest -q
+
+py-test-fast:
+	$(BIN)/pytest -q -m "not slow"
 
 fmt: dev
 	cd engine && cargo fmt

@@ -135,5 +135,5 @@ def test_a_backlog_that_does_not_drain_in_time_is_a_warning(draining: tuple[str,
     )
     began = time.monotonic()
     collector.start()
-    assert 0.3 <= time.monotonic() - began < 2.0
+    assert time.monotonic() - began >= 0.3, "it waited the whole drain timeout before giving up"
     assert collector.warning is not None and "still 100 after 0.3s" in collector.warning

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -131,3 +134,19 @@ def test_export_defaults_to_a_directory_named_after_the_study(
     monkeypatch.chdir(tmp_path)
     assert cmd_export(store_url, "latest", "csv", None) == 0
     assert (tmp_path / f"study-{filled.study_id}" / "intervals.csv").exists()
+
+
+
+def test_a_piped_table_keeps_whole_names(sqlite_url: str) -> None:
+    """`caplab ls | grep NAME`: a table written to a pipe is never cut to 80 columns."""
+    long_name = "known-server-two-hosts-with-a-very-long-study-name-indeed"
+    with Store(sqlite_url) as store:
+        store.create_study(long_name, "name: x\n", "study.yaml", {})
+    out = subprocess.run(
+        [sys.executable, "-m", "caplab", "ls", "--db", sqlite_url],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "COLUMNS": "80"},
+    ).stdout
+    assert long_name in out

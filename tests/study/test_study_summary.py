@@ -59,3 +59,11 @@ def test_a_narrow_console_drops_the_roles_not_the_limits() -> None:
     assert "receive" not in text and "CPU per role:" in text
     assert all(f"1,00{i}" in text for i in range(4))
     assert max(len(line) for line in text.splitlines()) <= 60
+
+
+def test_a_failed_cell_is_counted_and_no_error_free_claim_is_made() -> None:
+    failed = {**cell(1, 2, None), "status": "failed", "metrics": {}}
+    text = render([cell(0, 1, 1199.0), failed], 120)
+    assert "1 of 2 cells failed" in text
+    assert "no errors in any cell" not in text
+    assert "no errors in any cell" in render([cell(0, 1, 1199.0), cell(1, 2, 1797.0)], 120)

@@ -142,8 +142,14 @@ def _summary_table(document: dict[str, Any], *, with_roles: bool) -> Table:
     errors = any((c.get("metrics") or {}).get("errors") for c in cells)
     statuses = [_status(c) for c in cells]
     everything_complete = all(status == "complete" for status in statuses)
+    failed = sum(c["status"] == "failed" for c in cells)
+    # A failed cell measured nothing, or only part: "no errors" would claim more than was measured.
     caption = "; ".join(
-        ([] if errors else ["no errors in any cell"])
+        (
+            [f"{failed} of {len(cells)} cells failed (see `caplab show`)"]
+            if failed
+            else ([] if errors else ["no errors in any cell"])
+        )
         + (["every cell complete"] if everything_complete else [])
         + ([] if with_roles else ["CPU per role: in the report"])
     )
