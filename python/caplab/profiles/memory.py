@@ -52,8 +52,9 @@ class MemoryCap:
         write_pid(self.procs_files(), pid)
 
     def usage(self) -> Usage:
-        """Bytes in use and the limit; ``limit_hits`` (v1 failcnt, v2 events ``max``), ``oom_kills``
-        and ``major_faults`` (reclaim that went to disk)."""
+        """Bytes in use, the peak and the limit; ``limit_hits`` (v1 failcnt, v2 events ``max``;
+        some v1 kernels no longer count it, so a peak at the limit is the steadier evidence),
+        ``oom_kills`` and ``major_faults`` (reclaim that went to disk)."""
         stat = read_keyed(self.group.file("memory", "memory.stat"))
         if self.group.layout.version == 1:
             oom = read_keyed(self.group.file("memory", "memory.oom_control"))
@@ -61,7 +62,7 @@ class MemoryCap:
                 "usage_bytes": int(self.group.read("memory", "memory.usage_in_bytes")),
                 "peak_bytes": int(self.group.read("memory", "memory.max_usage_in_bytes")),
                 "limit_bytes": int(self.group.read("memory", "memory.limit_in_bytes")),
-                "limit_hits": int(self.group.read("memory", "memory.failcnt")),
+                "limit_hits": self._v1_limit_hits(),
                 "oom_kills": oom.get("oom_kill", 0),
                 "major_faults": stat.get("total_pgmajfault", stat.get("pgmajfault", 0)),
             }
@@ -77,6 +78,13 @@ class MemoryCap:
             "oom_kills": events.get("oom_kill", 0),
             "major_faults": stat.get("pgmajfault", 0),
         }
+
+    def _v1_limit_hits(self) -> int:
+        """With swap off the memory+swap counter meets the limit first, so both counts are summed."""
+        hits = int(self.group.read("memory", "memory.failcnt"))
+        if self.group.file("memory", "memory.memsw.failcnt").exists():
+            hits += int(self.group.read("memory", "memory.memsw.failcnt"))
+        return hits
 
     def remove(self) -> None:
         """Nothing of its own: the limit goes with the role's group."""

@@ -1,0 +1,90 @@
+"""Links against the real kernel: a bulk transfer out of a role's namespace runs at its link's
+rate. The sender runs in the namespace, the receiver on the host; the figure is TCP payload, so
+100 Mbit/s of Ethernet frames carry about 95.6 Mbit/s of it (1448 of every 1514 bytes)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from caplab.profiles import CellHardware, LinkClass, Profile, ProfileError
+
+PORT = 5001
+SENDER = f"""
+import socket
+server = socket.create_server(("0.0.0.0", {PORT}))
+print("ready", flush=True)
+conn, _ = server.accept()
+chunk = bytes(1 << 20)
+try:
+    while True:
+        conn.sendall(chunk)
+except OSError:
+    pass
+"""
+
+
+def received_mbit(address: str, warmup: float = 0.5, seconds: float = 2.0) -> float:
+    """Payload Mbit/s read from ``address`` over ``seconds``, after ``warmup``."""
+    with socket.create_connection((address, PORT), timeout=5) as conn:
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        buffer = bytearray(1 << 20)
+        start = time.monotonic()
+        while time.monotonic() - start < warmup:
+            conn.recv_into(buffer)
+        counted, start = 0, time.monotonic()
+        while (elapsed := time.monotonic() - start) < seconds:
+            counted += conn.recv_into(buffer)
+    return counted * 8 / elapsed / 1e6
+
+
+def transfer(hw: CellHardware, role: str) -> float:
+    sender = subprocess.Popen(
+        [*hw.launch_prefix(role), sys.executable, "-c", SENDER], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert sender.stdout is not None and sender.stdout.readline().strip() == "ready"
+        return received_mbit(hw.addresses[role])
+    finally:
+        sender.kill()
+        sender.wait()
+
+
+def test_a_bulk_transfer_runs_at_the_link_rate(tmp_path: Path, require: Callable[..., None]) -> None:
+    links = {"100mbit": LinkClass.parse("100mbit"), "1gbit": LinkClass.parse("1gbit")}
+    slow = Profile.build("slow", link="100mbit", link_classes=links)
+    fast = Profile.build("fast", link="1gbit", link_classes=links)
+    require(slow, fast)
+    with CellHardware(tmp_path, {"slow": slow, "fast": fast}) as hw:
+        assert hw.addresses["slow"] != hw.addresses["fast"]
+        at_100 = transfer(hw, "slow")
+        at_1000 = transfer(hw, "fast")
+        sent = hw.usage("slow")["link"]["sent_bytes"]
+    print(f"100mbit link: {at_100:.1f} Mbit/s; 1gbit link: {at_1000:.1f} Mbit/s")
+    assert 94 <= at_100 <= 100, f"{at_100:.1f} Mbit/s through a 100mbit link"
+    assert int(sent) >= at_100 * 1e6 / 8 * 2, "the veth counters missed the transfer"
+    assert at_1000 >= 5 * at_100, (
+        f"1gbit link gave {at_1000:.0f} Mbit/s, under 5x the 100mbit link: this host's limit"
+        " for a Python sender and receiver"
+    )
+
+
+def test_a_process_started_outside_the_namespace_cannot_be_attached_to_a_linked_role(
+    tmp_path: Path, require: Callable[..., None]
+) -> None:
+    profile = Profile.build("net", link="100mbit", link_classes={"100mbit": LinkClass.parse("100mbit")})
+    require(profile)
+    with CellHardware(tmp_path, {"web": profile}) as hw:
+        outside = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+        try:
+            with pytest.raises(ProfileError, match=r"runs outside the network namespace"):
+                hw.attach("web", outside.pid)
+        finally:
+            outside.kill()
+            outside.wait()

@@ -1,0 +1,62 @@
+"""Volumes against the real kernel: fio on a throttled loop volume measures its class's IOPS, and
+on an unthrottled one far more (the SQLIO-style baseline of the seeds, 4 KiB random writes)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from caplab.profiles import CellHardware, Profile, ProfileError, VolumeClass, parse_size
+
+HDD = VolumeClass(size=parse_size("256M"), write_iops=200, read_iops=200)
+UNTHROTTLED = VolumeClass(size=parse_size("256M"))
+
+
+def fio_write_iops(prefix: list[str], directory: Path, seconds: int) -> float:
+    """4 KiB random writes, direct I/O, queue depth 8, after a one-second ramp."""
+    argv = [
+        *prefix, "fio", "--name=baseline", f"--directory={directory}", "--size=16M", "--rw=randwrite",
+        "--bs=4k", "--direct=1", "--ioengine=libaio", "--iodepth=8", "--ramp_time=1",
+        f"--runtime={seconds}", "--time_based", "--output-format=json",
+    ]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=seconds + 30, check=True)
+    return float(json.loads(done.stdout)["jobs"][0]["write"]["iops"])
+
+
+def test_fio_on_an_hdd_volume_measures_its_iops_and_an_unthrottled_volume_far_more(
+    tmp_path: Path, require: Callable[..., None]
+) -> None:
+    if shutil.which("fio") is None:
+        pytest.skip("fio is not installed (apt-get install -y fio)")
+    profile = Profile.build(
+        "db", volumes={"data": "hdd", "scratch": "fast"}, volume_classes={"hdd": HDD, "fast": UNTHROTTLED}
+    )
+    require(profile)
+    with CellHardware(tmp_path, {"db": profile}) as hw:
+        prefix = hw.launch_prefix("db")
+        throttled = fio_write_iops(prefix, hw.volume_paths["db/data"], seconds=3)
+        free = fio_write_iops(prefix, hw.volume_paths["db/scratch"], seconds=1)
+        device = hw.usage("db")["volume:data"]["device"]
+        assert str(device).startswith("loop")
+    print(f"hdd volume: {throttled:.0f} write IOPS (class 200); unthrottled: {free:.0f}")
+    assert 180 <= throttled <= 220, f"{throttled:.0f} write IOPS on a 200 IOPS volume"
+    assert free > 5 * throttled, f"unthrottled volume only {free:.0f} IOPS"
+
+
+def test_a_volume_larger_than_the_free_disk_is_refused_before_anything_is_made(
+    tmp_path: Path, require: Callable[..., None]
+) -> None:
+    free = shutil.disk_usage(tmp_path).free
+    huge = VolumeClass(size=free + (1 << 30))
+    profile = Profile.build("db", volumes={"data": "huge"}, volume_classes={"huge": huge})
+    require(profile)
+    with pytest.raises(ProfileError, match=r"volume data: .* is more than the .* free under"), CellHardware(
+        tmp_path, {"db": profile}
+    ):
+        pass
+    assert not list((tmp_path / "volumes").glob("*.img"))
