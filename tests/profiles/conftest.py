@@ -4,25 +4,12 @@ that nothing named ``caplab-*`` is left behind."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
 from caplab.profiles import Profile, check_support
-
-
-def leftovers() -> list[str]:
-    """Everything named caplab-* that the kernel still holds: what a checker would grep for."""
-    found = [str(p) for p in Path("/sys/fs/cgroup").glob("*/caplab*")]
-    for argv in (["losetup", "-a"], ["ip", "netns", "list"], ["ip", "-o", "link", "show"]):
-        try:
-            out = subprocess.run(argv, capture_output=True, text=True, check=False).stdout
-        except FileNotFoundError:
-            continue
-        found += [f"{argv[0]}: {line}" for line in out.splitlines() if "caplab-" in line]
-    return found
+from profile_helpers import leftovers
 
 
 @pytest.fixture(autouse=True)

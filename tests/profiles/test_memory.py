@@ -22,7 +22,10 @@ def test_a_child_allocating_past_its_limit_is_oom_killed_and_reported(
     require(profile)
     with CellHardware(tmp_path, {"app": profile}) as hw:
         done = subprocess.run(
-            [*hw.launch_prefix("app"), sys.executable, "-c", ALLOCATE], capture_output=True, text=True, timeout=30
+            [*hw.launch_prefix("app"), sys.executable, "-c", ALLOCATE],
+            capture_output=True,
+            text=True,
+            timeout=30,
         )
         memory = hw.usage("app")["memory"]
     assert done.returncode == -signal.SIGKILL, f"exit {done.returncode}: {done.stdout}{done.stderr}"
@@ -31,7 +34,9 @@ def test_a_child_allocating_past_its_limit_is_oom_killed_and_reported(
     assert int(memory["peak_bytes"]) >= 0.95 * (64 << 20), "the peak never reached the limit"
 
 
-def test_a_child_within_its_limit_runs_and_its_use_is_counted(tmp_path: Path, require: Callable[..., None]) -> None:
+def test_a_child_within_its_limit_runs_and_its_use_is_counted(
+    tmp_path: Path, require: Callable[..., None]
+) -> None:
     profile = Profile.build("small", memory="128M")
     require(profile)
     with CellHardware(tmp_path, {"app": profile}) as hw:

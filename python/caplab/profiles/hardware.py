@@ -78,9 +78,10 @@ class CellHardware:
     ) -> None:
         try:
             self.remove()
-        except ProfileError:
+        except ProfileError as cleanup:
             if exc is None:
-                raise  # an error of the cell itself wins over one of its cleanup
+                raise
+            exc.add_note(str(cleanup))  # the cell's own error wins; its cleanup's goes with it
 
     def create(self) -> None:
         """Apply every role's profile; on any failure (or Ctrl-C) remove what was made and raise."""

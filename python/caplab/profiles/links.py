@@ -55,10 +55,11 @@ def release_block(block: int) -> None:
 
 
 def tbf_args(link: LinkClass) -> list[str]:
-    """tc tbf for ``link``: a bucket of ~4 ms at the rate (at least two full frames), and a queue
-    of 20 ms, so a transfer settles at the rate within a fraction of a second."""
+    """tc tbf for ``link``: a bucket of 10 ms at the rate (at least two full frames) and a queue of
+    20 ms. The bucket is what lets the link catch up after the host was slow to send (a busy
+    machine delays the softirq that dequeues); over a second it adds at most 1 % to the rate."""
     rate_bytes = link.rate_bits / 8
-    burst = max(int(rate_bytes * 0.004), 2 * (link.mtu + 14), 10_000)
+    burst = max(int(rate_bytes * 0.010), 2 * (link.mtu + 14), 10_000)
     return ["tbf", "rate", f"{link.rate_bits}bit", "burst", str(burst), "latency", "20ms"]
 
 

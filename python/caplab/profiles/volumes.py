@@ -64,6 +64,7 @@ class LoopVolume:
         self.device: str | None = None
         self.maj_min: str | None = None
         self._mounted = False
+        self._baseline: dict[str, int] = {}
 
     def create(self) -> None:
         self.image.parent.mkdir(parents=True, exist_ok=True)
@@ -82,6 +83,7 @@ class LoopVolume:
         )
         self.device = self._attach_loop()
         self.maj_min = device_of(self.device)
+        self._baseline = self._read_stat()  # a loop device keeps its counters from earlier users
         self.mount_path.mkdir(parents=True, exist_ok=True)
         run_tool(["mount", "-t", "ext4", self.device, str(self.mount_path)], f"volume {self.name}: mounting")
         self._mounted = True
@@ -127,15 +129,20 @@ class LoopVolume:
 
     def usage(self) -> Usage:
         """The device (``loop3``) a disk collector reads, where it is mounted, and its counters
-        from ``/sys/block/DEV/stat`` (sectors are 512 bytes)."""
+        from ``/sys/block/DEV/stat`` since the volume was made (sectors are 512 bytes)."""
         out: Usage = {"volume": self.name, "mount_path": str(self.mount_path)}
         if self.device is None:
             return out
-        dev = Path(self.device).name
-        out |= {"device": dev, "maj_min": self.maj_min or ""}
-        values = (Path("/sys/block") / dev / "stat").read_text().split()
-        out |= {name: int(v) for name, v in zip(_STAT_FIELDS, values, strict=False)}
-        return out
+        out |= {"device": Path(self.device).name, "maj_min": self.maj_min or ""}
+        now = self._read_stat()
+        cumulative = {k: v - self._baseline.get(k, 0) for k, v in now.items() if k != "in_flight"}
+        return out | cumulative | {"in_flight": now.get("in_flight", 0)}
+
+    def _read_stat(self) -> dict[str, int]:
+        if self.device is None:
+            return {}
+        values = (Path("/sys/block") / Path(self.device).name / "stat").read_text().split()
+        return {name: int(v) for name, v in zip(_STAT_FIELDS, values, strict=False)}
 
     def remove(self) -> None:
         errors: list[str] = []
