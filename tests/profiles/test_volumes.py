@@ -7,6 +7,7 @@ import json
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -74,3 +75,26 @@ def test_a_volume_larger_than_the_free_disk_is_refused_before_anything_is_made(
     ):
         pass
     assert not list((tmp_path / "volumes").glob("*.img"))
+
+
+def test_fsync_and_writeback_are_held_to_the_volume_bandwidth(
+    in_memory: Path, require: Callable[..., None]
+) -> None:
+    """Buffered writes reach the device through fsync (in the writer) or through the kernel's
+    flusher (anyone's sync): both must pay the volume's bandwidth, as on a real disk."""
+    slow = VolumeClass(size=parse_size("128M"), write_bw=parse_size("8M"))
+    profile = Profile.build("db", volumes={"log": "slow"}, volume_classes={"slow": slow})
+    require(profile)
+    with CellHardware(in_memory, {"db": profile}) as hw:
+        log = hw.volume_paths["db/log"]
+        dd = ["dd", "if=/dev/zero", "bs=1M", "count=24", "status=none"]
+        start = time.monotonic()
+        subprocess.run([*hw.launch_prefix("db"), *dd, f"of={log}/fsynced", "conv=fsync"], check=True, timeout=60)
+        fsynced = 24 / (time.monotonic() - start)
+        subprocess.run([*hw.launch_prefix("db"), *dd, f"of={log}/buffered"], check=True, timeout=60)
+        start = time.monotonic()
+        subprocess.run(["sync", "-f", str(log)], check=True, timeout=60)  # flushed by the kernel, not the role
+        flushed = 24 / (time.monotonic() - start)
+    print(f"8 MiB/s volume: fsync {fsynced:.1f} MiB/s, writeback {flushed:.1f} MiB/s")
+    assert 6.8 <= fsynced <= 9.2, f"fsync wrote {fsynced:.1f} MiB/s to an 8 MiB/s volume"
+    assert 6.8 <= flushed <= 9.2, f"writeback wrote {flushed:.1f} MiB/s to an 8 MiB/s volume"
