@@ -83,3 +83,18 @@ def test_scale_states_a_profile_both_ways() -> None:
     ]
     with pytest.raises(ValueError, match=r"scale.cpu must be > 0"):
         scale_cpu(8, 0)
+
+
+def test_a_volume_class_is_read_from_the_study_files_mapping() -> None:
+    hdd = VolumeClass.parse("hdd", {"size": "2G", "read_iops": 180, "write_iops": 180, "write_bw": "150M"})
+    assert hdd == VolumeClass(size=2 << 30, read_iops=180, write_iops=180, write_bw=150 << 20)
+    ssd = VolumeClass.parse("ssd", {"size": "2G", "write_iops": 20000, "dwpd": 3, "years": 5})
+    assert (ssd.dwpd, ssd.years, ssd.tbw) == (3.0, 5.0, None)
+    with pytest.raises(ValueError, match=r"volumes\.hdd: unknown field\(s\) iops \(known: .*write_iops"):
+        VolumeClass.parse("hdd", {"size": "2G", "iops": 180})
+    with pytest.raises(ValueError, match=r"volumes\.hdd\.write_iops must be a whole number > 0, got '180'"):
+        VolumeClass.parse("hdd", {"size": "2G", "write_iops": "180"})
+    with pytest.raises(ValueError, match=r"volumes\.hdd: size is required"):
+        VolumeClass.parse("hdd", {"write_iops": 180})
+    with pytest.raises(ValueError, match=r"volumes\.hdd\.size: 'two' is not a size"):
+        VolumeClass.parse("hdd", {"size": "two"})

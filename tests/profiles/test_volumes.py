@@ -89,11 +89,15 @@ def test_fsync_and_writeback_are_held_to_the_volume_bandwidth(
         log = hw.volume_paths["db/log"]
         dd = ["dd", "if=/dev/zero", "bs=1M", "count=24", "status=none"]
         start = time.monotonic()
-        subprocess.run([*hw.launch_prefix("db"), *dd, f"of={log}/fsynced", "conv=fsync"], check=True, timeout=60)
+        subprocess.run(
+            [*hw.launch_prefix("db"), *dd, f"of={log}/fsynced", "conv=fsync"], check=True, timeout=60
+        )
         fsynced = 24 / (time.monotonic() - start)
         subprocess.run([*hw.launch_prefix("db"), *dd, f"of={log}/buffered"], check=True, timeout=60)
         start = time.monotonic()
-        subprocess.run(["sync", "-f", str(log)], check=True, timeout=60)  # flushed by the kernel, not the role
+        subprocess.run(
+            ["sync", "-f", str(log)], check=True, timeout=60
+        )  # flushed by the kernel, not the role
         flushed = 24 / (time.monotonic() - start)
     print(f"8 MiB/s volume: fsync {fsynced:.1f} MiB/s, writeback {flushed:.1f} MiB/s")
     assert 6.8 <= fsynced <= 9.2, f"fsync wrote {fsynced:.1f} MiB/s to an 8 MiB/s volume"

@@ -8,12 +8,21 @@ with file:line.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
 _SIZE_FACTOR = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)bit\s*$", re.IGNORECASE)
 _RATE_FACTOR = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_VOLUME_FIELDS = {"size", "read_iops", "write_iops", "read_bw", "write_bw", "dwpd", "years", "tbw"}
+
+
+def _scalar(value: object, what: str) -> str | int:
+    if isinstance(value, str | int) and not isinstance(value, bool):
+        return value
+    raise ValueError(f"{what}: {value!r} is not a size (examples: 256M, 4G, 1048576)")
 
 
 def parse_size(text: str | int, what: str = "size") -> int:
@@ -123,6 +132,40 @@ class VolumeClass:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ValueError(f"{name} must be > 0, got {value!r}")
+
+    @classmethod
+    def parse(cls, name: str, fields: Mapping[str, object]) -> VolumeClass:
+        """A volume class from the study file's mapping (``{size: 2G, write_iops: 180, write_bw:
+        150M}``); errors name ``volumes.NAME.FIELD``."""
+        where = f"volumes.{name}"
+        unknown = sorted(set(fields) - _VOLUME_FIELDS)
+        if unknown:
+            known = ", ".join(sorted(_VOLUME_FIELDS))
+            raise ValueError(f"{where}: unknown field(s) {', '.join(unknown)} (known: {known})")
+        if "size" not in fields:
+            raise ValueError(f"{where}: size is required (example: size: 2G)")
+        values: dict[str, Any] = {
+            "size": parse_size(_scalar(fields["size"], f"{where}.size"), f"{where}.size")
+        }
+        for key in ("read_bw", "write_bw"):
+            if key in fields:
+                values[key] = parse_size(_scalar(fields[key], f"{where}.{key}"), f"{where}.{key}")
+        for key in ("read_iops", "write_iops"):
+            if key in fields:
+                value = fields[key]
+                if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                    raise ValueError(f"{where}.{key} must be a whole number > 0, got {value!r}")
+                values[key] = value
+        for key in ("dwpd", "years", "tbw"):
+            if key in fields:
+                value = fields[key]
+                if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+                    raise ValueError(f"{where}.{key} must be a number > 0, got {value!r}")
+                values[key] = float(value)
+        try:
+            return cls(**values)
+        except ValueError as exc:
+            raise ValueError(f"{where}: {exc}") from exc
 
     @property
     def throttled(self) -> bool:
