@@ -85,6 +85,7 @@ def test_a_running_process_and_its_children_are_attached_later(
         with CellHardware(tmp_path, {"app": profile}) as hw:
             hw.attach("app", parent.pid)
             assert cgroup_of(parent.pid, "memory") == cgroup_of(child, "memory") == f"/{hw.prefix}-app"
+            assert hw.pids("app") == sorted([parent.pid, child])
     finally:
         parent.kill()
         parent.wait()

@@ -84,13 +84,16 @@ def test_a_bulk_transfer_runs_at_the_link_rate(tmp_path: Path, require: Callable
 def test_a_process_started_outside_the_namespace_cannot_be_attached_to_a_linked_role(
     tmp_path: Path, require: Callable[..., None]
 ) -> None:
-    profile = Profile.build("net", link="100mbit", link_classes={"100mbit": LinkClass.parse("100mbit")})
+    profile = Profile.build(
+        "net", cpus=1, link="100mbit", link_classes={"100mbit": LinkClass.parse("100mbit")}
+    )
     require(profile)
     with CellHardware(tmp_path, {"web": profile}) as hw:
         outside = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
         try:
             with pytest.raises(ProfileError, match=r"runs outside the network namespace"):
                 hw.attach("web", outside.pid)
+            assert hw.pids("web") == []  # refused before anything was moved
         finally:
             outside.kill()
             outside.wait()

@@ -173,13 +173,23 @@ class CellHardware:
         does not already run in the role's namespace: a process cannot be moved into one."""
         hw = self._role(role)
         pids = [pid, *descendants(pid)] if with_children else [pid]
+        if hw.link is not None:
+            hw.link.attach(pid)  # checked first: a refused process is left where it was
         for resource in hw.resources:
+            if resource is hw.link:
+                continue
             for member in pids:
                 try:
                     resource.attach(member)
                 except ProfileError:
                     if Path(f"/proc/{member}").exists() or member == pid:
                         raise
+
+    def pids(self, role: str) -> list[int]:
+        """The processes now in the role's cgroups (a runner compares them with the processes its
+        match found, to report one that ran outside its profile)."""
+        group = self._role(role).group
+        return group.pids() if group is not None else []
 
     def usage(self, role: str) -> dict[str, Usage]:
         """The kernel's read-outs for a role: ``cpu``, ``memory``, ``link``, ``volume:NAME``."""
@@ -196,7 +206,7 @@ class CellHardware:
 
     def _role(self, role: str) -> RoleHardware:
         if role not in self.roles:
-            known = ", ".join(self.roles) or "none"
+            known = ", ".join(self.profiles) or "none"
             raise ProfileError(f"no hardware for role {role!r} in this cell (roles: {known})")
         return self.roles[role]
 
