@@ -191,3 +191,45 @@ def test_an_unknown_role_is_named(tmp_path: Path) -> None:
         hw.launch_prefix("db")
     with pytest.raises(ValueError, match=r"role name 'a b'"):
         CellHardware(tmp_path, {"a b": Profile("x")})
+
+
+class InterruptsItsRemoval:
+    """A resource whose removal is interrupted by Ctrl-C: the user presses it mid-cleanup."""
+
+    kind = "interrupt"
+
+    def create(self) -> None:
+        pass
+
+    def procs_files(self) -> list[Path]:
+        return []
+
+    def enter_argv(self) -> list[str]:
+        return []
+
+    def attach(self, pid: int) -> None:
+        pass
+
+    def usage(self) -> dict[str, int | float | str]:
+        return {}
+
+    def remove(self) -> None:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.1)  # the signal arrives here, in the middle of removal
+
+
+def test_ctrl_c_during_removal_waits_until_everything_is_removed(
+    tmp_path: Path, require: Callable[..., None]
+) -> None:
+    profile = Profile.build(
+        "all",
+        cpus=1,
+        volumes={"data": "hdd"},
+        link="100mbit",
+        volume_classes={"hdd": VolumeClass(size=parse_size("64M"), write_iops=200)},
+        link_classes={"100mbit": LinkClass.parse("100mbit")},
+    )
+    require(profile)
+    with pytest.raises(KeyboardInterrupt), CellHardware(tmp_path, {"db": profile}) as hw:
+        hw.roles["db"].resources.append(InterruptsItsRemoval())  # removed first: resources go in reverse
+    assert leftovers() == []
