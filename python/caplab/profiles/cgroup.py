@@ -166,7 +166,10 @@ class Cgroup:
         if self.layout.version == 2:
             self._enable_v2_controllers()
         for directory in self.directories():
-            directory.mkdir(exist_ok=False)
+            try:
+                directory.mkdir(exist_ok=False)
+            except OSError as exc:
+                raise ProfileError(f"cgroup {directory}: cannot create: {exc.strerror}") from exc
             self._created.append(directory)
         if self.layout.version == 1 and "cpuset" in self.controllers:
             # v1 refuses tasks until cpus and mems are set; start from the parent's.
