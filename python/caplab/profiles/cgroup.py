@@ -56,7 +56,8 @@ class CgroupLayout:
         return sorted(set(self.v1_mounts.values()))
 
 
-def _parse_mountinfo(text: str) -> tuple[dict[str, Path], Path | None]:
+def parse_mountinfo(text: str) -> tuple[dict[str, Path], Path | None]:
+    """v1 controller → mount point, and the cgroup2 mount (``/sys/fs/cgroup`` preferred)."""
     v1: dict[str, Path] = {}
     v2: Path | None = None
     for line in text.splitlines():
@@ -82,7 +83,7 @@ def detect() -> CgroupLayout:
         mountinfo = Path("/proc/self/mountinfo").read_text()
     except OSError:
         return CgroupLayout(version=0)
-    v1, v2 = _parse_mountinfo(mountinfo)
+    v1, v2 = parse_mountinfo(mountinfo)
     if v1:
         return CgroupLayout(version=1, v1_mounts=v1)
     if v2 is not None:
@@ -111,32 +112,34 @@ def pids_in(directory: Path) -> list[int]:
         return []
 
 
-def remove_directory(directory: Path, kill_timeout: float = 3.0) -> None:
-    """Remove one cgroup directory; processes still in it are killed first (the cell is over, and
-    the kernel refuses to remove a populated group)."""
-    if not directory.exists():
-        return
-    deadline = time.monotonic() + kill_timeout
-    while True:
-        pids = pids_in(directory)
-        if not pids:
-            break
+def remove_directories(directories: list[Path], timeout: float = 5.0) -> None:
+    """Remove a group's directories (one per v1 hierarchy). Processes in any of them are killed
+    (the cell is over, and the kernel refuses to remove a populated group), again and again until
+    every directory is gone: a process being launched may join one just after it was emptied."""
+    remaining = [d for d in directories if d.exists()]
+    deadline = time.monotonic() + timeout
+    while remaining:
+        pids = sorted({pid for d in remaining for pid in pids_in(d)})
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-        if time.monotonic() > deadline:
-            raise ProfileError(f"cgroup {directory}: processes {pids} did not exit after SIGKILL")
-        time.sleep(0.02)
-    # A group empties a moment after its last process is reaped; retry rmdir briefly.
-    while True:
-        try:
-            directory.rmdir()
-            return
-        except FileNotFoundError:
-            return
-        except OSError as exc:
-            if time.monotonic() > deadline:
-                raise ProfileError(f"cgroup {directory}: cannot remove: {exc.strerror}") from exc
+        failures: dict[Path, str] = {}
+        for directory in list(remaining):
+            try:
+                directory.rmdir()
+            except FileNotFoundError:
+                pass
+            except OSError as exc:  # busy: a process is still exiting, or has just joined
+                failures[directory] = exc.strerror or str(exc)
+                continue
+            remaining.remove(directory)
+        if remaining and time.monotonic() > deadline:
+            raise ProfileError(
+                "; ".join(
+                    f"cgroup {d}: cannot remove: {why} (processes {pids})" for d, why in failures.items()
+                )
+            )
+        if remaining:
             time.sleep(0.02)
 
 
@@ -218,12 +221,7 @@ class Cgroup:
         return sorted(seen)
 
     def remove(self) -> None:
-        errors = []
-        for directory in reversed(self._created):
-            try:
-                remove_directory(directory)
-            except ProfileError as exc:
-                errors.append(str(exc))
-        self._created.clear()
-        if errors:
-            raise ProfileError("; ".join(errors))
+        try:
+            remove_directories(list(reversed(self._created)))
+        finally:
+            self._created = [d for d in self._created if d.exists()]

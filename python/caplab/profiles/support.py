@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from caplab.profiles.cgroup import detect
+from caplab.profiles.errors import ProfileError, run_tool
 from caplab.profiles.models import Profile
 
 
@@ -42,18 +43,37 @@ def check_support(profiles: Iterable[Profile]) -> list[str]:
         problems.append("no cgroup filesystem is mounted under /sys/fs/cgroup")
     elif needed:
         for controller, use in needed.items():
+            name = "blkio" if controller == "io" and layout.version == 1 else controller
             if not layout.available(controller):
-                name = "blkio" if controller == "io" and layout.version == 1 else controller
                 problems.append(
                     f"cgroup v{layout.version} controller {name} is not available (needed for {use})"
+                )
+            elif not os.access(layout.root_of(controller), os.W_OK):
+                problems.append(
+                    f"cgroup v{layout.version} controller {name} is read-only at {layout.root_of(controller)}"
+                    f" (needed for {use}; a container needs --privileged or a writable cgroup mount)"
                 )
     if wants_volumes:
         if not Path("/dev/loop-control").exists():
             problems.append("no loop devices (/dev/loop-control is missing; modprobe loop)")
+        elif not os.access("/dev/loop-control", os.R_OK | os.W_OK):
+            problems.append("loop devices are not usable: /dev/loop-control is not writable")
         problems += _missing_tools(["losetup", "mkfs.ext4", "mount", "umount"], "volumes")
     if wants_links:
-        problems += _missing_tools(["ip", "tc", "nsenter"], "links")
+        missing = _missing_tools(["ip", "tc", "nsenter"], "links")
+        problems += missing or _probe_netns()
     return problems
+
+
+def _probe_netns() -> list[str]:
+    """Create and delete one namespace: uid 0 in a container may still lack the capability."""
+    probe = f"caplab-{os.getpid()}-0-probe"
+    try:
+        run_tool(["ip", "netns", "add", probe], "network namespaces are not usable")
+    except ProfileError as exc:
+        return [str(exc)]
+    run_tool(["ip", "netns", "del", probe], "network namespaces: removing the probe", check=False)
+    return []
 
 
 def _missing_tools(tools: list[str], use: str) -> list[str]:

@@ -9,7 +9,7 @@ import os
 import re
 from pathlib import Path
 
-from caplab.profiles.cgroup import detect, remove_directory
+from caplab.profiles.cgroup import detect, remove_directories
 from caplab.profiles.errors import ProfileError, run_tool
 from caplab.profiles.links import NETNS_DIR, remove_netns
 from caplab.profiles.volumes import clear_v1_rules, device_of
@@ -47,7 +47,7 @@ def _sweep_cgroups(everything: bool, done: list[str]) -> None:
         for directory in sorted(root.glob("caplab-*")):
             if directory.is_dir() and _stale(directory.name, everything):
                 try:
-                    remove_directory(directory)
+                    remove_directories([directory])
                     done.append(f"removed cgroup {directory}")
                 except ProfileError as exc:
                     done.append(f"could not remove cgroup {directory}: {exc}")
