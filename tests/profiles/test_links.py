@@ -69,6 +69,7 @@ def test_a_bulk_transfer_runs_at_the_link_rate(tmp_path: Path, require: Callable
     require(slow, fast)
     with CellHardware(tmp_path, {"slow": slow, "fast": fast}) as hw:
         assert hw.addresses["slow"] != hw.addresses["fast"]
+        assert hw.host_addresses["slow"].rsplit(".", 1)[0] == hw.addresses["slow"].rsplit(".", 1)[0]
         at_100 = transfer(hw, "slow")
         at_1000 = transfer(hw, "fast")
         sent = hw.usage("slow")["link"]["sent_bytes"]

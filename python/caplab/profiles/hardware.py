@@ -153,6 +153,12 @@ class CellHardware:
         """``{role: address}`` of every role with a link, for ``{address.ROLE}``."""
         return {r: hw.link.address for r, hw in self.roles.items() if hw.link is not None}
 
+    @property
+    def host_addresses(self) -> dict[str, str]:
+        """``{role: address}`` of the host's end of each role's link: what a process inside the
+        namespace uses to reach a service on the host (127.0.0.1 there is the namespace's own)."""
+        return {r: hw.link.host_address for r, hw in self.roles.items() if hw.link is not None}
+
     def launch_prefix(self, role: str) -> list[str]:
         """An argv prefix that puts the launched process in the role's cgroups and namespace before
         it execs, so it and every child run on the profile from their first instruction."""
