@@ -235,6 +235,7 @@ class Profile:
         cpus: float | None = None,
         cpuset: str | None = None,
         memory: str | int | None = None,
+        swap: bool = False,
         volumes: dict[str, str] | None = None,
         link: str | None = None,
         volume_classes: dict[str, VolumeClass] | None = None,
@@ -263,7 +264,7 @@ class Profile:
         return cls(
             name,
             cpus=CpuLimit(cpus, cpuset) if cpus is not None else None,
-            memory=MemoryLimit.parse(memory) if memory is not None else None,
+            memory=MemoryLimit(parse_size(memory, "memory"), swap) if memory is not None else None,
             volumes=chosen,
             link=chosen_link,
             volume_class_names=dict(volumes or {}),
