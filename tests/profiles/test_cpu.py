@@ -52,3 +52,22 @@ def test_scale_turns_profile_cores_into_a_host_quota(tmp_path: Path, require: Ca
         assert cpu["quota_host_cpus"] == 2.0
         assert cpu["profile_cpus"] == 8
         assert hw.describe()["app"][1] == "8 cores, emulated as 2.0 host CPUs"
+
+
+def test_a_cpuset_pins_the_role_to_those_host_cpus(tmp_path: Path, require: Callable[..., None]) -> None:
+    profile = Profile.build("pinned", cpus=1, cpuset="0")
+    require(profile)
+    with CellHardware(tmp_path, {"app": profile}) as hw:
+        done = subprocess.run(
+            [
+                *hw.launch_prefix("app"),
+                sys.executable,
+                "-c",
+                "import os; print(sorted(os.sched_getaffinity(0)))",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+    assert done.stdout.strip() == "[0]"
