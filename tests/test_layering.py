@@ -25,6 +25,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "experiments": frozenset({"analysis", "collect", "engine", "spec", "units"}),
     "study": frozenset({"analysis", "collect", "engine", "experiments", "spec", "store", "units"}),
     "report": frozenset({"analysis", "collect", "engine", "store", "units"}),
+    "profiles": frozenset({"units"}),
     "systems": frozenset(),
     "studies": frozenset(),
     "cli": frozenset({"*"}),

@@ -1,0 +1,139 @@
+"""Links against the real kernel: a bulk transfer out of a role's namespace runs at its link's
+rate. The sender runs in the namespace, the receiver on the host; the figure is TCP payload, so
+100 Mbit/s of Ethernet frames carry about 95.6 Mbit/s of it (1448 of every 1514 bytes)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from caplab.profiles import CellHardware, LinkClass, Profile, ProfileError
+
+PORT = 5001
+IP_MTU_DISCOVER, IP_PMTUDISC_DO = 10, 2  # <linux/in.h>; the socket module names them from 3.12
+SENDER = f"""
+import socket
+server = socket.create_server(("0.0.0.0", {PORT}))
+print("ready", flush=True)
+conn, _ = server.accept()
+chunk = bytes(1 << 20)
+try:
+    while True:
+        conn.sendall(chunk)
+except OSError:
+    pass
+"""
+
+
+def received_mbit(address: str, warmup: float = 0.5, windows: int = 3) -> float:
+    """Payload Mbit/s read from ``address``: the best of ``windows`` one-second windows after
+    ``warmup``. Shaping is a ceiling; a busy host (other work, a starved virtual CPU) can only
+    leave a window short of it, so the best window is the figure for the link. The receive buffer
+    is left to the kernel's autotuning so a descheduled receiver does not close the window."""
+    rates = []
+    with socket.create_connection((address, PORT), timeout=5) as conn:
+        buffer = bytearray(1 << 20)
+        start = time.monotonic()
+        while time.monotonic() - start < warmup:
+            conn.recv_into(buffer)
+        for _ in range(windows):
+            counted, start = 0, time.monotonic()
+            while (elapsed := time.monotonic() - start) < 1.0:
+                counted += conn.recv_into(buffer)
+            rates.append(counted * 8 / elapsed / 1e6)
+    return max(rates)
+
+
+def transfer(hw: CellHardware, role: str) -> float:
+    sender = subprocess.Popen(
+        [*hw.launch_prefix(role), sys.executable, "-c", SENDER], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert sender.stdout is not None and sender.stdout.readline().strip() == "ready"
+        return received_mbit(hw.addresses[role])
+    finally:
+        sender.kill()
+        sender.wait()
+
+
+def test_a_bulk_transfer_runs_at_the_link_rate(tmp_path: Path, require: Callable[..., None]) -> None:
+    links = {"100mbit": LinkClass.parse("100mbit"), "1gbit": LinkClass.parse("1gbit")}
+    slow = Profile.build("slow", link="100mbit", link_classes=links)
+    fast = Profile.build("fast", link="1gbit", link_classes=links)
+    require(slow, fast)
+    with CellHardware(tmp_path, {"slow": slow, "fast": fast}) as hw:
+        assert hw.addresses["slow"] != hw.addresses["fast"]
+        assert hw.host_addresses["slow"].rsplit(".", 1)[0] == hw.addresses["slow"].rsplit(".", 1)[0]
+        at_100 = transfer(hw, "slow")
+        at_1000 = transfer(hw, "fast")
+        sent = hw.usage("slow")["link"]["sent_bytes"]
+    print(f"100mbit link: {at_100:.1f} Mbit/s; 1gbit link: {at_1000:.1f} Mbit/s")
+    assert 94 <= at_100 <= 100, f"{at_100:.1f} Mbit/s through a 100mbit link"
+    assert int(sent) >= at_100 * 1e6 / 8 * 2, "the veth counters missed the transfer"
+    assert at_1000 >= 5 * at_100, (
+        f"1gbit link gave {at_1000:.0f} Mbit/s, under 5x the 100mbit link: this host's limit"
+        " for a Python sender and receiver"
+    )
+
+
+def test_a_process_started_outside_the_namespace_cannot_be_attached_to_a_linked_role(
+    tmp_path: Path, require: Callable[..., None]
+) -> None:
+    profile = Profile.build(
+        "net", cpus=1, link="100mbit", link_classes={"100mbit": LinkClass.parse("100mbit")}
+    )
+    require(profile)
+    with CellHardware(tmp_path, {"web": profile}) as hw:
+        outside = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+        try:
+            with pytest.raises(ProfileError, match=r"runs outside the network namespace"):
+                hw.attach("web", outside.pid)
+            assert hw.pids("web") == []  # refused before anything was moved
+        finally:
+            outside.kill()
+            outside.wait()
+
+
+def test_roles_reach_each_other_through_the_host_and_a_jumbo_link_carries_jumbo_frames(
+    tmp_path: Path, require: Callable[..., None]
+) -> None:
+    links = {"plain": LinkClass.parse("1gbit", 1500), "jumbo": LinkClass.parse("1gbit", 9000)}
+    app = Profile.build("app", link="plain", link_classes=links)
+    db = Profile.build("db", link="jumbo", link_classes=links)
+    require(app, db)
+    with CellHardware(tmp_path, {"app": app, "db": db}) as hw:
+        sender = subprocess.Popen(
+            [*hw.launch_prefix("db"), sys.executable, "-c", SENDER], stdout=subprocess.PIPE, text=True
+        )
+        try:
+            assert sender.stdout is not None and sender.stdout.readline().strip() == "ready"
+            reach = f"import socket; c = socket.create_connection(({hw.addresses['db']!r}, {PORT}), 5); print(len(c.recv(1000)) > 0)"  # noqa: E501
+            done = subprocess.run(
+                [*hw.launch_prefix("app"), sys.executable, "-c", reach],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+        finally:
+            sender.kill()
+            sender.wait()
+        assert done.stdout.strip() == "True", done.stderr
+        assert dont_fragment_send(hw.addresses["db"], 8000) == "sent"
+        assert dont_fragment_send(hw.addresses["app"], 8000) == "too big for the link"
+
+
+def dont_fragment_send(address: str, size: int) -> str:
+    """Send one UDP datagram of ``size`` bytes that must not be fragmented: the route's MTU decides."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+        udp.setsockopt(socket.IPPROTO_IP, IP_MTU_DISCOVER, IP_PMTUDISC_DO)
+        try:
+            udp.sendto(bytes(size), (address, 9))
+        except OSError:
+            return "too big for the link"
+    return "sent"

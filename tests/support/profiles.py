@@ -1,0 +1,18 @@
+"""Shared by the profile tests: what a leftover checker would find."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+
+def leftovers() -> list[str]:
+    """Everything named caplab-* that the kernel still holds: what a checker would grep for."""
+    found = [str(p) for p in Path("/sys/fs/cgroup").glob("*/caplab*")]
+    for argv in (["losetup", "-a"], ["ip", "netns", "list"], ["ip", "-o", "link", "show"]):
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True, check=False).stdout
+        except FileNotFoundError:
+            continue
+        found += [f"{argv[0]}: {line}" for line in out.splitlines() if "caplab-" in line]
+    return found
