@@ -259,3 +259,19 @@ def test_fit_usl_non_finite_row_is_a_bad_row(caplab_cmd: list[str], tmp_path: Pa
     p = fit_usl_cli(caplab_cmd, str(path), "--json")
     assert p.returncode == 2
     assert f"{path}:3:" in p.stderr
+
+
+def test_fit_usl_presents_no_model_when_none_fits(caplab_cmd: list[str], tmp_path: Path) -> None:
+    """The quick demo's capacities at 1–4 hosts: a peak at 2, then flat. Every candidate fits
+    worse than the mean (R² < 0), so there is no model, and nothing is extrapolated."""
+    csv_file = str(write_csv(tmp_path / "p.csv", ["1,2000", "2,2960", "3,2800", "4,2800"]))
+    p = fit_usl_cli(caplab_cmd, csv_file, "--json", "--predict", "8")
+    assert p.returncode == 0, p.stderr
+    doc: dict[str, Any] = json.loads(p.stdout)
+    assert doc["model"] is None and doc["fits"] is False
+    assert doc["predictions"] == [] and doc["requested"] == []
+    assert doc["peak"] == {"n": 2.0, "throughput": 2960.0}
+    assert doc["candidate"]["r2"] < 0
+    table = fit_usl_cli(caplab_cmd, csv_file, "--predict", "8").stdout
+    assert "no model fits" in table and "nothing is extrapolated" in table
+    assert "lambda" not in table and "fits best" not in table

@@ -5,9 +5,10 @@ other factors. Derived from the stored cells, so `show` and `run` give the same 
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
-from caplab.analysis.usl import fit_usl
+from caplab.analysis.usl import UslFit, fit_usl
 from caplab.units import is_number
 
 MIN_DISTINCT = 3
@@ -113,3 +114,26 @@ def fit_quality(entry: dict[str, Any]) -> tuple[bool, str]:
     if poor and not reasons:
         reasons.append("the measured points scatter about the curve")
     return not poor and not reasons, "; ".join(reasons)
+
+
+@dataclass(frozen=True)
+class FitJudgement:
+    """Whether a fit is a model of the points (and may be extrapolated), and if not why; the
+    measured peak either way, which is what the points say without any model."""
+
+    usable: bool
+    reason: str
+    peak_n: float
+    peak_throughput: float
+
+
+def judge_fit(n: list[float], x: list[float], fit: UslFit, factor: str = "N") -> FitJudgement:
+    """`fit_quality` for bare points, as `caplab fit-usl` reads them from a file."""
+    entry = {
+        "factor": factor,
+        "points": [{"n": a, "throughput": b} for a, b in zip(n, x, strict=True)],
+        "fit": fit.to_dict(),
+    }
+    usable, reason = fit_quality(entry)
+    peak_n, peak = max(means_by_n(entry["points"]), key=lambda point: point[1])
+    return FitJudgement(usable, reason, peak_n, peak)

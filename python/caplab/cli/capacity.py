@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.table import Table
 
 from caplab.analysis.slo import SloError, parse_slo
+from caplab.analysis.scaling import FitJudgement, judge_fit
 from caplab.analysis.usl import UslFit, fit_usl
 from caplab.cli import consoles, exits
 from caplab.cli.options import DURATION, request_fields, request_options
@@ -226,14 +227,54 @@ def cmd_fit_usl(path: Path, as_json: bool, predict: list[float]) -> int:
     except ValueError as e:
         click.echo(f"caplab: {path}: {e}", err=True)
         return exits.USAGE
-    doc = fit.to_dict()
-    doc["requested"] = [{"n": p, "throughput": fit.predict(p)} for p in predict]
+    judged = judge_fit(n, x, fit)
     if as_json:
-        json.dump(doc, sys.stdout)
+        json.dump(fit_document(fit, judged, n, x, predict), sys.stdout)
         sys.stdout.write("\n")
-    else:
+    elif judged.usable:
         print_fit(consoles.stdout(), fit)
+    else:
+        print_no_model(consoles.stdout(), fit, judged, n, x)
     return exits.OK
+
+
+def fit_document(
+    fit: UslFit, judged: FitJudgement, n: list[float], x: list[float], predict: list[float]
+) -> dict[str, Any]:
+    """The `--json` object. A fit that does not fit is no model: ``model`` is null, nothing is
+    predicted, and the rejected candidate is kept under ``candidate`` for whoever wants to see it."""
+    points = [{"n": a, "throughput": b} for a, b in zip(n, x, strict=True)]
+    peak = {"n": judged.peak_n, "throughput": judged.peak_throughput}
+    if judged.usable:
+        doc = fit.to_dict()
+        doc["requested"] = [{"n": p, "throughput": fit.predict(p)} for p in predict]
+        return {**doc, "fits": True, "reason": None, "measured": points, "peak": peak}
+    candidate = {k: v for k, v in fit.to_dict().items() if k != "predictions"}
+    return {
+        "model": None,
+        "fits": False,
+        "reason": judged.reason,
+        "measured": points,
+        "peak": peak,
+        "candidate": candidate,
+        "predictions": [],
+        "requested": [],
+    }
+
+
+def print_no_model(
+    console: Console, fit: UslFit, judged: FitJudgement, n: list[float], x: list[float]
+) -> None:
+    console.print(f"[bold]no model fits[/]: {judged.reason}")
+    t = Table("N", "throughput", header_style="bold")
+    for a, b in zip(n, x, strict=True):
+        t.add_row(f"{a:g}", f"{b:,.1f}")
+    console.print(t)
+    console.print(
+        f"measured peak: {judged.peak_throughput:,.1f}/s at N = {judged.peak_n:g}; nothing is extrapolated"
+    )
+    holdout = f", held-out error {fit.holdout_error:+.1%}" if fit.holdout_error is not None else ""
+    console.print(f"(the best candidate, {fit.model}, has R² {fit.r2:.2f}{holdout})", highlight=False)
 
 
 def print_fit(console: Console, fit: UslFit) -> None:
