@@ -3,7 +3,8 @@ late generator with cores to spare, or at its own limit, is not and must still s
 
 from __future__ import annotations
 
-from caplab.analysis.generator import crowded_out
+from caplab.analysis.generator import crowded_out, generator_limit, generator_limited
+from caplab.analysis.slo import Slo, parse_slo
 from caplab.engine import GeneratorFigures
 
 
@@ -37,3 +38,37 @@ def test_a_generator_thread_at_its_limit_is_the_generators_problem_even_on_a_bus
 
 def test_without_host_figures_nothing_is_assumed() -> None:
     assert crowded_out(figures(0.1), {}) is None
+
+
+def test_a_host_busy_with_other_programs_is_not_the_system_crowding_the_generator() -> None:
+    busy = {"host": {"cpu_util_percent": 98.0, "cpu_percent": 196.0}, "generator": {"cpu_percent": 20.0}}
+    by_system = crowded_out(figures(0.3), busy | {"server": {"cpu_percent": 150.0}}, ["server"])
+    by_others = crowded_out(figures(0.3), busy | {"server": {"cpu_percent": 30.0}}, ["server"])
+    assert by_system is not None and "machine saturated" in by_system
+    assert by_others is None, "146 of 196 busy points were neither the system nor caplab"
+
+
+def slo(text: str) -> Slo:
+    return parse_slo(text)
+
+
+def test_a_failure_with_lateness_a_sizeable_share_of_the_bound_is_inconclusive() -> None:
+    late = figures(0.3, late_ms=0.8)
+    reason = generator_limited(late, [slo("p99<=2ms"), slo("errors<=1%")])
+    assert reason is not None and "generator-limited" in reason and "40% of the p99<=2ms bound" in reason
+    # The same lateness against a looser bound is noise; with no latency bound it decides nothing.
+    assert generator_limited(late, [slo("p99<=50ms")]) is None
+    assert generator_limited(late, [slo("errors<=1%")]) is None
+
+
+def test_the_tightest_latency_bound_is_the_one_judged() -> None:
+    reason = generator_limited(figures(0.3, late_ms=3.0), [slo("p99<=100ms"), slo("p50<=10ms")])
+    assert reason is not None and "30% of the p50<=10ms bound" in reason
+
+
+def test_a_generator_limit_is_a_floor_and_names_the_generator() -> None:
+    limit = generator_limit(42_000.0, "/s", "sends ran late")
+    assert limit["kind"] == "generator" and limit["resource"] == "generator"
+    assert limit["summary"].startswith(
+        "generator: capacity ≥ 42,000/s (the generator's limit here, not the system's)"
+    )

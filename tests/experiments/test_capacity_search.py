@@ -274,7 +274,10 @@ def test_find_capacity_generator_saturated_is_never_a_capacity(monkeypatch: pyte
     assert doc["capacity_rps"] is None
     assert doc["capacity_users"] is None
     assert doc["ci95"] is None
-    assert doc["limit"] is None
+    # What passed below it is a floor, and the limit named is the generator's, never the system's.
+    assert doc["capacity_at_least"] == 400.0
+    assert doc["message"].startswith("capacity ≥ 400/s (the generator's limit here)")
+    assert doc["limit"]["kind"] == "generator" and doc["limit"]["resource"] == "generator"
     assert "generator saturated at 800" in doc["message"]
     assert [t["load"] for t in doc["trials"]] == [100.0, 200.0, 400.0]
 

@@ -94,7 +94,7 @@ def test_generator_saturation_stops_the_search_without_a_capacity(
     assert doc["generator_saturated"] is True
     assert doc["capacity_rps"] is None
     assert doc["ci95"] is None
-    assert "the generator saturated at 100" in doc["message"]
+    assert "the generator was the limit at 100" in doc["message"]
     assert "sends ran" in doc["message"], "the engine's reason is passed on"
     # One stall is repeated; a second at the same load stops the search. Both are kept, failed.
     assert [p.load for p in seen] == [100.0, 100.0]

@@ -136,7 +136,6 @@ def test_export_defaults_to_a_directory_named_after_the_study(
     assert (tmp_path / f"study-{filled.study_id}" / "intervals.csv").exists()
 
 
-
 def test_a_piped_table_keeps_whole_names(sqlite_url: str) -> None:
     """`caplab ls | grep NAME`: a table written to a pipe is never cut to 80 columns."""
     long_name = "known-server-two-hosts-with-a-very-long-study-name-indeed"

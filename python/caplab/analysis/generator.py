@@ -3,6 +3,9 @@ says only something about itself."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from caplab.analysis.slo import Slo
 from caplab.engine import GeneratorFigures
 
 CROWDED_HOST_CPU = 90.0
@@ -11,18 +14,70 @@ OWN_LIMIT_THREAD = 0.9
 """A generator thread this busy is at its own limit, whatever else the machine does."""
 
 
-def crowded_out(generator: GeneratorFigures, resources: dict[str, dict[str, float]]) -> str | None:
+def crowded_out(
+    generator: GeneratorFigures, resources: dict[str, dict[str, float]], roles: list[str] | None = None
+) -> str | None:
     """Why a late generator says something about the system rather than about itself, or None.
 
     On one machine, a system under test that takes every core also takes them from the generator,
     whose sends then leave late. That is a measurement — this load is more than the machine
     carries — so the trial fails like any other over capacity. A generator late with cores to
-    spare, or with a thread of its own at its limit, is not: that still stops the search."""
-    host = (resources.get("host") or {}).get("cpu_util_percent")
-    if host is None or host < CROWDED_HOST_CPU or generator.busiest_thread >= OWN_LIMIT_THREAD:
+    spare, or with a thread of its own at its limit, is not: that still stops the search. Nor is
+    one crowded out by other programs: when the system's roles are known and something else used
+    more of the busy cores than they did, the machine was busy with work that is not the load."""
+    host = resources.get("host") or {}
+    util = host.get("cpu_util_percent")
+    if util is None or util < CROWDED_HOST_CPU or generator.busiest_thread >= OWN_LIMIT_THREAD:
         return None
+    if roles:
+        system = sum((resources.get(r) or {}).get("cpu_percent", 0.0) for r in roles)
+        own = (resources.get("generator") or {}).get("cpu_percent", 0.0)
+        others = host.get("cpu_percent", 0.0) - system - own
+        if others > system:
+            return None
     late = generator.lateness_p99_ms
     return (
-        f"machine saturated: host CPU at {host:.0f}% of all cores, so the generator's sends ran "
+        f"machine saturated: host CPU at {util:.0f}% of all cores, so the generator's sends ran "
         f"{late or 0:.0f} ms late at p99 (its own busiest thread at {generator.busiest_thread:.0%})"
     )
+
+
+GENERATOR_SHARE = 0.25
+"""A generator whose own send lateness at p99 reaches this share of the tightest latency bound being
+judged has distorted the latency it measured: a failure at that load is not the system's."""
+LATENCY_METRICS = frozenset({"p50", "p90", "p99", "p999", "max", "mean"})
+
+
+def generator_limited(generator: GeneratorFigures, slos: list[Slo]) -> str | None:
+    """Why a failed trial says more about the generator than about the system, or None.
+
+    Latency is timed from the intended send, so every millisecond the generator sends late is
+    charged to the system. When that lateness is a sizeable share of the bound (1 ms late against
+    a 2 ms p99), a failure proves nothing about the system: the trial is inconclusive. A generator
+    flagged saturated by the engine is judged by `crowded_out` and the search's stall rule."""
+    bounds = [s for s in slos if s.metric in LATENCY_METRICS and s.op in ("<=", "<")]
+    late = generator.lateness_p99_ms
+    if not bounds or late is None:
+        return None
+    tightest = min(bounds, key=lambda s: s.value)
+    if late < GENERATOR_SHARE * tightest.value:
+        return None
+    return (
+        f"inconclusive — generator-limited: its own sends ran {late:.2f} ms late at p99, "
+        f"{late / tightest.value:.0%} of the {tightest.text} bound"
+    )
+
+
+def generator_limit(lower_bound: float | None, unit: str, reason: str) -> dict[str, Any]:
+    """The limit named when the search stopped at the generator: a floor for the capacity, the
+    generator as what limits it here, never the system."""
+    floor = f"capacity ≥ {lower_bound:,.0f}{unit}" if lower_bound else "no capacity measured"
+    return {
+        "resource": "generator",
+        "kind": "generator",
+        "utilization": None,
+        "bound_rps": lower_bound,
+        "evidence": {"demands": [], "signals": [reason]},
+        "summary": f"generator: {floor} (the generator's limit here, not the system's): {reason}; "
+        "run caplab with more cores, on another machine, or as several agents",
+    }

@@ -13,8 +13,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from caplab.analysis.slo import SloError, parse_slo
 from caplab.analysis.scaling import FitJudgement, judge_fit
+from caplab.analysis.slo import SloError, parse_slo
 from caplab.analysis.usl import UslFit, fit_usl
 from caplab.cli import consoles, exits
 from caplab.cli.options import DURATION, request_fields, request_options

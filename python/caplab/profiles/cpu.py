@@ -9,7 +9,11 @@ from caplab.profiles.cgroup import Cgroup, read_keyed
 from caplab.profiles.models import CpuLimit
 from caplab.profiles.resource import Usage, write_pid
 
-PERIOD_US = 100_000
+PERIOD_US = 10_000
+"""The quota's accounting period. A role over its quota waits for the next period, so the period
+bounds the stall it sees: the kernel's default 100 ms would add up to 100 ms to a request's
+latency at any load, where a slower CPU adds a little to each. 10 ms keeps the stall near a
+request's scale at a modest accounting cost (a quota of at least 1 ms: 0.1 host CPUs)."""
 _MIN_QUOTA_US = 1_000  # the kernel's floor for a quota
 
 

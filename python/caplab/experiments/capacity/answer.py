@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from caplab.analysis.generator import generator_limit
 from caplab.analysis.slo import parse_slo
 from caplab.collect import MetricsSource, RoleSpec
 from caplab.engine import LoadSpec
@@ -39,6 +40,8 @@ class CapacityAnswer:
     generator_saturated: bool = False
     capacity_rps: float | None = None
     capacity_users: int | None = None
+    capacity_at_least: float | None = None
+    """When the generator stopped the search: the highest load that passed, a floor for the capacity."""
     ci95: tuple[float, float] | None = None
     search_s: float | None = None
     limit: dict[str, Any] | None = None
@@ -63,6 +66,7 @@ class CapacityAnswer:
             "generator_saturated": self.generator_saturated,
             "capacity_rps": self.capacity_rps,
             "capacity_users": self.capacity_users,
+            "capacity_at_least": self.capacity_at_least,
             "ci95": list(self.ci95) if self.ci95 else None,
             "search_s": self.search_s,
             "limit": self.limit,
@@ -102,8 +106,17 @@ def find_capacity(
     try:
         outcome = search.run()
     except GeneratorSaturated as e:
+        floor = max((p.load for p in search.probes if p.passed), default=None)
+        unit = " users" if settings.closed else "/s"
         return CapacityAnswer(
-            **common, trials=search.probes, found=False, message=str(e), generator_saturated=True
+            **common,
+            trials=search.probes,
+            found=False,
+            message=(f"capacity ≥ {floor:,.0f}{unit} (the generator's limit here): " if floor else "")
+            + str(e),
+            generator_saturated=True,
+            capacity_at_least=floor,
+            limit=generator_limit(floor, unit, str(e)),
         )
     analysis = prober.analyse(outcome)
     return CapacityAnswer(

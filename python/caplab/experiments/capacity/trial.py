@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from caplab.analysis.generator import crowded_out
+from caplab.analysis.generator import crowded_out, generator_limited
 from caplab.analysis.limit import demands, find_limit
 from caplab.analysis.slo import Slo, TrialFigures, as_dict, evaluate, parse_slo, sustainable
 from caplab.analysis.steady import littles_law, steadiness
@@ -100,9 +100,9 @@ class TrialProber:
                 return probe
             reason = stalled
         raise GeneratorSaturated(
-            f"the generator saturated at {load:g} ({reason}) in {GENERATOR_ATTEMPTS} trials; the search "
-            "stopped rather than report the generator's limit as the system's — give caplab more "
-            "cores or threads, or run it on another machine"
+            f"the generator was the limit at {load:g} ({reason}) in {GENERATOR_ATTEMPTS} trials; the "
+            "search stopped rather than report the generator's limit as the system's — give caplab "
+            "more cores or threads, or run it on another machine"
         )
 
     def _attempt(self, load: float, phase: Phase) -> tuple[Probe, str | None]:
@@ -126,12 +126,22 @@ class TrialProber:
             reasons.append(f"not steady: {steady.reason}")
         if r.interrupted:
             reasons.append("interrupted")
-        crowded = crowded_out(r.generator, resources) if r.generator.saturated else None
+        crowded = (
+            crowded_out(r.generator, resources, [x.name for x in self.roles])
+            if r.generator.saturated
+            else None
+        )
         stalled = (r.generator.saturation_reason or "late") if r.generator.saturated and not crowded else None
         if crowded:
             reasons.append(crowded)
         if stalled:
             reasons.append(f"generator fell behind ({stalled}): not a measurement of the system")
+        elif reasons and not crowded:
+            # A failure is the system's only if the generator's own lateness did not make it.
+            limited = generator_limited(r.generator, self.slos)
+            if limited:
+                reasons.append(limited)
+                stalled = limited
         table = demands(r.throughput, scopes, [x.name for x in self.roles])
         details: dict[str, Any] = {
             "offered_rate": r.offered_rate,

@@ -1,0 +1,44 @@
+"""A generator starved of CPU must never be mistaken for the system's limit.
+
+knownserver answers in microseconds (no work per request), so a 2 ms p99 is easy for it. The
+generator runs in a cgroup with a small CPU quota: its sends leave late by a good part of those
+2 ms, so its trials fail. The search must say that the generator limited it (capacity is at least
+what passed, or unknown), and name the generator, never the server, as the limit."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from caplab.profiles import CellHardware, Profile, check_support
+from caplab.systems.process import RunningServer
+
+STARVED = Profile.build("generator", cpus=0.3)
+
+
+def test_a_starved_generator_is_named_as_the_limit_not_the_server(
+    plain_server: RunningServer, tmp_path: Path
+) -> None:
+    missing = check_support([STARVED])
+    if missing:
+        pytest.skip("; ".join(missing))
+    with CellHardware(tmp_path, {"generator": STARVED}) as hardware:
+        command = [
+            *hardware.launch_prefix("generator"),
+            sys.executable, "-m", "caplab", "find-capacity", f"http://{plain_server.address}/",
+            "--slo", "p99<=2ms", "--sut-pid", str(plain_server.process.pid), "--threads", "1",
+            "--start", "2000", "--max", "8000", "--trial", "1s", "--confirm", "1s", "--repeats", "1",
+            "--warmup", "500ms", "--json",
+        ]  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 1, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["found"] is False and answer["generator_saturated"] is True
+    assert answer["capacity_rps"] is None
+    assert answer["limit"]["kind"] == "generator", answer["limit"]
+    assert "server" not in answer["limit"]["summary"]
+    assert "the generator was the limit at 2000" in answer["message"], answer["message"]
