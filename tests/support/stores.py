@@ -51,4 +51,5 @@ def fill(store: Store, result: RunResult, environment: dict[str, object] | None 
 
 def same_json(a: object, b: object) -> bool:
     """Equal as JSON documents: key order and float formatting do not count."""
-    return json.loads(json.dumps(a, sort_keys=True)) == json.loads(json.dumps(b, sort_keys=True))
+    same: bool = json.loads(json.dumps(a, sort_keys=True)) == json.loads(json.dumps(b, sort_keys=True))
+    return same

@@ -129,11 +129,7 @@ class FitJudgement:
 
 def judge_fit(n: list[float], x: list[float], fit: UslFit, factor: str = "N") -> FitJudgement:
     """`fit_quality` for bare points, as `caplab fit-usl` reads them from a file."""
-    entry = {
-        "factor": factor,
-        "points": [{"n": a, "throughput": b} for a, b in zip(n, x, strict=True)],
-        "fit": fit.to_dict(),
-    }
-    usable, reason = fit_quality(entry)
-    peak_n, peak = max(means_by_n(entry["points"]), key=lambda point: point[1])
+    points = [{"n": a, "throughput": b} for a, b in zip(n, x, strict=True)]
+    usable, reason = fit_quality({"factor": factor, "points": points, "fit": fit.to_dict()})
+    peak_n, peak = max(means_by_n(points), key=lambda point: point[1])
     return FitJudgement(usable, reason, peak_n, peak)
