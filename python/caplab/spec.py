@@ -173,7 +173,7 @@ class SutSpec(Strict):
     metrics: MetricsSpec | None = None
 
 
-class LoadSpec(Strict):
+class LoadSection(Strict):
     model: Literal["open", "closed"] | None = None
     rate: float | None = Field(default=None, gt=0)
     ramp_to: float | None = Field(default=None, ge=0)
@@ -189,14 +189,14 @@ class LoadSpec(Strict):
     timeout: Seconds = 30.0
 
     @model_validator(mode="after")
-    def _needs_load(self, info: ValidationInfo) -> LoadSpec:
+    def _needs_load(self, info: ValidationInfo) -> LoadSection:
         searching = bool(info.context and info.context.get("search"))
         if not searching and self.open_model and self.rate is None:
             raise ValueError("needs a rate (open model), users (closed model), or a search: section")
         return self
 
     @model_validator(mode="after")
-    def _consistent(self) -> LoadSpec:
+    def _consistent(self) -> LoadSection:
         model = self.model or ("closed" if self.users is not None else "open")
         if model == "open" and self.users is not None:
             raise ValueError("give rate (open model) or users (closed model), not both")
@@ -270,12 +270,15 @@ class StudyConfig(Strict):
     description: str | None = None
     target: TargetSpec
     sut: SutSpec | None = None
-    load: LoadSpec
+    load: LoadSection
     slo: list[SloText] = Field(default_factory=list)
     search: SearchSpec | None = None
     goal: GoalSpec | None = None
     storage_baseline: StorageBaselineSpec | None = None
     cost: dict[str, Any] | None = None
+    replicates: int = Field(default=1, ge=1, le=20)
+    """How many times each cell's capacity is searched, each with a fresh start of the system: the
+    cell's interval comes from these, since runs vary more than trials within one run."""
 
     @property
     def slos(self) -> list[str]:
@@ -433,7 +436,7 @@ _TYPE_TAGS = frozenset(
     {"int", "float", "str", "bool", "none", "list", "dict"}
     | {
         cls.__name__
-        for cls in (HttpTarget, TcpTarget, TargetSpec, ReadySpec, RoleSpecModel, SutSpec, LoadSpec)
+        for cls in (HttpTarget, TcpTarget, TargetSpec, ReadySpec, RoleSpecModel, SutSpec, LoadSection)
     }
 )
 

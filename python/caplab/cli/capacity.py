@@ -22,7 +22,14 @@ from caplab.cli.render import fmt_ms
 from caplab.collect import RoleSpec
 from caplab.engine import LoadSpec, PlanError, TargetUnreachable, UsageProblem
 from caplab.experiments.base import TrialRecord
-from caplab.experiments.capacity import CapacityAnswer, FindSettings, Probe, TrialLength, find_capacity
+from caplab.experiments.capacity import (
+    CapacityAnswer,
+    FindSettings,
+    Probe,
+    TrialLength,
+    combine_replicates,
+    find_capacity,
+)
 
 FIND_EPILOG = """
 \b
@@ -72,6 +79,13 @@ target unreachable), 2 bad arguments, 130 interrupted.
     "--repeats", type=click.IntRange(min=1, max=10), default=3, show_default=True, help="Confirmation trials."
 )
 @click.option(
+    "--replicates",
+    type=click.IntRange(min=1, max=20),
+    default=1,
+    show_default=True,
+    help="Run the whole search this many times; the capacity's interval then comes from them.",
+)
+@click.option(
     "--warmup", "warmup_s", type=DURATION, default=1.0, show_default=True, help="Warm-up of each trial."
 )
 @request_options
@@ -118,6 +132,7 @@ def cmd_find_capacity(
     trial_s: float,
     confirm_s: float,
     repeats: int,
+    replicates: int,
     warmup_s: float,
     as_json: bool,
     **request: Any,
@@ -156,7 +171,11 @@ def cmd_find_capacity(
         )
 
     try:
-        answer = find_capacity(base, settings, roles, on_trial=show)
+        answers = []
+        for replicate in range(replicates):
+            if replicates > 1:
+                err.print(f"[bold]replicate {replicate + 1} of {replicates}[/]")
+            answers.append(find_capacity(base, settings, roles, on_trial=show))
     except (PlanError, UsageProblem) as e:
         raise UsageProblem(str(e)) from e
     except TargetUnreachable as e:
@@ -165,27 +184,47 @@ def cmd_find_capacity(
     except KeyboardInterrupt:
         click.echo("caplab: interrupted", err=True)
         return exits.INTERRUPTED
+    doc = replicated_document(answers)
     if as_json:
-        json.dump(answer.to_dict(), sys.stdout)
+        json.dump(doc, sys.stdout)
         sys.stdout.write("\n")
     else:
-        print_capacity(consoles.stdout(), answer)
-    return exits.OK if answer.found else exits.FAILED
+        print_capacity(consoles.stdout(), doc)
+    return exits.OK if doc["found"] else exits.FAILED
 
 
-def print_capacity(console: Console, answer: CapacityAnswer) -> None:
-    if not answer.found or answer.capacity_rps is None or answer.ci95 is None:
-        console.print(f"[bold red]no capacity:[/] {answer.message}")
+def replicated_document(answers: list[CapacityAnswer]) -> dict[str, Any]:
+    """One search's answer as it is; several searches as one capacity with its interval from them
+    (they ran against a system caplab did not start, so without restarting it between them)."""
+    if len(answers) == 1:
+        return answers[0].to_dict()
+    summaries = []
+    for answer in answers:
+        doc = answer.to_dict()
+        summaries.append({"capacity": doc, "search_trials": doc.pop("trials"), "limit": doc.pop("limit")})
+    combined = combine_replicates(summaries)
+    return {**combined["capacity"], "limit": combined["limit"], "trials": combined["search_trials"]}
+
+
+INTERVAL_WORDS = {
+    "search": "search bracket (one search: how precisely it placed the capacity, no confidence interval)",
+    "replicates": "95% interval from {n} replicates (the system was not restarted between them)",
+}
+
+
+def print_capacity(console: Console, doc: dict[str, Any]) -> None:
+    ci, rps, users = doc.get("ci95"), doc.get("capacity_rps"), doc.get("capacity_users")
+    if not doc["found"] or rps is None:
+        console.print(f"[bold red]no capacity:[/] {doc['message']}")
         return
-    ci = answer.ci95
-    if answer.capacity_users is not None:
-        users, rps = answer.capacity_users, answer.capacity_rps
-        head = f"{users} users ({rps:,.1f}/s); 95% interval {ci[0]:g}–{ci[1]:g} users"
-    else:
-        head = f"{answer.capacity_rps:,.1f}/s; 95% interval {ci[0]:,.1f}–{ci[1]:,.1f}/s"
+    head = f"{users:,.1f} users ({rps:,.1f}/s)" if users is not None else f"{rps:,.1f}/s"
+    unit = " users" if users is not None else "/s"
+    words = INTERVAL_WORDS.get(doc.get("interval") or "", "").format(n=doc.get("replicate_count"))
+    if ci is not None:
+        head += f"; {words}: {ci[0]:,.1f}–{ci[1]:,.1f}{unit}"
     console.print(f"[bold]capacity[/] {head}")
-    console.print(f"SLO: {', '.join(answer.slo)}; {len(answer.trials)} trials in {answer.search_s or 0:.0f}s")
-    limit = answer.limit or {}
+    console.print(f"SLO: {', '.join(doc['slo'])}; {doc['trial_count']} trials in {doc['search_s'] or 0:.0f}s")
+    limit = doc.get("limit") or {}
     console.print(f"[bold]limit[/] {limit.get('summary', 'not analysed')}")
     demands = (limit.get("evidence") or {}).get("demands") or []
     if demands:

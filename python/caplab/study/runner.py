@@ -24,7 +24,7 @@ from caplab.engine import (
     build_plan,
 )
 from caplab.experiments.base import Experiment, Interrupted, TrialRecord, run_trial
-from caplab.experiments.capacity import CapacityExperiment, GeneratorSaturated
+from caplab.experiments.capacity import CapacityExperiment, GeneratorSaturated, combine_replicates
 from caplab.experiments.fixed import FixedLoad
 from caplab.spec import Cell, Study, StudyConfig
 from caplab.store import CellRow, Store
@@ -97,7 +97,9 @@ def metrics_of(config: StudyConfig) -> MetricsSource | None:
 class CellRun:
     """One cell's run: the `CellContext` its experiment works through."""
 
-    def __init__(self, runner: StudyRunner, cell: Cell, row: CellRow, sut: Sut | None) -> None:
+    def __init__(
+        self, runner: StudyRunner, cell: Cell, row: CellRow, sut: Sut | None, kept: list[TrialRecord]
+    ) -> None:
         self.runner = runner
         self.cell = cell
         self.row = row
@@ -105,9 +107,14 @@ class CellRun:
         self.roles = roles_of(cell.config, sut)
         self.metrics = metrics_of(cell.config)
         self.collectors = default_collectors(self.roles, self.metrics)
-        self.records: list[TrialRecord] = []
+        self.records = kept
+        """Every trial of the cell so far, across its replicates (shared by their runs)."""
         self.summary: dict[str, Any] = {}
         self.progress = runner.progress
+
+    def stop(self) -> None:
+        if self.sut is not None:
+            self.sut.stop()
 
     def load_spec(self) -> LoadSpec:
         return load_spec_for(self.cell.config, self.runner.study.directory)
@@ -197,18 +204,23 @@ class StudyRunner:
         self.store.set_cell_status(row.id, "running")
         self.progress.cell_started(cell)
         config = cell.config
-        sut = Sut(config.sut, self.study.directory) if config.sut else None
-        ctx: CellRun | None = None
+        kept: list[TrialRecord] = []
+        records: list[TrialRecord] = []
+        summaries: list[dict[str, Any]] = []
         try:
-            if sut is not None:
-                sut.start()
-                sut.wait_ready()
-            ctx = CellRun(self, cell, row, sut)
-            experiment: Experiment = (
-                CapacityExperiment(config) if config.search else FixedLoad(config.load.repeat)
-            )
-            records = experiment.run(ctx)
-            metrics = {**cell_metrics([r.result for r in records]), **ctx.summary}
+            for replicate in range(config.replicates):
+                # A fresh start of the system per replicate: what varies from run to run is what
+                # an interval a decision rests on must contain.
+                ctx = self._replicate(cell, row, kept, replicate)
+                experiment: Experiment = (
+                    CapacityExperiment(config) if config.search else FixedLoad(config.load.repeat)
+                )
+                try:
+                    records += experiment.run(ctx)
+                finally:
+                    ctx.stop()
+                summaries.append(ctx.summary)
+            metrics = {**cell_metrics([r.result for r in records]), **combine_replicates(summaries)}
             samples = [s for r in records for s in r.samples]
             resources = cell_resources(samples, config.load.warmup, config.load.warmup + config.load.duration)
             if "app" in resources:
@@ -217,18 +229,30 @@ class StudyRunner:
             self.progress.cell_finished(cell, "complete", metrics, resources)
             return True
         except (SutFailed, TargetUnreachable, PlanError, UsageProblem, GeneratorSaturated) as e:
-            self._fail(study_id, cell, row, str(e), ctx)
+            self._fail(study_id, cell, row, str(e), kept)
             return False
         except (Interrupted, KeyboardInterrupt):
             self.store.set_cell_status(row.id, "interrupted", error="interrupted by Ctrl-C")
             raise
-        finally:
+
+    def _replicate(self, cell: Cell, row: CellRow, kept: list[TrialRecord], replicate: int) -> CellRun:
+        """Starts the system for one replicate of the cell; the `CellRun` stops it."""
+        config = cell.config
+        if config.replicates > 1:
+            self.progress.note(f"replicate {replicate + 1} of {config.replicates}")
+        sut = Sut(config.sut, self.study.directory) if config.sut else None
+        try:
+            if sut is not None:
+                sut.start()
+                sut.wait_ready()
+        except BaseException:
             if sut is not None:
                 sut.stop()
+            raise
+        return CellRun(self, cell, row, sut, kept)
 
-    def _fail(self, study_id: int, cell: Cell, row: CellRow, reason: str, ctx: CellRun | None) -> None:
+    def _fail(self, study_id: int, cell: Cell, row: CellRow, reason: str, records: list[TrialRecord]) -> None:
         """Records a failed cell, keeping the metrics of any trials it completed."""
-        records = ctx.records if ctx else []
         metrics: dict[str, Any] | None = cell_metrics([r.result for r in records]) if records else None
         self.store.set_cell_status(row.id, "failed", error=reason, metrics=metrics)
         self.store.add_event(study_id, "cell_failed", reason, cell_id=row.id)

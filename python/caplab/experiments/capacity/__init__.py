@@ -6,6 +6,7 @@ judged trial; `answer` runs both and shapes the result; `procedure` is the study
 
 from caplab.experiments.capacity.answer import CapacityAnswer, FindSettings, find_capacity
 from caplab.experiments.capacity.procedure import CapacityExperiment
+from caplab.experiments.capacity.replicates import combine_replicates
 from caplab.experiments.capacity.search import GeneratorSaturated, Probe
 from caplab.experiments.capacity.trial import TrialLength
 
@@ -16,5 +17,6 @@ __all__ = [
     "GeneratorSaturated",
     "Probe",
     "TrialLength",
+    "combine_replicates",
     "find_capacity",
 ]

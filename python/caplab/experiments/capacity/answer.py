@@ -11,6 +11,7 @@ from caplab.analysis.slo import parse_slo
 from caplab.collect import MetricsSource, RoleSpec
 from caplab.engine import LoadSpec
 from caplab.experiments.base import ProgressFn
+from caplab.experiments.capacity.replicates import INTERVAL_SEARCH
 from caplab.experiments.capacity.search import CapacitySearch, GeneratorSaturated, Probe, SearchSettings
 from caplab.experiments.capacity.trial import OnTrial, TrialLength, TrialProber
 
@@ -68,6 +69,7 @@ class CapacityAnswer:
             "capacity_users": self.capacity_users,
             "capacity_at_least": self.capacity_at_least,
             "ci95": list(self.ci95) if self.ci95 else None,
+            "interval": INTERVAL_SEARCH if self.ci95 else None,
             "search_s": self.search_s,
             "limit": self.limit,
             "consistency": self.consistency,

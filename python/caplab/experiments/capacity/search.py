@@ -16,10 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from caplab.analysis.replicates import t_quantile
+
 Phase = Literal["bracket", "bisect", "confirm"]
 
 MAX_CONFIRM_ROUNDS = 6
-T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}
 
 
 class GeneratorSaturated(Exception):
@@ -152,7 +153,7 @@ class CapacitySearch:
             if all(p.passed for p in runs):
                 tput = [p.throughput for p in runs]
                 spread = statistics.stdev(tput) if len(tput) > 1 else 0.0
-                half = T95.get(len(tput) - 1, 2.0) * spread / math.sqrt(len(tput))
+                half = t_quantile(len(tput) - 1) * spread / math.sqrt(len(tput))
                 # Rates: trial-to-trial spread below, the lowest failing rate above. Users are
                 # whole: the bracket itself.
                 ci = (lo, hi) if self.s.closed else (max(0.0, lo - half), hi)
