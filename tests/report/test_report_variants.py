@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from caplab.report import format as f
-from caplab.report.charts import Chart
+from caplab import units as u
 from caplab.report.document import build_results, dumps
-from caplab.report.html import render_html
-from caplab.report.markdown import render_markdown
-from caplab.report.sections import build_report
+from caplab.report.layout.charts import Chart
+from caplab.report.layout.sections import build_report
+from caplab.report.render.html import render_html
+from caplab.report.render.markdown import render_markdown
 
 
 def _render(results: dict[str, Any]) -> tuple[str, str]:
@@ -30,7 +30,7 @@ def _render(results: dict[str, Any]) -> tuple[str, str]:
 
 def _with_goal(document: dict[str, Any], rate: float) -> dict[str, Any]:
     varied = copy.deepcopy(document)
-    varied["study"]["spec"] += f"\ngoal: {{rate: {rate:g}, headroom: 25%}}\n"
+    varied["study"]["spec"] += f"\ngoal: {{rate: {rate!r}, headroom: 25%}}\n"
     return varied
 
 
@@ -50,7 +50,7 @@ def test_a_goal_picks_the_smallest_configuration_that_carries_it(
     assert rec["choice"]["label"] == f"workers={smallest + 1}"
     assert rec["choice"]["margin"] == pytest.approx(capacities[smallest] * 0.75 - rate)
     assert rec["text"].startswith(f"Choose workers={smallest + 1}")
-    assert f.rate(rec["choice"]["margin"]) in rec["text"]
+    assert u.rate(rec["choice"]["margin"]) in rec["text"]
     markdown, _ = _render(results)
     assert "◀ recommended" in markdown
 
@@ -90,7 +90,7 @@ def test_a_goal_beyond_every_configuration_says_so(
     rate = max(_capacities(study_document)) * 10
     rec = build_results(_with_goal(study_document, rate), study_samples)["recommendation"]
     assert rec["choice"] is None
-    assert rec["text"].startswith(f"No tested configuration meets {f.rate(rate)}")
+    assert rec["text"].startswith(f"No tested configuration meets {u.rate(rate)}")
 
 
 def test_application_counters_become_columns(

@@ -16,14 +16,14 @@ import numpy as np
 
 from caplab.analysis.scaling import study_scaling
 from caplab.analysis.usl import usl
-from caplab.report.cells import cell_result, samples_by_trial
-from caplab.report.format import cell_label, is_number
-from caplab.report.observations import observe
-from caplab.report.recommend import recommend
-from caplab.report.scenario import DEFAULT_HEADROOM, goal_of, naming_factors, parse_spec, scenario
-from caplab.report.series import cell_series
+from caplab.report.model.cells import cell_result, samples_by_trial
+from caplab.report.model.scenario import DEFAULT_HEADROOM, goal_of, naming_factors, parse_spec, scenario
+from caplab.report.model.series import cell_series
+from caplab.report.text.observations import observe
+from caplab.report.text.recommend import recommend
 from caplab.store.repository import Store
 from caplab.store.urls import scrub_json
+from caplab.units import cell_label, is_number
 
 SCHEMA = "caplab-report/1"
 CURVE_POINTS = 60

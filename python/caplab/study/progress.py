@@ -19,18 +19,7 @@ from caplab.render import fmt_ms
 from caplab.spec import Cell, Study
 from caplab.store import CellRow
 from caplab.store.urls import scrub
-
-
-def factors_text(factors: dict[str, Any]) -> str:
-    """The cell's factors for the terminal, any URL password masked."""
-    return scrub(" ".join(f"{k}={v}" for k, v in factors.items())) or "(single cell)"
-
-
-def varying_factors(cells: list[dict[str, Any]]) -> list[str]:
-    """The factors that take more than one value across ``cells``, in study order: what tells
-    cells apart (one held at a single value is said once, not in every row or label)."""
-    names = list(dict.fromkeys(k for c in cells for k in c.get("factors") or {}))
-    return [n for n in names if len({repr((c.get("factors") or {}).get(n)) for c in cells}) > 1]
+from caplab.units import factors_text, varying_factors
 
 
 class StudyProgress:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from caplab.report.charts import IDLE_DISK_PERCENT, Chart, Panel, Series, Style, present, worth
-from caplab.report.format import is_number
+from caplab.report.layout.charts import IDLE_DISK_PERCENT, Chart, Panel, Series, Style, present, worth
+from caplab.units import is_number
 
 
 def timeline_chart(series: dict[str, Any], label: str, roles_colours: dict[str, int], cores: Any) -> Chart:

@@ -10,7 +10,7 @@ from collections import defaultdict
 from typing import Any
 
 from caplab.collect.base import ResourceSample
-from caplab.report.cells import TrialKey, trial_key
+from caplab.report.model.cells import TrialKey, trial_key
 
 MAX_TRIALS_PER_CELL = 40
 """A long search keeps its confirmation trials and its latest probes; beyond this, older ones go."""

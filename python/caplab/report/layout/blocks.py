@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from caplab.report.charts import Chart
+from caplab.report.layout.charts import Chart
 
 
 @dataclass(frozen=True)

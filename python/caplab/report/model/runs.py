@@ -10,7 +10,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from caplab.report.format import cell_label, is_number
+from caplab.units import cell_label, is_number
 
 
 @dataclass(frozen=True)

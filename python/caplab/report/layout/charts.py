@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from caplab.analysis.slo import SloError, parse_slo
-from caplab.report.format import is_number
+from caplab.units import is_number
 
 Style = Literal["line", "dashed", "dotted", "markers", "line+markers", "bar", "band"]
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from caplab.report import format as f
-from caplab.report.blocks import (
+from caplab import units as u
+from caplab.report.layout.blocks import (
     Bullets,
     ChartBlock,
     Explorer,
@@ -20,9 +20,8 @@ from caplab.report.blocks import (
     Section,
     kv_table,
 )
-from caplab.report.charts import Chart, summary_charts
-from caplab.report.recommend import sustained
-from caplab.report.tables import (
+from caplab.report.layout.charts import Chart, summary_charts
+from caplab.report.layout.tables import (
     capacity_table,
     environment_table,
     events_table,
@@ -33,7 +32,8 @@ from caplab.report.tables import (
     search_table,
     storage_table,
 )
-from caplab.report.timeline import timeline_charts
+from caplab.report.layout.timeline import timeline_charts
+from caplab.report.text.recommend import sustained
 
 TOPICS = {
     "limit": "Limit",
@@ -65,13 +65,13 @@ def _key_figures(results: dict[str, Any]) -> KeyFigures:
         items.append(Figure(f"best {best['basis']}", sustained(best), best["label"]))
         choices = rec.get("choices") or []
         if len(choices) == 1:
-            items.append(Figure("recommended", choices[0]["label"], f"rated {f.rate(choices[0]['rated'])}"))
+            items.append(Figure("recommended", choices[0]["label"], f"rated {u.rate(choices[0]['rated'])}"))
         elif choices:
             per = ", ".join(results["goal"]["for_each"])
             items.append(Figure("recommended", f"{len(choices)} configurations", f"one for each {per}"))
         else:
             items.append(
-                Figure("rated for", f.rate(best["rated"]), f"{f.pct(rec['headroom'])} headroom kept")
+                Figure("rated for", u.rate(best["rated"]), f"{u.pct(rec['headroom'])} headroom kept")
             )
     limits = Counter(
         "not reached" if c["limit"]["kind"] == "not reached" else str(c["limit"]["resource"])
@@ -84,14 +84,14 @@ def _key_figures(results: dict[str, Any]) -> KeyFigures:
     fits = [e for e in results["scaling"] if e.get("fit")]
     if fits:
         fit = fits[0]["fit"]
-        items.append(Figure(f"scaling over {fits[0]['factor']}", fit["model"], f"R² {f.num(fit['r2'])}"))
+        items.append(Figure(f"scaling over {fits[0]['factor']}", fit["model"], f"R² {u.num(fit['r2'])}"))
     by_status = results["matrix"]["by_status"]
     done = by_status.get("complete", 0)
     others = ", ".join(f"{n} {s}" for s, n in by_status.items() if s != "complete")
     items.append(Figure("cells complete", f"{done} of {results['matrix']['cells']}", others or "none failed"))
     goal = results["goal"]
     items.append(
-        Figure("goal", f.rate(goal["rate"]), f"with {f.pct(goal['headroom'])} headroom")
+        Figure("goal", u.rate(goal["rate"]), f"with {u.pct(goal['headroom'])} headroom")
         if goal
         else Figure("goal", "none given", "rated with 25% headroom")
     )
@@ -126,10 +126,10 @@ def environment(results: dict[str, Any]) -> Section:
         if table is not None:
             storage.blocks.append(table)
         if baseline.get("note"):
-            storage.blocks.append(Para(f.text(baseline["note"])))
+            storage.blocks.append(Para(u.free_text(baseline["note"])))
     elif isinstance(baseline, dict):
         storage.blocks.append(
-            Para(f"Not measured: {f.text(baseline.get('note') or baseline.get('status'))}.")
+            Para(f"Not measured: {u.free_text(baseline.get('note') or baseline.get('status'))}.")
         )
     else:
         storage.blocks.append(
@@ -141,7 +141,7 @@ def environment(results: dict[str, Any]) -> Section:
 
 def _load_text(s: dict[str, Any]) -> str:
     if s["model"] == "closed":
-        think = f", thinking {f.num(s['think_s'])} s between requests" if s.get("think_s") else ""
+        think = f", thinking {u.num(s['think_s'])} s between requests" if s.get("think_s") else ""
         users = "the number of users the search varies" if s.get("search") else f"{s.get('users')} users"
         return f"closed: {users}{think}"
     arrivals = f"open: {s.get('schedule', 'constant')} arrivals"
@@ -154,17 +154,17 @@ def scenario(results: dict[str, Any]) -> Section:
     s = results["scenario"]
     target = s.get("target") or {}
     rows = [
-        ("Target", " ".join(str(x) for x in (target.get("method"), target.get("url")) if x) or f.DASH),
+        ("Target", " ".join(str(x) for x in (target.get("method"), target.get("url")) if x) or u.DASH),
         (
             "Protocol",
-            str(target.get("protocol") or f.DASH)
+            str(target.get("protocol") or u.DASH)
             + (f", {target['framing']} framing" if target.get("framing") else ""),
         ),
-        ("Payload", f.text(target.get("body")) if target.get("body") else "none"),
+        ("Payload", u.free_text(target.get("body")) if target.get("body") else "none"),
         ("Load model", _load_text(s)),
         (
             "Trial",
-            f"{f.num(s['duration_s'])} s measured after {f.num(s['warmup_s'])} s of warm-up, "
+            f"{u.num(s['duration_s'])} s measured after {u.num(s['warmup_s'])} s of warm-up, "
             f"repeated {s['repeat']}×",
         ),
         ("SLO", ", ".join(s["slo"]) or "none"),
@@ -174,16 +174,16 @@ def scenario(results: dict[str, Any]) -> Section:
         rows.append(
             (
                 "Capacity search",
-                f"double the load until the SLO fails, bisect to {f.pct(search['precision'])} with "
-                f"{f.num(search['trial_s'])} s trials, then confirm with {search['repeats']} trial(s) of "
-                f"{f.num(search['confirm_s'])} s; a trial must also be steady and keep up with the "
+                f"double the load until the SLO fails, bisect to {u.pct(search['precision'])} with "
+                f"{u.num(search['trial_s'])} s trials, then confirm with {search['repeats']} trial(s) of "
+                f"{u.num(search['confirm_s'])} s; a trial must also be steady and keep up with the "
                 "offered load",
             )
         )
     rows += [
         (
             "System under test",
-            f"started per cell: {f.text(s['sut_start'])}" if s.get("sut_start") else "already running",
+            f"started per cell: {u.free_text(s['sut_start'])}" if s.get("sut_start") else "already running",
         ),
         ("Roles measured", ", ".join(s["roles"]) or "none named (the limit cannot be attributed)"),
         (
@@ -193,7 +193,7 @@ def scenario(results: dict[str, Any]) -> Section:
     ]
     blocks: list[Any] = []
     if s.get("description"):
-        blocks.append(Para(f.text(s["description"])))
+        blocks.append(Para(u.free_text(s["description"])))
     blocks.append(kv_table(rows, "Scenario and workload"))
     return Section("Scenario and workload", "scenario", blocks)
 
@@ -203,7 +203,7 @@ def matrix(results: dict[str, Any]) -> Section:
     naming = m.get("naming") or list(m["factors"])
 
     def values(name: str) -> str:
-        return ", ".join(f.cell_label({"": v}).removeprefix("=") for v in m["factors"][name])
+        return ", ".join(u.cell_label({"": v}).removeprefix("=") for v in m["factors"][name])
 
     factors = "; ".join(f"{k} ∈ {{{values(k)}}}" for k in naming)
     together = [k for k in m["factors"] if k not in naming]
@@ -314,7 +314,7 @@ def build_report(results: dict[str, Any]) -> Report:
     study = results["study"]
     charts = summary_charts(results)
     when = f"{str(study.get('created_at') or '')[:16].replace('T', ' ')} UTC"
-    took = f", {f.minutes(study['elapsed_s'])}" if f.is_number(study.get("elapsed_s")) else ""
+    took = f", {u.minutes(study['elapsed_s'])}" if u.is_number(study.get("elapsed_s")) else ""
     version = study.get("caplab_version") or ""
     subtitle = f"Study {study['id']} · {study['status']} · run {when}{took} · caplab {version}"
     return Report(

@@ -16,7 +16,7 @@ from typing import Any
 from caplab.analysis.limit import find_limit
 from caplab.collect.base import ResourceSample
 from caplab.collect.summary import summarize
-from caplab.report.format import cell_label, text
+from caplab.units import cell_label, free_text
 
 TrialKey = tuple[int, str, int]
 """(cell index, trial kind, trial index): how samples and trials are matched."""
@@ -101,7 +101,7 @@ def _search(m: dict[str, Any]) -> dict[str, Any] | None:
             "phase": t.get("phase"),
             "load": t.get("load"),
             "passed": bool(t.get("passed")),
-            "reasons": [text(r) for r in t.get("reasons") or []],
+            "reasons": [free_text(r) for r in t.get("reasons") or []],
             "offered_rate": t.get("offered_rate"),
             "users": t.get("users"),
             "throughput": t.get("throughput"),
@@ -226,7 +226,7 @@ def cell_result(
         "label": cell_label(shown),
         "factors": factors,
         "status": cell.get("status"),
-        "error": text(cell["error"]) if cell.get("error") else None,
+        "error": free_text(cell["error"]) if cell.get("error") else None,
         "searched": searched,
         "roles": roles,
         "metrics": metrics,

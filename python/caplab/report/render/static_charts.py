@@ -12,8 +12,8 @@ import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from caplab.report.charts import PALETTE, Chart, Panel, Series
-from caplab.report.format import is_number
+from caplab.report.layout.charts import PALETTE, Chart, Panel, Series
+from caplab.units import is_number
 
 WIDTH_IN = 9.0
 PANEL_IN = 2.3

@@ -10,13 +10,13 @@ from typing import Any
 
 import numpy as np
 
+from caplab import units as u
 from caplab.analysis.scaling import fit_quality
 from caplab.analysis.usl import usl
-from caplab.report import format as f
-from caplab.report.format import cell_label
-from caplab.report.observations import SATURATED
-from caplab.report.runs import size_order
-from caplab.report.scenario import DEFAULT_HEADROOM
+from caplab.report.model.runs import size_order
+from caplab.report.model.scenario import DEFAULT_HEADROOM
+from caplab.report.text.observations import SATURATED
+from caplab.units import cell_label
 
 GOAL_HINT = "add `goal: {rate: R, headroom: 25%}` to the study file"
 
@@ -24,7 +24,7 @@ GOAL_HINT = "add `goal: {rate: R, headroom: 25%}` to the study file"
 def _ratings(results: dict[str, Any], headroom: float) -> list[dict[str, Any]]:
     """The configurations with a figure, smallest first, each with the load it can be rated for."""
     position = {c["index"]: i for i, c in enumerate(results["cells"])}
-    entries = [e for e in results["capacity"] if f.is_number(e["value"]) and f.is_number(e["rate"])]
+    entries = [e for e in results["capacity"] if u.is_number(e["value"]) and u.is_number(e["rate"])]
     entries.sort(key=lambda e: size_order(e["factors"], position.get(e["cell"], 0)))
     return [
         {
@@ -44,8 +44,8 @@ def _ratings(results: dict[str, Any], headroom: float) -> list[dict[str, Any]]:
 
 def sustained(r: dict[str, Any]) -> str:
     """What a configuration sustained, in its unit (and as a rate when that is users)."""
-    shown = f.load(r["value"], r["unit"])
-    return shown if r["unit"] == "req/s" else f"{shown} ({f.rate(r['rate'])})"
+    shown = u.load(r["value"], r["unit"])
+    return shown if r["unit"] == "req/s" else f"{shown} ({u.rate(r['rate'])})"
 
 
 def _extrapolate(results: dict[str, Any], needed: float, workload: dict[str, Any]) -> dict[str, Any] | None:
@@ -58,7 +58,7 @@ def _extrapolate(results: dict[str, Any], needed: float, workload: dict[str, Any
         if not fit or not fit_quality(entry)[0]:
             continue
         top = max(p["n"] for p in entry["points"])
-        limit = fit["peak_n"] if f.is_number(fit.get("peak_n")) else 4 * top
+        limit = fit["peak_n"] if u.is_number(fit.get("peak_n")) else 4 * top
         n = math.floor(top) + 1
         while n <= limit:
             x = float(usl(np.array([float(n)]), fit["lambda"], fit["sigma"], fit["kappa"])[0])
@@ -86,36 +86,36 @@ def _with_goal(
         out["choice"] = {**chosen, "margin": margin, "margin_fraction": margin / rate}
         text = (
             f"Choose {chosen['label']}: it sustained {sustained(chosen)}; rated with "
-            f"{f.pct(headroom)} headroom for {f.rate(chosen['rated'])}, it carries the "
-            f"{f.rate(rate)} goal with "
-            f"{f.rate(margin)} ({f.pct(margin / rate)}) to spare."
+            f"{u.pct(headroom)} headroom for {u.rate(chosen['rated'])}, it carries the "
+            f"{u.rate(rate)} goal with "
+            f"{u.rate(margin)} ({u.pct(margin / rate)}) to spare."
         )
         low = chosen["ci95"][0] if chosen["ci95"] else None
-        if f.is_number(low) and low * (1.0 - headroom) < rate:
+        if u.is_number(low) and low * (1.0 - headroom) < rate:
             text += (
-                f" The low end of its 95% interval ({f.rate(low)}) would not: confirm with longer "
+                f" The low end of its 95% interval ({u.rate(low)}) would not: confirm with longer "
                 "trials, or take "
                 "the next size up."
             )
         if ratings and chosen is not ratings[0]:
             smaller = ratings[ratings.index(chosen) - 1]
-            text += f" The next smaller, {smaller['label']}, is rated for only {f.rate(smaller['rated'])}."
+            text += f" The next smaller, {smaller['label']}, is rated for only {u.rate(smaller['rated'])}."
         out["text"] = text
         return out
     best = max(ratings, key=lambda r: r["rate"])
     text = (
-        f"No tested configuration meets {f.rate(rate)} with {f.pct(headroom)} headroom (that needs "
+        f"No tested configuration meets {u.rate(rate)} with {u.pct(headroom)} headroom (that needs "
         "a capacity of "
-        f"{f.rate(needed)}); the best, {best['label']}, sustained "
+        f"{u.rate(needed)}); the best, {best['label']}, sustained "
         f"{sustained(best)} and is "
-        f"rated for {f.rate(best['rated'])}."
+        f"rated for {u.rate(best['rated'])}."
     )
     guess = _extrapolate(results, needed, workload)
     if guess is not None:
         out["extrapolated"] = guess
         text += (
             f" The {guess['model']} fit predicts {guess['factor']} = {guess['n']} would reach "
-            f"{f.rate(guess['predicted'])} — untested: measure it before buying."
+            f"{u.rate(guess['predicted'])} — untested: measure it before buying."
         )
     out["text"] = text
     return out
@@ -126,12 +126,12 @@ def _without_goal(ratings: list[dict[str, Any]], headroom: float) -> str:
     smallest = ratings[0]
     text = (
         f"No goal was given ({GOAL_HINT} to size for a load). The best configuration, {best['label']}, "
-        f"sustained {sustained(best)}: with {f.pct(headroom)} headroom, rate it for "
-        f"{f.rate(best['rated'])}."
+        f"sustained {sustained(best)}: with {u.pct(headroom)} headroom, rate it for "
+        f"{u.rate(best['rated'])}."
     )
     if smallest is not best:
         text += (
-            f" The smallest, {smallest['label']}, is rated for {f.rate(smallest['rated'])}; "
+            f" The smallest, {smallest['label']}, is rated for {u.rate(smallest['rated'])}; "
             "the table below rates each configuration."
         )
     return text
@@ -144,7 +144,7 @@ def _limit_advice(cells: list[dict[str, Any]], results: dict[str, Any]) -> list[
         limit = c["limit"] or {}
         resource, kind = str(limit.get("resource")), limit.get("kind")
         host_util = (c["resources"].get("host") or {}).get("cpu_util_percent")
-        host_busy = f.is_number(host_util) and host_util >= 100 * SATURATED
+        host_busy = u.is_number(host_util) and host_util >= 100 * SATURATED
         if kind == "hardware" and (resource == "cpu:host" or (resource.startswith("cpu:") and host_busy)):
             advice = (
                 "The host's CPU is the ceiling: more cores (a larger host, or separate hosts per "
@@ -153,7 +153,7 @@ def _limit_advice(cells: list[dict[str, Any]], results: dict[str, Any]) -> list[
             )
         elif kind == "hardware" and resource.startswith("cpu:") and "thread" in str(limit.get("summary")):
             role = resource.removeprefix("cpu:")
-            spare = f.is_number(host_util) and host_util < 70
+            spare = u.is_number(host_util) and host_util < 70
             advice = f"{role} is bound by one busy thread: faster cores raise one process's ceiling" + (
                 f"; the host had idle cores, so run more {role} processes or threads." if spare else "."
             )

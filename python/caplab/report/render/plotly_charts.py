@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from caplab.report.charts import PALETTE, Chart, Panel, Series
+from caplab.report.layout.charts import PALETTE, Chart, Panel, Series
 
 PANEL_GAP = 0.07
 PANEL_HEIGHT = 210

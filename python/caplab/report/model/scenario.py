@@ -11,8 +11,7 @@ from typing import Any
 
 import yaml
 
-from caplab.study.progress import varying_factors
-from caplab.units import parse_duration
+from caplab.units import parse_duration, varying_factors
 
 DEFAULT_HEADROOM = 0.25
 

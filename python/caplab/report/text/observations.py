@@ -10,9 +10,9 @@ from collections import Counter, defaultdict
 from itertools import pairwise
 from typing import Any
 
-from caplab.report import format as f
-from caplab.report.observations_scaling import scaling_observations
-from caplab.report.runs import runs
+from caplab import units as u
+from caplab.report.model.runs import runs
+from caplab.report.text.scaling import scaling_observations
 
 SATURATED = 0.80
 """Host CPU this busy at capacity: the machine itself is the ceiling."""
@@ -34,15 +34,15 @@ def _complete(results: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _cores(results: dict[str, Any]) -> float | None:
     cores = results["environment"].get("cores")
-    return float(cores) if f.is_number(cores) and cores > 0 else None
+    return float(cores) if u.is_number(cores) and cores > 0 else None
 
 
 def _figure(cell: dict[str, Any]) -> str:
     """What the cell sustained: its capacity when searched, else its measured throughput."""
     cap = cell["metrics"]["capacity"]
     if cap and cap["value"] is not None:
-        return f"capacity {f.load(cap['value'], cap['unit'])}"
-    return f"throughput {f.rate(cell['metrics']['throughput'])}"
+        return f"capacity {u.load(cap['value'], cap['unit'])}"
+    return f"throughput {u.rate(cell['metrics']['throughput'])}"
 
 
 def _limit_sentence(cell: dict[str, Any]) -> str:
@@ -50,26 +50,26 @@ def _limit_sentence(cell: dict[str, Any]) -> str:
     signals = [s for s in limit.get("evidence", {}).get("signals", []) if not s.startswith("no hardware")]
     evidence = f" Evidence: {signals[0]}." if signals else ""
     if limit["kind"] == "hardware":
-        bound = f"; it bounds throughput near {f.rate(limit['bound_rps'])}" if limit.get("bound_rps") else ""
-        busy = f"{limit['resource']} at {f.pct(limit['utilization'])}"
+        bound = f"; it bounds throughput near {u.rate(limit['bound_rps'])}" if limit.get("bound_rps") else ""
+        busy = f"{limit['resource']} at {u.pct(limit['utilization'])}"
         return f"{cell['label']}: {busy}{bound} ({_figure(cell)}).{evidence}"
     if limit["kind"] == "software":
         busiest = limit.get("utilization")
         return (
             f"{cell['label']}: no hardware resource was near saturation at {_figure(cell)} (the "
             "busiest was at "
-            f"{f.pct(busiest)}): the limit is in the software — pools, locks, serialisation or "
+            f"{u.pct(busiest)}): the limit is in the software — pools, locks, serialisation or "
             f"round trips.{evidence}"
         )
     if limit["kind"] == "not reached":
         demands = limit.get("evidence", {}).get("demands") or [{}]
         bound = (
-            f", would bound throughput near {f.rate(limit['bound_rps'])}" if limit.get("bound_rps") else ""
+            f", would bound throughput near {u.rate(limit['bound_rps'])}" if limit.get("bound_rps") else ""
         )
         return (
             f"{cell['label']}: at {_figure(cell)} no limit was reached; the busiest resource, "
             f"{limit['resource']} "
-            f"at {f.pct(limit['utilization'])} ({demands[0].get('note', '')}){bound}."
+            f"at {u.pct(limit['utilization'])} ({demands[0].get('note', '')}){bound}."
         )
     return f"{cell['label']}: limit {limit['summary']}."
 
@@ -83,11 +83,11 @@ def limit_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for (kind, resource), members in groups.items():
         if len(members) >= GROUP_AT and kind == "hardware":
-            utils = [m["limit"]["utilization"] for m in members if f.is_number(m["limit"]["utilization"])]
-            bounds = [m["limit"]["bound_rps"] for m in members if f.is_number(m["limit"]["bound_rps"])]
-            span = f" at {f.pct(min(utils))}–{f.pct(max(utils))} at capacity" if utils else ""
+            utils = [m["limit"]["utilization"] for m in members if u.is_number(m["limit"]["utilization"])]
+            bounds = [m["limit"]["bound_rps"] for m in members if u.is_number(m["limit"]["bound_rps"])]
+            span = f" at {u.pct(min(utils))}–{u.pct(max(utils))} at capacity" if utils else ""
             bound = (
-                f", bounding throughput between {f.rate(min(bounds))} and {f.rate(max(bounds))}"
+                f", bounding throughput between {u.rate(min(bounds))} and {u.rate(max(bounds))}"
                 if bounds
                 else ""
             )
@@ -119,7 +119,7 @@ def platform_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
     busy = [
         (c, c["resources"].get("host", {}).get("cpu_percent"))
         for c in _complete(results)
-        if f.is_number(c["resources"].get("host", {}).get("cpu_percent"))
+        if u.is_number(c["resources"].get("host", {}).get("cpu_percent"))
     ]
     saturated = [(c, v) for c, v in busy if v / (100.0 * cores) >= SATURATED]
     if not saturated:
@@ -139,7 +139,7 @@ def platform_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
             "platform",
             f"All tiers share {cores:g} cores: the SUT's roles and the load generator run on "
             f"{host}, whose CPU "
-            f"was {f.pct(peak)} busy at capacity in {len(saturated)} of {len(busy)} cells; {more}.",
+            f"was {u.pct(peak)} busy at capacity in {len(saturated)} of {len(busy)} cells; {more}.",
             [c["index"] for c, _ in saturated],
             "warning",
         )
@@ -153,7 +153,7 @@ def _monotonic(results: dict[str, Any]) -> list[dict[str, Any]]:
         steps = [(b - a) / max(abs(a), abs(b), 1e-9) for a, b in pairwise(values)]
         ups = [s for s in steps if s > MONOTONIC_NOISE]
         downs = [s for s in steps if s < -MONOTONIC_NOISE]
-        path = " → ".join(f.num(v) for v in values)
+        path = " → ".join(u.num(v) for v in values)
         levels = ", ".join(str(v) for v in run.levels())
         basis = run.entries[0]["basis"]
         if ups and downs:
@@ -189,7 +189,7 @@ def _cell_anomalies(cell: dict[str, Any]) -> list[dict[str, Any]]:
             note(
                 "consistency",
                 f"{label}: throughput consistency is {m['consistency']} (interval-to-interval variation "
-                f"{f.pct(m['throughput_cv'])}); the Connexion paper's 'Fair': the rate fluctuates "
+                f"{u.pct(m['throughput_cv'])}); the Connexion paper's 'Fair': the rate fluctuates "
                 "during the run.",
                 idx,
                 "warning" if m["consistency"] == "poor" else "info",
@@ -200,9 +200,9 @@ def _cell_anomalies(cell: dict[str, Any]) -> list[dict[str, Any]]:
         out.append(
             note(
                 "anomaly",
-                f"{label}: Little's law does not hold — {f.num(ll.get('in_flight'))} requests were "
+                f"{label}: Little's law does not hold — {u.num(ll.get('in_flight'))} requests were "
                 "in flight on "
-                f"average where throughput × latency predicts {f.num(ll.get('expected'))}; the "
+                f"average where throughput × latency predicts {u.num(ll.get('expected'))}; the "
                 "measurement is "
                 "suspect (stalled connections, a clock problem or a too-short window).",
                 idx,
@@ -212,16 +212,16 @@ def _cell_anomalies(cell: dict[str, Any]) -> list[dict[str, Any]]:
     if m["steady"] is False:
         notes = "; ".join(m["steady_notes"][:2]) or "a trend through the window"
         out.append(note("anomaly", f"{label}: not in steady state — {notes}.", idx, "warning"))
-    if f.is_number(m["error_ratio"]) and m["error_ratio"] > 0:
+    if u.is_number(m["error_ratio"]) and m["error_ratio"] > 0:
         out.append(
             note(
                 "anomaly",
-                f"{label}: {f.pct(m['error_ratio'])} of requests failed ({m['errors']}).",
+                f"{label}: {u.pct(m['error_ratio'])} of requests failed ({m['errors']}).",
                 idx,
                 "warning",
             )
         )
-    if f.is_number(m["dropped"]) and m["dropped"] > 0:
+    if u.is_number(m["dropped"]) and m["dropped"] > 0:
         out.append(
             note(
                 "anomaly",
@@ -254,7 +254,7 @@ def search_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
     seconds = sum(c["metrics"]["capacity"]["search_s"] or 0 for c in searched if c["metrics"]["capacity"])
     why = ", ".join(f"{k} in {n}" for k, n in reasons.most_common())
     text = (
-        f"The searches ran {total} trials in {f.minutes(seconds)} over {len(searched)} cells; "
+        f"The searches ran {total} trials in {u.minutes(seconds)} over {len(searched)} cells; "
         f"{rejected} were rejected" + (f" — {why} (a trial can fail on several counts)." if why else ".")
     )
     out = [note("search", text, [c["index"] for c in searched])]
@@ -272,7 +272,7 @@ def search_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
 def generator_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
     """What the load generator cost, and whether it competed with the SUT."""
     cells = [
-        c for c in _complete(results) if f.is_number(c["resources"].get("generator", {}).get("cpu_percent"))
+        c for c in _complete(results) if u.is_number(c["resources"].get("generator", {}).get("cpu_percent"))
     ]
     if not cells:
         return []
@@ -280,14 +280,14 @@ def generator_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
     per_request = [
         c["metrics"]["generator_cpu_us_per_request"]
         for c in cells
-        if f.is_number(c["metrics"]["generator_cpu_us_per_request"])
+        if u.is_number(c["metrics"]["generator_cpu_us_per_request"])
     ]
-    cost = f" ({f.num(sum(per_request) / len(per_request))} µs of CPU per request)" if per_request else ""
+    cost = f" ({u.num(sum(per_request) / len(per_request))} µs of CPU per request)" if per_request else ""
     where = results["environment"].get("generator") or "on this host"
     cores = _cores(results)
     share = cpu / (100.0 * cores) if cores else None
-    text = f"The load generator ({where}) used up to {f.percent(cpu)} of one core{cost}"
-    text += f", {f.pct(share)} of the host's {cores:g} cores." if share is not None and cores else "."
+    text = f"The load generator ({where}) used up to {u.percent(cpu)} of one core{cost}"
+    text += f", {u.pct(share)} of the host's {cores:g} cores." if share is not None and cores else "."
     local = "this host" in where or "local" in where
     if share is not None and share >= GENERATOR_SHARE_WARN and local:
         text += (
