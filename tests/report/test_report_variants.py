@@ -13,10 +13,12 @@ import pytest
 
 from caplab import units as u
 from caplab.report.document import build_results, dumps
-from caplab.report.layout.charts import Chart
+from caplab.report.layout.charts import Chart, summary_charts
 from caplab.report.layout.sections import build_report
 from caplab.report.render.html import render_html
 from caplab.report.render.markdown import render_markdown
+from caplab.report.render.plotly_charts import figure
+from caplab.report.render.static_charts import render_svg
 
 
 def _render(results: dict[str, Any]) -> tuple[str, str]:
@@ -237,3 +239,38 @@ def test_a_closed_model_capacity_is_in_users_and_rated_by_its_throughput(
         assert entry["rate"] == cell["metrics"]["throughput"]
         assert entry["rated"] == pytest.approx(0.75 * cell["metrics"]["throughput"])
     assert " users (" in results["recommendation"]["text"]  # "sustained 5 users (598/s)"
+
+
+def test_a_chart_of_many_cells_is_drawn_one_panel_per_group(
+    study_document: dict[str, Any], study_samples: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    """Four flows over the three sizes: twelve cells, drawn as one panel per flow with a line per
+    size, each size the same colour in every panel — not twelve lines (24 latency lines) in one."""
+    varied = copy.deepcopy(study_document)
+    cells = []
+    for flow in ("a", "b", "c", "d"):
+        for cell in copy.deepcopy(study_document["cells"]):
+            cell["index"] = len(cells)
+            cell["factors"] = {"flow": flow, **cell["factors"]}
+            cells.append(cell)
+    varied["cells"] = cells
+    results = build_results(varied, study_samples)
+    charts = summary_charts(results)
+    for key in ("knee", "latency"):
+        chart = charts[key]
+        assert [p.title for p in chart.panels] == ["flow=a", "flow=b", "flow=c", "flow=d"]
+        for panel in chart.panels:
+            lines = [s for s in panel.series if s.name.startswith("workers=")]
+            assert {s.name.split()[0] for s in lines} == {"workers=1", "workers=2", "workers=3"}
+            assert {s.name.split()[0]: s.color for s in lines} == {
+                "workers=1": 0,
+                "workers=2": 1,
+                "workers=3": 2,
+            }
+        layout = figure(chart)["layout"]
+        assert {f"yaxis{n}" for n in ("", "2", "3", "4")} <= set(layout)
+        assert sum("flow=" in a["text"] for a in layout["annotations"]) == 4
+        svg = render_svg(chart, tmp_path / f"{key}.svg").read_text()
+        assert all(f"flow={flow}" in svg for flow in "abcd")
+    small = summary_charts(build_results(study_document, study_samples))
+    assert len(small["knee"].panels) == 1 and small["knee"].panels[0].title == ""

@@ -10,11 +10,15 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from caplab.analysis.slo import SloError, parse_slo
-from caplab.units import is_number
+from caplab.units import cell_label, is_number
 
 Style = Literal["line", "dashed", "dotted", "markers", "line+markers", "bar", "band"]
 
 IDLE_DISK_PERCENT = 1.0
+MAX_CELLS_PER_PANEL = 6
+"""More cells than this in a chart of lines (the knee, latency) are drawn one panel per group of
+cells (e.g. one per store count × flow), a line per level of the factor left: 32 lines in one
+panel are a tangle nobody reads."""
 """A disk never busier than this is idle: no chart panel for it."""
 LATENCY_METRICS = ("p50", "p90", "p99", "p999", "max", "mean")
 PALETTE = (
@@ -54,6 +58,8 @@ class Panel:
     log_y: bool = False
     lines: list[tuple[float, str]] = field(default_factory=list)
     """Horizontal reference lines: (y, label), e.g. all cores busy, the goal."""
+    title: str = ""
+    """The group of cells the panel shows, when a chart is split into one panel per group."""
 
 
 @dataclass(frozen=True)
@@ -116,28 +122,62 @@ def _load_unit(results: dict[str, Any]) -> str:
     return "users" if results["scenario"].get("model") == "closed" else "offered load (req/s)"
 
 
+@dataclass(frozen=True)
+class Line:
+    """A cell as one line of a chart: its name in its panel and its colour."""
+
+    cell: dict[str, Any]
+    name: str
+    color: int
+
+
+def cell_groups(results: dict[str, Any]) -> list[tuple[str, list[Line]]]:
+    """The cells in panels: all in one, or — past ``MAX_CELLS_PER_PANEL`` — one panel per group
+    of the naming factors but one, the line factor (the numeric one with the most levels), whose
+    level gives a line its name and colour in every panel (hosts=2 is the same colour throughout)."""
+    cells = results["cells"]
+    naming = list(results["matrix"].get("naming") or [])
+    levels = results["matrix"]["factors"]
+    if len(cells) <= MAX_CELLS_PER_PANEL or len(naming) < 2:
+        return [("", [Line(c, c["label"], i) for i, c in enumerate(cells)])]
+    line = max(naming, key=lambda n: (all(is_number(v) for v in levels[n]), len(levels[n])))
+    groups: dict[str, list[Line]] = {}
+    for c in cells:
+        value = c["factors"].get(line)
+        group = cell_label({k: c["factors"].get(k) for k in naming if k != line})
+        colour = levels[line].index(value) if value in levels[line] else len(levels[line])
+        groups.setdefault(group, []).append(Line(c, cell_label({line: value}), colour))
+    return list(groups.items())
+
+
 def knee_chart(results: dict[str, Any]) -> Chart | None:
     """Throughput against offered load, per cell: where it leaves the diagonal is the knee."""
-    series = []
-    top = 0.0
-    for i, c in enumerate(results["cells"]):
-        rows = _points(c)
-        if not rows:
-            continue
-        xs = [r["load"] for r in rows]
-        top = max(top, *xs)
-        hover = [r["hover"] for r in rows]
-        series.append(Series(c["label"], xs, [r["throughput"] for r in rows], "line+markers", i, hover=hover))
-    if not series:
-        return None
     closed = results["scenario"].get("model") == "closed"
-    if not closed:
-        series.insert(0, Series("offered = achieved", [0, top], [0, top], "dotted", 7))
+    panels = []
+    for title, lines in cell_groups(results):
+        series = []
+        top = 0.0
+        for line in lines:
+            rows = _points(line.cell)
+            if not rows:
+                continue
+            xs = [r["load"] for r in rows]
+            top = max(top, *xs)
+            hover = [r["hover"] for r in rows]
+            ys = [r["throughput"] for r in rows]
+            series.append(Series(line.name, xs, ys, "line+markers", line.color, hover=hover))
+        if not series:
+            continue
+        if not closed:
+            series.insert(0, Series("offered = achieved", [0, top], [0, top], "dotted", 7))
+        panels.append(Panel("throughput (req/s)", series, title=title))
+    if not panels:
+        return None
     return Chart(
         "knee",
         "Throughput against offered load",
         _load_unit(results),
-        [Panel("throughput (req/s)", series)],
+        panels,
         caption="Each trial of each cell (the search's probes, or the fixed-load trials). Below the knee the "
         "line follows the diagonal; past it the system falls behind and queues grow.",
     )
@@ -145,26 +185,35 @@ def knee_chart(results: dict[str, Any]) -> Chart | None:
 
 def latency_chart(results: dict[str, Any]) -> Chart | None:
     """Latency percentiles against load, per cell (p99 solid, p50 dashed), on a log scale."""
-    series = []
-    for i, c in enumerate(results["cells"]):
-        rows = _points(c)
-        xs = [r["load"] for r in rows]
-        hover = [r["hover"] for r in rows]
-        p99 = [r["p99"] for r in rows]
-        p50 = [r["p50"] for r in rows]
-        if present(p99):
-            series.append(
-                Series(f"{c['label']} p99", xs, p99, "line+markers", i, hover=hover, group=c["label"])
+    panels = []
+    for title, lines in cell_groups(results):
+        series = []
+        for line in lines:
+            rows = _points(line.cell)
+            xs = [r["load"] for r in rows]
+            hover = [r["hover"] for r in rows]
+            p99 = [r["p99"] for r in rows]
+            p50 = [r["p50"] for r in rows]
+            group = f"{title} {line.name}" if title else line.name
+            if present(p99):
+                series.append(
+                    Series(f"{line.name} p99", xs, p99, "line+markers", line.color, hover=hover, group=group)
+                )
+            if present(p50):
+                series.append(
+                    Series(f"{line.name} p50", xs, p50, "dashed", line.color, hover=hover, group=group)
+                )
+        if series:
+            panels.append(
+                Panel("latency (ms, log scale)", series, log_y=True, lines=_slo_lines(results), title=title)
             )
-        if present(p50):
-            series.append(Series(f"{c['label']} p50", xs, p50, "dashed", i, hover=hover, group=c["label"]))
-    if not series:
+    if not panels:
         return None
     return Chart(
         "latency",
         "Latency percentiles against offered load",
         _load_unit(results),
-        [Panel("latency (ms, log scale)", series, log_y=True, lines=_slo_lines(results))],
+        panels,
         caption="Latency is timed from each request's intended send time (coordinated omission corrected).",
     )
 
