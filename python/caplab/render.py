@@ -9,6 +9,8 @@ from rich.text import Text
 from caplab.engine import IntervalSnapshot, LatencySummary, RunResult
 from caplab.units import ms as fmt_ms
 
+__all__ = ["fmt_ms", "live_line", "summary"]
+
 
 def live_line(s: IntervalSnapshot, offered: float | None) -> Text:
     """One line per interval: achieved rate against offered, latency, errors, drops."""

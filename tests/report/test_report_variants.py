@@ -13,8 +13,9 @@ import pytest
 
 from caplab import units as u
 from caplab.report.document import build_results, dumps
-from caplab.report.layout.charts import Chart, summary_charts
+from caplab.report.layout.charts import Chart
 from caplab.report.layout.sections import build_report
+from caplab.report.layout.study_charts import summary_charts
 from caplab.report.render.html import render_html
 from caplab.report.render.markdown import render_markdown
 from caplab.report.render.plotly_charts import figure

@@ -5,10 +5,10 @@ recommendations, and the searches' trials as an appendix."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from caplab import units as u
 from caplab.report.layout.blocks import (
+    Block,
     Bullets,
     ChartBlock,
     Explorer,
@@ -20,7 +20,8 @@ from caplab.report.layout.blocks import (
     Section,
     kv_table,
 )
-from caplab.report.layout.charts import Chart, summary_charts
+from caplab.report.layout.charts import Chart
+from caplab.report.layout.study_charts import summary_charts
 from caplab.report.layout.tables import (
     capacity_table,
     environment_table,
@@ -33,6 +34,7 @@ from caplab.report.layout.tables import (
     storage_table,
 )
 from caplab.report.layout.timeline import timeline_charts
+from caplab.report.model.types import Observation, Results, Scenario
 from caplab.report.text.recommend import sustained
 
 TOPICS = {
@@ -48,7 +50,7 @@ TOPICS = {
 SUMMARY_OBSERVATIONS = 6
 
 
-def _observation(o: dict[str, Any]) -> Para:
+def _observation(o: Observation) -> Para:
     return Para(
         o["text"],
         lead=TOPICS.get(o["topic"], o["topic"].capitalize()) + ".",
@@ -56,7 +58,7 @@ def _observation(o: dict[str, Any]) -> Para:
     )
 
 
-def _key_figures(results: dict[str, Any]) -> KeyFigures:
+def _key_figures(results: Results) -> KeyFigures:
     rec = results["recommendation"]
     items = []
     ratings = rec["ratings"]
@@ -67,7 +69,7 @@ def _key_figures(results: dict[str, Any]) -> KeyFigures:
         if len(choices) == 1:
             items.append(Figure("recommended", choices[0]["label"], f"rated {u.rate(choices[0]['rated'])}"))
         elif choices:
-            per = ", ".join(results["goal"]["for_each"])
+            per = ", ".join(goal["for_each"] if (goal := results["goal"]) else [])
             items.append(Figure("recommended", f"{len(choices)} configurations", f"one for each {per}"))
         else:
             items.append(
@@ -81,10 +83,10 @@ def _key_figures(results: dict[str, Any]) -> KeyFigures:
     if limits:
         resource, count = limits.most_common(1)[0]
         items.append(Figure("limit", resource, f"in {count} of {sum(limits.values())} cells"))
-    fits = [e for e in results["scaling"] if e.get("fit")]
+    fits = [(e, fit) for e in results["scaling"] if (fit := e.get("fit"))]
     if fits:
-        fit = fits[0]["fit"]
-        items.append(Figure(f"scaling over {fits[0]['factor']}", fit["model"], f"R² {u.num(fit['r2'])}"))
+        entry, fit = fits[0]
+        items.append(Figure(f"scaling over {entry['factor']}", fit["model"], f"R² {u.num(fit['r2'])}"))
     by_status = results["matrix"]["by_status"]
     done = by_status.get("complete", 0)
     others = ", ".join(f"{n} {s}" for s, n in by_status.items() if s != "complete")
@@ -98,12 +100,12 @@ def _key_figures(results: dict[str, Any]) -> KeyFigures:
     return KeyFigures(items)
 
 
-def summary(results: dict[str, Any]) -> Section:
+def summary(results: Results) -> Section:
     rec = results["recommendation"]
     observations = results["observations"]
     limits = [o for o in observations if o["topic"] == "limit"][:2]
     chosen = limits + [o for o in observations if o["severity"] == "warning" and o not in limits]
-    blocks: list[Any] = [
+    blocks: list[Block | Section] = [
         Para(rec["text"], lead="Recommendation.", tone="callout"),
         _key_figures(results),
         Bullets([_observation(o) for o in chosen[:SUMMARY_OBSERVATIONS]]),
@@ -111,8 +113,8 @@ def summary(results: dict[str, Any]) -> Section:
     return Section("Summary", "summary", blocks)
 
 
-def environment(results: dict[str, Any]) -> Section:
-    blocks: list[Any] = [environment_table(results)]
+def environment(results: Results) -> Section:
+    blocks: list[Block | Section] = [environment_table(results)]
     baseline = results["environment"].get("storage_baseline")
     storage = Section("Storage baseline", "storage", level=3)
     if isinstance(baseline, dict) and baseline.get("status") == "measured":
@@ -139,7 +141,7 @@ def environment(results: dict[str, Any]) -> Section:
     return Section("Environment", "environment", blocks)
 
 
-def _load_text(s: dict[str, Any]) -> str:
+def _load_text(s: Scenario) -> str:
     if s["model"] == "closed":
         think = f", thinking {u.num(s['think_s'])} s between requests" if s.get("think_s") else ""
         users = "the number of users the search varies" if s.get("search") else f"{s.get('users')} users"
@@ -150,7 +152,7 @@ def _load_text(s: dict[str, Any]) -> str:
     return f"{arrivals} at {s['rate']}/s" if s.get("rate") is not None else arrivals
 
 
-def scenario(results: dict[str, Any]) -> Section:
+def scenario(results: Results) -> Section:
     s = results["scenario"]
     target = s.get("target") or {}
     rows = [
@@ -191,14 +193,14 @@ def scenario(results: dict[str, Any]) -> Section:
             "read from the system's metrics endpoint" if s.get("app_metrics") else "none",
         ),
     ]
-    blocks: list[Any] = []
+    blocks: list[Block | Section] = []
     if s.get("description"):
         blocks.append(Para(u.free_text(s["description"])))
     blocks.append(kv_table(rows, "Scenario and workload"))
     return Section("Scenario and workload", "scenario", blocks)
 
 
-def matrix(results: dict[str, Any]) -> Section:
+def matrix(results: Results) -> Section:
     m = results["matrix"]
     naming = m.get("naming") or list(m["factors"])
 
@@ -220,20 +222,20 @@ def _chart(charts: dict[str, Chart], key: str) -> list[ChartBlock]:
     return [ChartBlock(charts[key])] if key in charts else []
 
 
-def results_section(results: dict[str, Any], charts: dict[str, Chart]) -> Section:
-    blocks: list[Any] = [results_table(results)]
+def results_section(results: Results, charts: dict[str, Chart]) -> Section:
+    blocks: list[Block | Section] = [results_table(results)]
     for key in ("knee", "latency", "resources"):
         blocks += _chart(charts, key)
     return Section("Results", "results", blocks)
 
 
-def capacity(results: dict[str, Any], charts: dict[str, Chart]) -> Section:
+def capacity(results: Results, charts: dict[str, Chart]) -> Section:
     if not results["capacity"]:
         return Section("Capacity", "capacity", [Para("No configuration completed with a figure.")])
     return Section("Capacity", "capacity", [capacity_table(results), *_chart(charts, "capacity")])
 
 
-def scaling(results: dict[str, Any], charts: dict[str, Chart]) -> Section:
+def scaling(results: Results, charts: dict[str, Chart]) -> Section:
     section = Section("Scaling", "scaling")
     texts = [o["text"] for o in results["observations"] if o["topic"] == "scaling"]
     if not results["scaling"]:
@@ -254,7 +256,7 @@ def scaling(results: dict[str, Any], charts: dict[str, Chart]) -> Section:
     return section
 
 
-def over_time(results: dict[str, Any]) -> Section:
+def over_time(results: Results) -> Section:
     entries = []
     labels = {c["index"]: c["label"] for c in results["cells"]}
     for series, chart in timeline_charts(results):
@@ -263,7 +265,7 @@ def over_time(results: dict[str, Any]) -> Section:
         entries.append(
             ExplorerEntry(
                 labels.get(series["cell"], ""),
-                f"{kind} {series['index'] + 1}{at}",
+                f"{kind} {(series['index'] or 0) + 1}{at}",
                 chart,
                 series["representative"],
             )
@@ -278,7 +280,7 @@ def over_time(results: dict[str, Any]) -> Section:
     return Section("Trials over time", "over-time", [intro, Explorer(entries)])
 
 
-def observations(results: dict[str, Any]) -> Section:
+def observations(results: Results) -> Section:
     items = [_observation(o) for o in results["observations"]]
     return Section(
         "Observations",
@@ -287,9 +289,9 @@ def observations(results: dict[str, Any]) -> Section:
     )
 
 
-def recommendations(results: dict[str, Any]) -> Section:
+def recommendations(results: Results) -> Section:
     rec = results["recommendation"]
-    blocks: list[Any] = [Para(rec["text"], tone="callout")]
+    blocks: list[Block | Section] = [Para(rec["text"], tone="callout")]
     if rec["ratings"]:
         blocks.append(ratings_table(results))
     if rec["advice"]:
@@ -297,12 +299,12 @@ def recommendations(results: dict[str, Any]) -> Section:
     return Section("Recommendations", "recommendations", blocks)
 
 
-def appendix(results: dict[str, Any]) -> Section:
+def appendix(results: Results) -> Section:
     section = Section("Appendix: the searches and events", "appendix")
     unit = "users" if results["scenario"].get("model") == "closed" else "req/s"
     for c in results["cells"]:
-        if c["search"] and c["search"]["trials"]:
-            section.blocks.append(search_table(c, unit))
+        if (search := c["search"]) and search["trials"]:
+            section.blocks.append(search_table(c, search, unit))
     if results["events"]:
         section.blocks.append(events_table(results))
     if not section.blocks:
@@ -310,7 +312,7 @@ def appendix(results: dict[str, Any]) -> Section:
     return section
 
 
-def build_report(results: dict[str, Any]) -> Report:
+def build_report(results: Results) -> Report:
     study = results["study"]
     charts = summary_charts(results)
     when = f"{str(study.get('created_at') or '')[:16].replace('T', ' ')} UTC"

@@ -4,10 +4,9 @@ searches' probes, the environment and the storage baseline."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from caplab import units as u
 from caplab.report.layout.blocks import Cell, Column, Table, kv_table, num_cell, text_cell
+from caplab.report.model.types import CellResult, Json, Limit, Results, ScalingEntry, Search
 from caplab.report.text.recommend import sustained
 
 STATUS_TONE = {
@@ -20,18 +19,18 @@ STATUS_TONE = {
 CONSISTENCY_TONE = {"good": "good", "fair": "warn", "poor": "bad"}
 
 
-def factor_names(results: dict[str, Any], every: bool = False) -> list[str]:
+def factor_names(results: Results, every: bool = False) -> list[str]:
     """The factor columns: those that name a cell, or ``every`` one (the matrix shows them all)."""
     m = results["matrix"]
     return list(m["factors"]) if every else list(m.get("naming") or m["factors"])
 
 
-def _factor_columns(results: dict[str, Any], every: bool = False) -> list[Column]:
+def _factor_columns(results: Results, every: bool = False) -> list[Column]:
     values = results["matrix"]["factors"]
     return [Column(n, all(u.is_number(v) for v in values[n])) for n in factor_names(results, every)]
 
 
-def _factor_cells(results: dict[str, Any], cell: dict[str, Any], every: bool = False) -> list[Cell]:
+def _factor_cells(results: Results, cell: CellResult, every: bool = False) -> list[Cell]:
     out = []
     for name in factor_names(results, every):
         v = cell["factors"].get(name)
@@ -40,15 +39,15 @@ def _factor_cells(results: dict[str, Any], cell: dict[str, Any], every: bool = F
     return out
 
 
-def _status(cell: dict[str, Any]) -> Cell:
+def _status(cell: CellResult) -> Cell:
     return text_cell(cell["status"], STATUS_TONE.get(cell["status"], ""))
 
 
-def app_keys(results: dict[str, Any]) -> list[str]:
+def app_keys(results: Results) -> list[str]:
     return list(dict.fromkeys(k for c in results["cells"] for k in c["metrics"]["app"]))
 
 
-def _limit_text(limit: dict[str, Any] | None) -> Cell:
+def _limit_text(limit: Limit | None) -> Cell:
     if not limit:
         return text_cell(u.DASH)
     if limit["kind"] == "hardware":
@@ -58,7 +57,7 @@ def _limit_text(limit: dict[str, Any] | None) -> Cell:
     return text_cell(str(limit["kind"]))
 
 
-def results_table(results: dict[str, Any]) -> Table:
+def results_table(results: Results) -> Table:
     """One row per cell: what it sustained, how fast, how steadily, with what resources, and its limit."""
     roles = list(dict.fromkeys(r for c in results["cells"] for r in c["roles"]))
     apps = app_keys(results)
@@ -87,10 +86,11 @@ def results_table(results: dict[str, Any]) -> Table:
         host = res.get("host") or {}
         row = [num_cell(c["index"], str(c["index"])), *_factor_cells(results, c), _status(c)]
         if searched:
-            cap = m["capacity"] or {}
-            low, high = cap.get("ci95") or [None, None]
-            shown = u.num(cap.get("value")) + (f" {u.interval(low, high)}" if low is not None else "")
-            row.append(num_cell(cap.get("value"), shown))
+            cap = m["capacity"]
+            value = cap["value"] if cap else None
+            low, high = cap["ci95"] if cap else [None, None]
+            shown = u.num(value) + (f" {u.interval(low, high)}" if low is not None else "")
+            row.append(num_cell(value, shown))
         lat = m["latency_ms"]
         net = [v for v in (host.get("net_rx_mb_s"), host.get("net_tx_mb_s")) if u.is_number(v)]
         error_pct = 100 * m["error_ratio"] if u.is_number(m["error_ratio"]) else None
@@ -141,7 +141,7 @@ def drop_empty_columns(table: Table) -> Table:
     )
 
 
-def matrix_table(results: dict[str, Any]) -> Table:
+def matrix_table(results: Results) -> Table:
     columns = [
         Column("#", True),
         *_factor_columns(results, every=True),
@@ -152,9 +152,9 @@ def matrix_table(results: dict[str, Any]) -> Table:
     ]
     rows = []
     for c in results["cells"]:
-        cap = c["metrics"]["capacity"] or {}
-        seconds = cap.get("search_s")
-        note = c["error"] or (cap.get("message") or "")
+        cap = c["metrics"]["capacity"]
+        seconds = cap["search_s"] if cap else None
+        note = c["error"] or ((cap["message"] if cap else None) or "")
         rows.append(
             [
                 num_cell(c["index"], str(c["index"])),
@@ -168,7 +168,7 @@ def matrix_table(results: dict[str, Any]) -> Table:
     return Table(columns, rows, caption="The test matrix")
 
 
-def capacity_table(results: dict[str, Any]) -> Table:
+def capacity_table(results: Results) -> Table:
     headroom = results["recommendation"]["headroom"]
     columns = [
         Column("#", True),
@@ -187,7 +187,7 @@ def capacity_table(results: dict[str, Any]) -> Table:
     rows = []
     for e in results["capacity"]:
         cell = by_cell[e["cell"]]
-        rated = ratings.get(e["cell"], {}).get("rated")
+        rated = r["rated"] if (r := ratings.get(e["cell"])) else None
         rejected = cell["search"]["rejected"] if cell["search"] else None
         rows.append(
             [
@@ -213,13 +213,13 @@ def capacity_table(results: dict[str, Any]) -> Table:
     return Table(columns, rows, caption=f"{basis.capitalize()} per configuration", note=note)
 
 
-def fit_tables(entry: dict[str, Any]) -> list[Table]:
+def fit_tables(entry: ScalingEntry) -> list[Table]:
     fit = entry.get("fit")
     if not fit:
         return []
     ci = fit.get("ci") or {}
 
-    def param(name: str, key: str, value: Any) -> list[Cell]:
+    def param(name: str, key: str, value: float) -> list[Cell]:
         low, high = ci.get(key, [None, None])
         return [text_cell(name), num_cell(value, u.num(value)), text_cell(u.interval(low, high))]
 
@@ -279,7 +279,7 @@ def fit_tables(entry: dict[str, Any]) -> list[Table]:
     return [parameters, predictions]
 
 
-def ratings_table(results: dict[str, Any]) -> Table:
+def ratings_table(results: Results) -> Table:
     rec = results["recommendation"]
     goal = results["goal"]
     columns = [
@@ -307,9 +307,9 @@ def ratings_table(results: dict[str, Any]) -> Table:
     return Table(columns, rows, caption="What each configuration can be rated for", sortable=False)
 
 
-def search_table(cell: dict[str, Any], unit: str) -> Table:
+def search_table(cell: CellResult, search: Search, unit: str) -> Table:
     rows = []
-    for i, t in enumerate(cell["search"]["trials"]):
+    for i, t in enumerate(search["trials"]):
         verdict = "pass" if t["passed"] else "fail"
         rows.append(
             [
@@ -336,7 +336,7 @@ def search_table(cell: dict[str, Any], unit: str) -> Table:
     return Table(columns, rows, caption=f"{cell['label']}: the search's trials in order")
 
 
-def environment_table(results: dict[str, Any]) -> Table:
+def environment_table(results: Results) -> Table:
     env = results["environment"]
     disks = env.get("disks")
     disk_text = (
@@ -383,13 +383,19 @@ def environment_table(results: dict[str, Any]) -> Table:
     return kv_table(rows, "Where the study ran")
 
 
-def storage_table(baseline: dict[str, Any]) -> Table | None:
-    jobs = [j for j in baseline.get("jobs") or [] if isinstance(j, dict)]
+def _json_object(value: Json) -> dict[str, Json]:
+    return value if isinstance(value, dict) else {}
+
+
+def storage_table(baseline: dict[str, Json]) -> Table | None:
+    """The fio jobs of the storage baseline (the environment keeps it as the probe wrote it)."""
+    found = baseline.get("jobs")
+    jobs = [j for j in found if isinstance(j, dict)] if isinstance(found, list) else []
     if not jobs:
         return None
     rows = []
     for j in jobs:
-        lat = j.get("lat_ms") or {}
+        lat = _json_object(j.get("lat_ms"))
         rows.append(
             [
                 text_cell(str(j.get("name"))),
@@ -411,7 +417,7 @@ def storage_table(baseline: dict[str, Any]) -> Table | None:
     return Table(columns, rows, caption=f"Storage baseline ({baseline.get('tool', 'fio')})", sortable=False)
 
 
-def events_table(results: dict[str, Any]) -> Table:
+def events_table(results: Results) -> Table:
     rows = [
         [
             text_cell(str(e["at"] or "")[:19].replace("T", " ")),

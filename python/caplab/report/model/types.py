@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired, TypeAlias, TypedDict
 
-Json: TypeAlias = "str | int | float | bool | None | list[Json] | dict[str, Json]"
+Json: TypeAlias = "str | int | float | bool | list[Json] | dict[str, Json] | None"
 """A value as the study file or the environment probe wrote it (a factor's level, a setting)."""
 Factors: TypeAlias = dict[str, Json]
 """A cell's factors by name, in the study's order."""
@@ -264,7 +264,8 @@ class CapacityEntry(TypedDict):
     label: str
     factors: Factors
     basis: Basis
-    value: float
+    value: float | None
+    """None when a search found no capacity."""
     unit: Unit
     ci95: Interval
     found: bool

@@ -5,8 +5,8 @@ are small and searchable; output is deterministic for a given chart."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import matplotlib
 from matplotlib.axes import Axes
@@ -41,7 +41,7 @@ matplotlib.rcParams.update(
 )
 
 
-def _nums(values: list[Any]) -> list[float]:
+def _nums(values: Sequence[object]) -> list[float]:
     return [float(v) if is_number(v) else math.nan for v in values]
 
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from itertools import pairwise
-from typing import Any
+from typing import Literal
 
 from caplab import units as u
 from caplab.report.model.runs import runs
+from caplab.report.model.types import CellResult, Limit, Measured, Observation
 from caplab.report.text.scaling import scaling_observations
 
 SATURATED = 0.80
@@ -24,20 +25,22 @@ GROUP_AT = 3
 """This many cells with the same limit get one sentence instead of one each."""
 
 
-def note(topic: str, text: str, cells: list[int] | None = None, severity: str = "info") -> dict[str, Any]:
+def note(
+    topic: str, text: str, cells: list[int] | None = None, severity: Literal["info", "warning"] = "info"
+) -> Observation:
     return {"topic": topic, "severity": severity, "text": text, "cells": cells or []}
 
 
-def _complete(results: dict[str, Any]) -> list[dict[str, Any]]:
+def _complete(results: Measured) -> list[CellResult]:
     return [c for c in results["cells"] if c["status"] == "complete"]
 
 
-def _cores(results: dict[str, Any]) -> float | None:
+def _cores(results: Measured) -> float | None:
     cores = results["environment"].get("cores")
     return float(cores) if u.is_number(cores) and cores > 0 else None
 
 
-def _figure(cell: dict[str, Any]) -> str:
+def _figure(cell: CellResult) -> str:
     """What the cell sustained: its capacity when searched, else its measured throughput."""
     cap = cell["metrics"]["capacity"]
     if cap and cap["value"] is not None:
@@ -45,9 +48,17 @@ def _figure(cell: dict[str, Any]) -> str:
     return f"throughput {u.rate(cell['metrics']['throughput'])}"
 
 
-def _limit_sentence(cell: dict[str, Any]) -> str:
-    limit = cell["limit"]
-    signals = [s for s in limit.get("evidence", {}).get("signals", []) if not s.startswith("no hardware")]
+def _signals(limit: Limit) -> list[str]:
+    """The evidence worth quoting (not the "no hardware resource …" that the kind already says)."""
+    return [s for s in limit["evidence"].get("signals", []) if not s.startswith("no hardware")]
+
+
+def _limited(cells: list[CellResult]) -> list[tuple[CellResult, Limit]]:
+    return [(c, c["limit"]) for c in cells if c["limit"]]
+
+
+def _limit_sentence(cell: CellResult, limit: Limit) -> str:
+    signals = _signals(limit)
     evidence = f" Evidence: {signals[0]}." if signals else ""
     if limit["kind"] == "hardware":
         bound = f"; it bounds throughput near {u.rate(limit['bound_rps'])}" if limit.get("bound_rps") else ""
@@ -62,64 +73,59 @@ def _limit_sentence(cell: dict[str, Any]) -> str:
             f"round trips.{evidence}"
         )
     if limit["kind"] == "not reached":
-        demands = limit.get("evidence", {}).get("demands") or [{}]
+        demands = limit["evidence"].get("demands")
         bound = (
             f", would bound throughput near {u.rate(limit['bound_rps'])}" if limit.get("bound_rps") else ""
         )
         return (
             f"{cell['label']}: at {_figure(cell)} no limit was reached; the busiest resource, "
             f"{limit['resource']} "
-            f"at {u.pct(limit['utilization'])} ({demands[0].get('note', '')}){bound}."
+            f"at {u.pct(limit['utilization'])} ({demands[0]['note'] if demands else ''}){bound}."
         )
     return f"{cell['label']}: limit {limit['summary']}."
 
 
-def limit_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
+def limit_observations(results: Measured) -> list[Observation]:
     """The limit of each cell; many cells with the same limit are summarised in one sentence."""
-    cells = [c for c in _complete(results) if c["limit"]]
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for c in cells:
-        groups[(c["limit"]["kind"], str(c["limit"]["resource"]))].append(c)
+    cells = _limited(_complete(results))
+    groups: dict[tuple[str, str], list[tuple[CellResult, Limit]]] = defaultdict(list)
+    for c, limit in cells:
+        groups[(limit["kind"], str(limit["resource"]))].append((c, limit))
     out = []
     for (kind, resource), members in groups.items():
         if len(members) >= GROUP_AT and kind == "hardware":
-            utils = [m["limit"]["utilization"] for m in members if u.is_number(m["limit"]["utilization"])]
-            bounds = [m["limit"]["bound_rps"] for m in members if u.is_number(m["limit"]["bound_rps"])]
+            utils = [v for _, m in members if u.is_number(v := m["utilization"])]
+            bounds = [v for _, m in members if u.is_number(v := m["bound_rps"])]
             span = f" at {u.pct(min(utils))}–{u.pct(max(utils))} at capacity" if utils else ""
             bound = (
                 f", bounding throughput between {u.rate(min(bounds))} and {u.rate(max(bounds))}"
                 if bounds
                 else ""
             )
-            signals = [
-                (m["label"], s)
-                for m in members
-                for s in m["limit"].get("evidence", {}).get("signals", [])
-                if not s.startswith("no hardware")
-            ]
+            signals = [(c["label"], s) for c, m in members for s in _signals(m)]
             evidence = f" Evidence ({signals[0][0]}): {signals[0][1]}." if signals else ""
             out.append(
                 note(
                     "limit",
                     f"In {len(members)} of {len(cells)} cells the limit is "
                     f"{resource}{span}{bound}.{evidence}",
-                    [m["index"] for m in members],
+                    [c["index"] for c, _ in members],
                 )
             )
         else:
-            out += [note("limit", _limit_sentence(m), [m["index"]]) for m in members]
+            out += [note("limit", _limit_sentence(c, m), [c["index"]]) for c, m in members]
     return out
 
 
-def platform_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
+def platform_observations(results: Measured) -> list[Observation]:
     """When the whole host's CPU is busy at capacity, say plainly that the machine is the ceiling."""
     cores = _cores(results)
     if cores is None:
         return []
     busy = [
-        (c, c["resources"].get("host", {}).get("cpu_percent"))
+        (c, v)
         for c in _complete(results)
-        if u.is_number(c["resources"].get("host", {}).get("cpu_percent"))
+        if u.is_number(v := c["resources"].get("host", {}).get("cpu_percent"))
     ]
     saturated = [(c, v) for c, v in busy if v / (100.0 * cores) >= SATURATED]
     if not saturated:
@@ -146,7 +152,7 @@ def platform_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def _monotonic(results: dict[str, Any]) -> list[dict[str, Any]]:
+def _monotonic(results: Measured) -> list[Observation]:
     out = []
     for run in runs(results, min_length=3):
         values = run.values()
@@ -181,7 +187,7 @@ def _monotonic(results: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _cell_anomalies(cell: dict[str, Any]) -> list[dict[str, Any]]:
+def _cell_anomalies(cell: CellResult) -> list[Observation]:
     m, label, idx = cell["metrics"], cell["label"], [cell["index"]]
     out = []
     if m["consistency"] in ("fair", "poor"):
@@ -234,24 +240,25 @@ def _cell_anomalies(cell: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def anomaly_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
+def anomaly_observations(results: Measured) -> list[Observation]:
     out = _monotonic(results)
     for c in _complete(results):
         out += _cell_anomalies(c)
     return out
 
 
-def search_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
+def search_observations(results: Measured) -> list[Observation]:
     """How many trials the searches ran and rejected, by reason; capacities not found."""
-    searched = [c for c in results["cells"] if c["search"]]
-    if not searched:
+    searches = [(c, search) for c in results["cells"] if (search := c["search"])]
+    if not searches:
         return []
-    total = sum(c["search"]["count"] for c in searched)
-    rejected = sum(c["search"]["rejected"] for c in searched)
+    searched = [c for c, _ in searches]
+    total = sum(search["count"] for _, search in searches)
+    rejected = sum(search["rejected"] for _, search in searches)
     reasons: Counter[str] = Counter()
-    for c in searched:
-        reasons.update(c["search"]["reasons"])
-    seconds = sum(c["metrics"]["capacity"]["search_s"] or 0 for c in searched if c["metrics"]["capacity"])
+    for _, search in searches:
+        reasons.update(search["reasons"])
+    seconds = sum(cap["search_s"] or 0 for c in searched if (cap := c["metrics"]["capacity"]))
     why = ", ".join(f"{k} in {n}" for k, n in reasons.most_common())
     text = (
         f"The searches ran {total} trials in {u.minutes(seconds)} over {len(searched)} cells; "
@@ -269,7 +276,7 @@ def search_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def generator_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
+def generator_observations(results: Measured) -> list[Observation]:
     """What the load generator cost, and whether it competed with the SUT."""
     cells = [
         c for c in _complete(results) if u.is_number(c["resources"].get("generator", {}).get("cpu_percent"))
@@ -283,7 +290,7 @@ def generator_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
         if u.is_number(c["metrics"]["generator_cpu_us_per_request"])
     ]
     cost = f" ({u.num(sum(per_request) / len(per_request))} µs of CPU per request)" if per_request else ""
-    where = results["environment"].get("generator") or "on this host"
+    where = str(results["environment"].get("generator") or "on this host")
     cores = _cores(results)
     share = cpu / (100.0 * cores) if cores else None
     text = f"The load generator ({where}) used up to {u.percent(cpu)} of one core{cost}"
@@ -305,7 +312,7 @@ def generator_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
     return [note("generator", text + " It kept to its schedule throughout.", [c["index"] for c in cells])]
 
 
-def cell_status_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
+def cell_status_observations(results: Measured) -> list[Observation]:
     out = []
     for c in results["cells"]:
         if c["status"] == "failed":
@@ -330,7 +337,7 @@ def cell_status_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def observe(results: dict[str, Any]) -> list[dict[str, Any]]:
+def observe(results: Measured) -> list[Observation]:
     """Every observation, in the order the report lists them."""
     return [
         *limit_observations(results),

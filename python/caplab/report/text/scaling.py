@@ -3,10 +3,9 @@ the extrapolation — and, when the fit is poor, that it is poor and why, so nob
 
 from __future__ import annotations
 
-from typing import Any
-
 from caplab import units as u
-from caplab.analysis.scaling import fit_quality
+from caplab.report.model.matrix import sizeable
+from caplab.report.model.types import Fit, Measured, Observation, ScalingEntry
 
 MODEL_NAMES = {
     "linear": "linear (no contention)",
@@ -15,13 +14,12 @@ MODEL_NAMES = {
 }
 
 
-def _ci(fit: dict[str, Any], name: str) -> str:
+def _ci(fit: Fit, name: str) -> str:
     low, high = (fit.get("ci") or {}).get(name, [None, None])
     return f" [{u.num(low)}, {u.num(high)}]" if low is not None and high is not None else ""
 
 
-def _sentence(entry: dict[str, Any]) -> str:
-    fit = entry["fit"]
+def _sentence(entry: ScalingEntry, fit: Fit) -> str:
     what = "Capacity" if entry["metric"] == "capacity_rps" else "Throughput"
     where = f" ({entry['group_label']})" if entry.get("group_label") else ""
     params = f"λ = {u.rate(fit['lambda'])} per unit{_ci(fit, 'lambda')}"
@@ -50,8 +48,7 @@ def _sentence(entry: dict[str, Any]) -> str:
     return text
 
 
-def _extrapolation(entry: dict[str, Any]) -> str:
-    fit = entry["fit"]
+def _extrapolation(entry: ScalingEntry, fit: Fit) -> str:
     measured = max(p["n"] for p in entry["points"])
     beyond = [p for p in fit.get("predictions") or [] if p["n"] > measured]
     if not beyond:
@@ -63,11 +60,12 @@ def _extrapolation(entry: dict[str, Any]) -> str:
     )
 
 
-def scaling_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
-    out = []
+def scaling_observations(results: Measured) -> list[Observation]:
+    out: list[Observation] = []
     for entry in results["scaling"]:
         cells = list(entry["cells"])
-        if not entry.get("fit"):
+        fit = entry.get("fit")
+        if not fit:
             out.append(
                 {
                     "topic": "scaling",
@@ -77,10 +75,10 @@ def scaling_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
                 }
             )
             continue
-        good, why = fit_quality(entry)
-        text = _sentence(entry)
+        good, why = sizeable(entry)
+        text = _sentence(entry, fit)
         if good:
-            text += _extrapolation(entry)
+            text += _extrapolation(entry, fit)
         else:
             text += f" The fit is poor: {why}. Do not size from its extrapolation."
         out.append(
