@@ -16,13 +16,14 @@ from caplab.report.document import build_results, dumps
 from caplab.report.layout.charts import Chart
 from caplab.report.layout.sections import build_report
 from caplab.report.layout.study_charts import summary_charts
+from caplab.report.model.types import Results
 from caplab.report.render.html import render_html
 from caplab.report.render.markdown import render_markdown
 from caplab.report.render.plotly_charts import figure
 from caplab.report.render.static_charts import render_svg
 
 
-def _render(results: dict[str, Any]) -> tuple[str, str]:
+def _render(results: Results) -> tuple[str, str]:
     report = build_report(results)
 
     def draw(chart: Chart) -> Path:
@@ -50,10 +51,12 @@ def test_a_goal_picks_the_smallest_configuration_that_carries_it(
     results = build_results(_with_goal(study_document, rate), study_samples)
     rec = results["recommendation"]
     assert results["goal"] == {"rate": rate, "headroom": 0.25, "for_each": []}
-    assert rec["choice"]["label"] == f"workers={smallest + 1}"
-    assert rec["choice"]["margin"] == pytest.approx(capacities[smallest] * 0.75 - rate)
+    choice = rec["choice"]
+    assert choice is not None
+    assert choice["label"] == f"workers={smallest + 1}"
+    assert choice["margin"] == pytest.approx(capacities[smallest] * 0.75 - rate)
     assert rec["text"].startswith(f"Choose workers={smallest + 1}")
-    assert u.rate(rec["choice"]["margin"]) in rec["text"]
+    assert u.rate(choice["margin"]) in rec["text"]
     markdown, _ = _render(results)
     assert "◀ recommended" in markdown
 
@@ -195,6 +198,7 @@ def test_non_finite_figures_become_null(
     text = dumps(results)  # allow_nan=False: raises on any NaN or Infinity left
     assert results["cells"][0]["metrics"]["throughput_stdev"] is None
     fit = results["scaling"][0]["fit"]
+    assert fit is not None
     assert all(v is None or isinstance(v, float) for v in fit["aicc"].values())
     json.loads(text)
 
@@ -238,7 +242,7 @@ def test_a_closed_model_capacity_is_in_users_and_rated_by_its_throughput(
     for entry, cell in zip(results["capacity"], results["cells"], strict=True):
         assert entry["unit"] == "users"
         assert entry["rate"] == cell["metrics"]["throughput"]
-        assert entry["rated"] == pytest.approx(0.75 * cell["metrics"]["throughput"])
+        assert entry["rated"] == pytest.approx(0.75 * (cell["metrics"]["throughput"] or 0.0))
     assert " users (" in results["recommendation"]["text"]  # "sustained 5 users (598/s)"
 
 
@@ -248,7 +252,7 @@ def test_a_chart_of_many_cells_is_drawn_one_panel_per_group(
     """Four flows over the three sizes: twelve cells, drawn as one panel per flow with a line per
     size, each size the same colour in every panel — not twelve lines (24 latency lines) in one."""
     varied = copy.deepcopy(study_document)
-    cells = []
+    cells: list[dict[str, Any]] = []
     for flow in ("a", "b", "c", "d"):
         for cell in copy.deepcopy(study_document["cells"]):
             cell["index"] = len(cells)
