@@ -100,6 +100,10 @@ def test_tables_sort_by_the_number_not_the_text(page: Chromium) -> None:
         return [first, second];
     })()"""
     ascending, descending = page.evaluate(column)
+    # A cell with no figure (a search that found nothing on a loaded machine) sorts as a blank.
+    ascending = [v for v in ascending if v is not None]
+    descending = [v for v in descending if v is not None]
+    assert len(ascending) >= 2
     assert ascending == sorted(ascending)
     assert descending == sorted(descending, reverse=True)
 

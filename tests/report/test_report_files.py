@@ -13,7 +13,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from caplab.report import format as f
+from caplab import units as u
 from support.reports import Built, Written
 
 CHART_JSON = re.compile(r'<script type="application/json" id="caplab-charts">(.*?)</script>', re.S)
@@ -45,7 +45,7 @@ def _refs(written: Written) -> _Refs:
 def test_capacities_and_labels_appear_in_both_html_and_markdown(built: Built) -> None:
     results = built.scaleout.results
     for entry in results["capacity"]:
-        shown = f.load(entry["value"], entry["unit"])
+        shown = u.load(entry["value"], entry["unit"])
         assert shown in built.scaleout.html
         assert shown in built.scaleout.markdown
     for cell in results["cells"]:
@@ -59,8 +59,8 @@ def test_the_results_table_shows_each_cells_throughput_and_p99(built: Built) -> 
     for cell in built.scaleout.results["cells"]:
         m = cell["metrics"]
         for figure in (m["throughput"], m["latency_ms"]["p99"]):
-            assert f">{f.num(figure)}<" in built.scaleout.html
-            assert f"| {f.num(figure)} |" in built.scaleout.markdown
+            assert f">{u.num(figure)}<" in built.scaleout.html
+            assert f"| {u.num(figure)} |" in built.scaleout.markdown
 
 
 def test_markdown_charts_exist_and_are_svg(built: Built) -> None:

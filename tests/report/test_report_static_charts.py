@@ -7,8 +7,8 @@ import re
 import warnings
 from pathlib import Path
 
-from caplab.report.charts import Chart, Panel, Series
-from caplab.report.static_charts import render_svg
+from caplab.report.layout.charts import Chart, Panel, Series
+from caplab.report.render.static_charts import render_svg
 
 
 def test_a_panel_with_a_long_legend_keeps_its_plot(tmp_path: Path) -> None:

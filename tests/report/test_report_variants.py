@@ -11,15 +11,19 @@ from typing import Any
 
 import pytest
 
-from caplab.report import format as f
-from caplab.report.charts import Chart
+from caplab import units as u
 from caplab.report.document import build_results, dumps
-from caplab.report.html import render_html
-from caplab.report.markdown import render_markdown
-from caplab.report.sections import build_report
+from caplab.report.layout.charts import Chart
+from caplab.report.layout.sections import build_report
+from caplab.report.layout.study_charts import summary_charts
+from caplab.report.model.types import Results
+from caplab.report.render.html import render_html
+from caplab.report.render.markdown import render_markdown
+from caplab.report.render.plotly_charts import figure
+from caplab.report.render.static_charts import render_svg
 
 
-def _render(results: dict[str, Any]) -> tuple[str, str]:
+def _render(results: Results) -> tuple[str, str]:
     report = build_report(results)
 
     def draw(chart: Chart) -> Path:
@@ -30,7 +34,7 @@ def _render(results: dict[str, Any]) -> tuple[str, str]:
 
 def _with_goal(document: dict[str, Any], rate: float) -> dict[str, Any]:
     varied = copy.deepcopy(document)
-    varied["study"]["spec"] += f"\ngoal: {{rate: {rate:g}, headroom: 25%}}\n"
+    varied["study"]["spec"] += f"\ngoal: {{rate: {rate!r}, headroom: 25%}}\n"
     return varied
 
 
@@ -47,10 +51,12 @@ def test_a_goal_picks_the_smallest_configuration_that_carries_it(
     results = build_results(_with_goal(study_document, rate), study_samples)
     rec = results["recommendation"]
     assert results["goal"] == {"rate": rate, "headroom": 0.25, "for_each": []}
-    assert rec["choice"]["label"] == f"workers={smallest + 1}"
-    assert rec["choice"]["margin"] == pytest.approx(capacities[smallest] * 0.75 - rate)
+    choice = rec["choice"]
+    assert choice is not None
+    assert choice["label"] == f"workers={smallest + 1}"
+    assert choice["margin"] == pytest.approx(capacities[smallest] * 0.75 - rate)
     assert rec["text"].startswith(f"Choose workers={smallest + 1}")
-    assert f.rate(rec["choice"]["margin"]) in rec["text"]
+    assert u.rate(choice["margin"]) in rec["text"]
     markdown, _ = _render(results)
     assert "◀ recommended" in markdown
 
@@ -90,7 +96,7 @@ def test_a_goal_beyond_every_configuration_says_so(
     rate = max(_capacities(study_document)) * 10
     rec = build_results(_with_goal(study_document, rate), study_samples)["recommendation"]
     assert rec["choice"] is None
-    assert rec["text"].startswith(f"No tested configuration meets {f.rate(rate)}")
+    assert rec["text"].startswith(f"No tested configuration meets {u.rate(rate)}")
 
 
 def test_application_counters_become_columns(
@@ -192,6 +198,7 @@ def test_non_finite_figures_become_null(
     text = dumps(results)  # allow_nan=False: raises on any NaN or Infinity left
     assert results["cells"][0]["metrics"]["throughput_stdev"] is None
     fit = results["scaling"][0]["fit"]
+    assert fit is not None
     assert all(v is None or isinstance(v, float) for v in fit["aicc"].values())
     json.loads(text)
 
@@ -235,5 +242,40 @@ def test_a_closed_model_capacity_is_in_users_and_rated_by_its_throughput(
     for entry, cell in zip(results["capacity"], results["cells"], strict=True):
         assert entry["unit"] == "users"
         assert entry["rate"] == cell["metrics"]["throughput"]
-        assert entry["rated"] == pytest.approx(0.75 * cell["metrics"]["throughput"])
+        assert entry["rated"] == pytest.approx(0.75 * (cell["metrics"]["throughput"] or 0.0))
     assert " users (" in results["recommendation"]["text"]  # "sustained 5 users (598/s)"
+
+
+def test_a_chart_of_many_cells_is_drawn_one_panel_per_group(
+    study_document: dict[str, Any], study_samples: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    """Four flows over the three sizes: twelve cells, drawn as one panel per flow with a line per
+    size, each size the same colour in every panel — not twelve lines (24 latency lines) in one."""
+    varied = copy.deepcopy(study_document)
+    cells: list[dict[str, Any]] = []
+    for flow in ("a", "b", "c", "d"):
+        for cell in copy.deepcopy(study_document["cells"]):
+            cell["index"] = len(cells)
+            cell["factors"] = {"flow": flow, **cell["factors"]}
+            cells.append(cell)
+    varied["cells"] = cells
+    results = build_results(varied, study_samples)
+    charts = summary_charts(results)
+    for key in ("knee", "latency"):
+        chart = charts[key]
+        assert [p.title for p in chart.panels] == ["flow=a", "flow=b", "flow=c", "flow=d"]
+        for panel in chart.panels:
+            lines = [s for s in panel.series if s.name.startswith("workers=")]
+            assert {s.name.split()[0] for s in lines} == {"workers=1", "workers=2", "workers=3"}
+            assert {s.name.split()[0]: s.color for s in lines} == {
+                "workers=1": 0,
+                "workers=2": 1,
+                "workers=3": 2,
+            }
+        layout = figure(chart)["layout"]
+        assert {f"yaxis{n}" for n in ("", "2", "3", "4")} <= set(layout)
+        assert sum("flow=" in a["text"] for a in layout["annotations"]) == 4
+        svg = render_svg(chart, tmp_path / f"{key}.svg").read_text()
+        assert all(f"flow={flow}" in svg for flow in "abcd")
+    small = summary_charts(build_results(study_document, study_samples))
+    assert len(small["knee"].panels) == 1 and small["knee"].panels[0].title == ""

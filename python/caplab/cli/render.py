@@ -7,16 +7,9 @@ from rich.table import Table
 from rich.text import Text
 
 from caplab.engine import IntervalSnapshot, LatencySummary, RunResult
+from caplab.units import ms as fmt_ms
 
-
-def fmt_ms(v: float | None) -> str:
-    if v is None:
-        return "–"
-    if v < 1:
-        return f"{v * 1000:.0f}µs"
-    if v < 1000:
-        return f"{v:.2f}ms"
-    return f"{v / 1000:.2f}s"
+__all__ = ["fmt_ms", "live_line", "summary"]
 
 
 def live_line(s: IntervalSnapshot, offered: float | None) -> Text:

@@ -26,6 +26,7 @@ from caplab.store.export import FORMATS, export_study
 from caplab.store.frames import flatten
 from caplab.store.repository import CellRow, Store, StudyRow, default_url
 from caplab.store.urls import describe, redact_url, scrub, sqlite_path
+from caplab.units import num
 
 _STATUS_STYLE = {
     "complete": "green",
@@ -69,15 +70,6 @@ def _status(status: str) -> str:
 def _when(iso: str | None) -> str:
     """``2024-11-22T02:49:54+00:00`` → ``2024-11-22 02:49:54`` (the column says UTC)."""
     return f"{iso[:10]} {iso[11:19]}" if iso else "—"
-
-
-def _num(value: Any, digits: int = 3) -> str:
-    """A figure to about ``digits`` significant digits, thousands separated; ``—`` when absent."""
-    if value is None or isinstance(value, bool) or not isinstance(value, int | float):
-        return "—" if value is None else str(value)
-    if abs(value) >= 10 ** (digits - 1):
-        return f"{value:,.0f}"
-    return f"{value:.{digits}g}"
 
 
 def _json_out(data: Any) -> None:
@@ -202,7 +194,7 @@ def _cells_table(cells: list[CellRow], trial_counts: dict[int, int]) -> Table:
         metrics["trials"] = metrics.get("trials", trial_counts.get(c.index, 0))
         if isinstance(metrics.get("error_ratio"), int | float):
             metrics["error_ratio"] = 100 * metrics["error_ratio"]
-        values = [_num(metrics.get(key)) for _, key in figures]
+        values = [num(metrics.get(key)) for _, key in figures]
         row = [str(c.index), *[str(c.factors.get(f, "—")) for f in factors], _status(c.status), *values]
         table.add_row(*row)
     return table

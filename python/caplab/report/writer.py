@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 from importlib.resources import as_file, files
 from pathlib import Path
 
-from caplab.report.charts import Chart
 from caplab.report.document import dumps, load_results
-from caplab.report.html import PLOTLY_JS, render_html
-from caplab.report.markdown import CHART_DIR, render_markdown
-from caplab.report.sections import build_report
-from caplab.report.static_charts import render_svg
+from caplab.report.layout.charts import Chart
+from caplab.report.layout.sections import build_report
+from caplab.report.render.html import PLOTLY_JS, render_html
+from caplab.report.render.markdown import CHART_DIR, render_markdown
+from caplab.report.render.static_charts import render_svg
 from caplab.store.repository import Store
 
 HTML = "index.html"

@@ -4,11 +4,10 @@ searches' probes, the environment and the storage baseline."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from caplab.report import format as f
-from caplab.report.blocks import Cell, Column, Table, kv_table, num_cell, text_cell
-from caplab.report.recommend import sustained
+from caplab import units as u
+from caplab.report.layout.blocks import Cell, Column, Table, kv_table, num_cell, text_cell
+from caplab.report.model.types import CellResult, Json, Limit, Results, ScalingEntry, Search
+from caplab.report.text.recommend import sustained
 
 STATUS_TONE = {
     "complete": "good",
@@ -20,45 +19,45 @@ STATUS_TONE = {
 CONSISTENCY_TONE = {"good": "good", "fair": "warn", "poor": "bad"}
 
 
-def factor_names(results: dict[str, Any], every: bool = False) -> list[str]:
+def factor_names(results: Results, every: bool = False) -> list[str]:
     """The factor columns: those that name a cell, or ``every`` one (the matrix shows them all)."""
     m = results["matrix"]
     return list(m["factors"]) if every else list(m.get("naming") or m["factors"])
 
 
-def _factor_columns(results: dict[str, Any], every: bool = False) -> list[Column]:
+def _factor_columns(results: Results, every: bool = False) -> list[Column]:
     values = results["matrix"]["factors"]
-    return [Column(n, all(f.is_number(v) for v in values[n])) for n in factor_names(results, every)]
+    return [Column(n, all(u.is_number(v) for v in values[n])) for n in factor_names(results, every)]
 
 
-def _factor_cells(results: dict[str, Any], cell: dict[str, Any], every: bool = False) -> list[Cell]:
+def _factor_cells(results: Results, cell: CellResult, every: bool = False) -> list[Cell]:
     out = []
     for name in factor_names(results, every):
         v = cell["factors"].get(name)
-        shown = f.cell_label({"": v}).removeprefix("=")
-        out.append(num_cell(v, shown) if f.is_number(v) else text_cell(shown))
+        shown = u.cell_label({"": v}).removeprefix("=")
+        out.append(num_cell(v, shown) if u.is_number(v) else text_cell(shown))
     return out
 
 
-def _status(cell: dict[str, Any]) -> Cell:
+def _status(cell: CellResult) -> Cell:
     return text_cell(cell["status"], STATUS_TONE.get(cell["status"], ""))
 
 
-def app_keys(results: dict[str, Any]) -> list[str]:
+def app_keys(results: Results) -> list[str]:
     return list(dict.fromkeys(k for c in results["cells"] for k in c["metrics"]["app"]))
 
 
-def _limit_text(limit: dict[str, Any] | None) -> Cell:
+def _limit_text(limit: Limit | None) -> Cell:
     if not limit:
-        return text_cell(f.DASH)
+        return text_cell(u.DASH)
     if limit["kind"] == "hardware":
-        return text_cell(f"{limit['resource']} {f.pct(limit['utilization'])}", "warn")
+        return text_cell(f"{limit['resource']} {u.pct(limit['utilization'])}", "warn")
     if limit["kind"] == "not reached":
-        return text_cell(f"not reached ({limit['resource']} {f.pct(limit['utilization'])})")
+        return text_cell(f"not reached ({limit['resource']} {u.pct(limit['utilization'])})")
     return text_cell(str(limit["kind"]))
 
 
-def results_table(results: dict[str, Any]) -> Table:
+def results_table(results: Results) -> Table:
     """One row per cell: what it sustained, how fast, how steadily, with what resources, and its limit."""
     roles = list(dict.fromkeys(r for c in results["cells"] for r in c["roles"]))
     apps = app_keys(results)
@@ -87,31 +86,32 @@ def results_table(results: dict[str, Any]) -> Table:
         host = res.get("host") or {}
         row = [num_cell(c["index"], str(c["index"])), *_factor_cells(results, c), _status(c)]
         if searched:
-            cap = m["capacity"] or {}
-            low, high = cap.get("ci95") or [None, None]
-            shown = f.num(cap.get("value")) + (f" {f.interval(low, high)}" if low is not None else "")
-            row.append(num_cell(cap.get("value"), shown))
+            cap = m["capacity"]
+            value = cap["value"] if cap else None
+            low, high = cap["ci95"] if cap else [None, None]
+            shown = u.num(value) + (f" {u.interval(low, high)}" if low is not None else "")
+            row.append(num_cell(value, shown))
         lat = m["latency_ms"]
-        net = [v for v in (host.get("net_rx_mb_s"), host.get("net_tx_mb_s")) if f.is_number(v)]
-        error_pct = 100 * m["error_ratio"] if f.is_number(m["error_ratio"]) else None
+        net = [v for v in (host.get("net_rx_mb_s"), host.get("net_tx_mb_s")) if u.is_number(v)]
+        error_pct = 100 * m["error_ratio"] if u.is_number(m["error_ratio"]) else None
         row += [
-            num_cell(m["throughput"], f.num(m["throughput"])),
-            num_cell(lat["p50"], f.num(lat["p50"])),
-            num_cell(lat["p99"], f.num(lat["p99"])),
-            num_cell(lat["p999"], f.num(lat["p999"])),
-            Cell(f.num(error_pct), error_pct, "bad" if error_pct else ""),
-            text_cell(m["consistency"] or f.DASH, CONSISTENCY_TONE.get(m["consistency"] or "", "")),
-            *(num_cell(v, f.num(v)) for v in ((res.get(r) or {}).get("cpu_percent") for r in roles)),
-            num_cell(g := (res.get("generator") or {}).get("cpu_percent"), f.num(g)),
-            num_cell(host.get("cpu_percent"), f.num(host.get("cpu_percent"))),
-            num_cell(host.get("disk_busy_percent"), f.num(host.get("disk_busy_percent"))),
-            num_cell(sum(net) if net else None, f.num(sum(net)) if net else f.DASH),
-            *(num_cell(m["app"].get(k), f.num(m["app"].get(k))) for k in apps),
+            num_cell(m["throughput"], u.num(m["throughput"])),
+            num_cell(lat["p50"], u.num(lat["p50"])),
+            num_cell(lat["p99"], u.num(lat["p99"])),
+            num_cell(lat["p999"], u.num(lat["p999"])),
+            Cell(u.num(error_pct), error_pct, "bad" if error_pct else ""),
+            text_cell(m["consistency"] or u.DASH, CONSISTENCY_TONE.get(m["consistency"] or "", "")),
+            *(num_cell(v, u.num(v)) for v in ((res.get(r) or {}).get("cpu_percent") for r in roles)),
+            num_cell(g := (res.get("generator") or {}).get("cpu_percent"), u.num(g)),
+            num_cell(host.get("cpu_percent"), u.num(host.get("cpu_percent"))),
+            num_cell(host.get("disk_busy_percent"), u.num(host.get("disk_busy_percent"))),
+            num_cell(sum(net) if net else None, u.num(sum(net)) if net else u.DASH),
+            *(num_cell(m["app"].get(k), u.num(m["app"].get(k))) for k in apps),
             _limit_text(c["limit"]),
         ]
         rows.append(row)
     cores = results["environment"].get("cores")
-    whole = f"the host has {cores:g} cores, so {100 * cores:g}% is all of it" if f.is_number(cores) else ""
+    whole = f"the host has {cores:g} cores, so {100 * cores:g}% is all of it" if u.is_number(cores) else ""
     note = (
         "Throughput and latency are those of the trials at capacity (searched cells) or at the fixed "
         f"load. CPU is in % of one core, as top shows it{': ' + whole if whole else ''}. Network: received "
@@ -129,7 +129,7 @@ def drop_empty_columns(table: Table) -> Table:
     keep = [
         i
         for i, col in enumerate(table.columns)
-        if not col.numeric or any(row[i].text != f.DASH for row in table.rows)
+        if not col.numeric or any(row[i].text != u.DASH for row in table.rows)
     ]
     return Table(
         [table.columns[i] for i in keep],
@@ -141,7 +141,7 @@ def drop_empty_columns(table: Table) -> Table:
     )
 
 
-def matrix_table(results: dict[str, Any]) -> Table:
+def matrix_table(results: Results) -> Table:
     columns = [
         Column("#", True),
         *_factor_columns(results, every=True),
@@ -152,30 +152,30 @@ def matrix_table(results: dict[str, Any]) -> Table:
     ]
     rows = []
     for c in results["cells"]:
-        cap = c["metrics"]["capacity"] or {}
-        seconds = cap.get("search_s")
-        note = c["error"] or (cap.get("message") or "")
+        cap = c["metrics"]["capacity"]
+        seconds = cap["search_s"] if cap else None
+        note = c["error"] or ((cap["message"] if cap else None) or "")
         rows.append(
             [
                 num_cell(c["index"], str(c["index"])),
                 *_factor_cells(results, c, every=True),
                 _status(c),
                 num_cell(len(c["trials"]), str(len(c["trials"]))),
-                num_cell(seconds, f.minutes(seconds)),
+                num_cell(seconds, u.minutes(seconds)),
                 text_cell(note),
             ]
         )
     return Table(columns, rows, caption="The test matrix")
 
 
-def capacity_table(results: dict[str, Any]) -> Table:
+def capacity_table(results: Results) -> Table:
     headroom = results["recommendation"]["headroom"]
     columns = [
         Column("#", True),
         Column("configuration"),
         Column("capacity", True, "req/s"),
         Column("95% interval"),
-        Column(f"rated ({f.pct(headroom)} headroom)", True, "req/s"),
+        Column(f"rated ({u.pct(headroom)} headroom)", True, "req/s"),
         Column("trials", True),
         Column("search time", True),
         Column("rejected", True),
@@ -187,19 +187,19 @@ def capacity_table(results: dict[str, Any]) -> Table:
     rows = []
     for e in results["capacity"]:
         cell = by_cell[e["cell"]]
-        rated = ratings.get(e["cell"], {}).get("rated")
+        rated = r["rated"] if (r := ratings.get(e["cell"])) else None
         rejected = cell["search"]["rejected"] if cell["search"] else None
         rows.append(
             [
                 num_cell(e["cell"], str(e["cell"])),
                 text_cell(e["label"]),
-                num_cell(e["value"], f.load(e["value"], e["unit"]) if e["found"] else "not found"),
-                text_cell(f.interval(e["ci95"][0], e["ci95"][1], e["unit"])),
-                num_cell(rated, f.rate(rated)),
-                num_cell(e["trials"], f.num(e["trials"])),
-                num_cell(e["search_s"], f.minutes(e["search_s"])),
-                num_cell(rejected, f.num(rejected)),
-                text_cell(e["consistency"] or f.DASH, CONSISTENCY_TONE.get(e["consistency"] or "", "")),
+                num_cell(e["value"], u.load(e["value"], e["unit"]) if e["found"] else "not found"),
+                text_cell(u.interval(e["ci95"][0], e["ci95"][1], e["unit"])),
+                num_cell(rated, u.rate(rated)),
+                num_cell(e["trials"], u.num(e["trials"])),
+                num_cell(e["search_s"], u.minutes(e["search_s"])),
+                num_cell(rejected, u.num(rejected)),
+                text_cell(e["consistency"] or u.DASH, CONSISTENCY_TONE.get(e["consistency"] or "", "")),
                 _limit_text(cell["limit"]),
             ]
         )
@@ -213,15 +213,15 @@ def capacity_table(results: dict[str, Any]) -> Table:
     return Table(columns, rows, caption=f"{basis.capitalize()} per configuration", note=note)
 
 
-def fit_tables(entry: dict[str, Any]) -> list[Table]:
+def fit_tables(entry: ScalingEntry) -> list[Table]:
     fit = entry.get("fit")
     if not fit:
         return []
     ci = fit.get("ci") or {}
 
-    def param(name: str, key: str, value: Any) -> list[Cell]:
+    def param(name: str, key: str, value: float) -> list[Cell]:
         low, high = ci.get(key, [None, None])
-        return [text_cell(name), num_cell(value, f.num(value)), text_cell(f.interval(low, high))]
+        return [text_cell(name), num_cell(value, u.num(value)), text_cell(u.interval(low, high))]
 
     params = [
         param("λ (throughput of one unit, /s)", "lambda", fit["lambda"]),
@@ -229,19 +229,19 @@ def fit_tables(entry: dict[str, Any]) -> list[Table]:
         param("κ (coherency)", "kappa", fit["kappa"]),
     ]
     params += [
-        [text_cell("R²"), num_cell(fit["r2"], f.num(fit["r2"])), text_cell("")],
+        [text_cell("R²"), num_cell(fit["r2"], u.num(fit["r2"])), text_cell("")],
         [
             text_cell("held-out error"),
-            num_cell(fit["holdout_error"], f.pct(fit["holdout_error"])),
+            num_cell(fit["holdout_error"], u.pct(fit["holdout_error"])),
             text_cell(""),
         ],
-        [text_cell("peak N*"), num_cell(fit["peak_n"], f.num(fit["peak_n"])), text_cell("")],
+        [text_cell("peak N*"), num_cell(fit["peak_n"], u.num(fit["peak_n"])), text_cell("")],
     ]
     aicc = fit.get("aicc") or {}
     params.append(
         [
             text_cell("AICc linear / Amdahl / USL"),
-            text_cell(" / ".join(f.num(aicc.get(m)) for m in ("linear", "amdahl", "usl"))),
+            text_cell(" / ".join(u.num(aicc.get(m)) for m in ("linear", "amdahl", "usl"))),
             text_cell(""),
         ]
     )
@@ -260,10 +260,10 @@ def fit_tables(entry: dict[str, Any]) -> list[Table]:
         mean = sum(got) / len(got) if got else None
         rows.append(
             [
-                num_cell(p["n"], f.num(p["n"])),
-                num_cell(mean, f.num(mean) if got else "untested"),
-                num_cell(p["throughput"], f.num(p["throughput"])),
-                text_cell(f.interval(p["low"], p["high"])),
+                num_cell(p["n"], u.num(p["n"])),
+                num_cell(mean, u.num(mean) if got else "untested"),
+                num_cell(p["throughput"], u.num(p["throughput"])),
+                text_cell(u.interval(p["low"], p["high"])),
             ]
         )
     predictions = Table(
@@ -279,16 +279,16 @@ def fit_tables(entry: dict[str, Any]) -> list[Table]:
     return [parameters, predictions]
 
 
-def ratings_table(results: dict[str, Any]) -> Table:
+def ratings_table(results: Results) -> Table:
     rec = results["recommendation"]
     goal = results["goal"]
     columns = [
         Column("configuration"),
         Column(rec["basis"] or "figure", True, "req/s"),
-        Column(f"rated ({f.pct(rec['headroom'])} headroom)", True, "req/s"),
+        Column(f"rated ({u.pct(rec['headroom'])} headroom)", True, "req/s"),
     ]
     if goal:
-        columns.append(Column(f"meets {f.rate(goal['rate'])}"))
+        columns.append(Column(f"meets {u.rate(goal['rate'])}"))
     rows = []
     chosen = {c["cell"] for c in rec.get("choices") or []}
     for r in rec["ratings"]:
@@ -298,7 +298,7 @@ def ratings_table(results: dict[str, Any]) -> Table:
                 "good" if r["cell"] in chosen else "",
             ),
             num_cell(r["value"], sustained(r)),
-            num_cell(r["rated"], f.rate(r["rated"])),
+            num_cell(r["rated"], u.rate(r["rated"])),
         ]
         if goal:
             meets = r["rated"] >= goal["rate"]
@@ -307,18 +307,18 @@ def ratings_table(results: dict[str, Any]) -> Table:
     return Table(columns, rows, caption="What each configuration can be rated for", sortable=False)
 
 
-def search_table(cell: dict[str, Any], unit: str) -> Table:
+def search_table(cell: CellResult, search: Search, unit: str) -> Table:
     rows = []
-    for i, t in enumerate(cell["search"]["trials"]):
+    for i, t in enumerate(search["trials"]):
         verdict = "pass" if t["passed"] else "fail"
         rows.append(
             [
                 num_cell(i + 1, str(i + 1)),
                 text_cell(t["phase"]),
-                num_cell(t["load"], f.load(t["load"], unit)),
-                num_cell(t["throughput"], f.rate(t["throughput"])),
-                num_cell(t["p50_ms"], f.num(t["p50_ms"])),
-                num_cell(t["p99_ms"], f.num(t["p99_ms"])),
+                num_cell(t["load"], u.load(t["load"], unit)),
+                num_cell(t["throughput"], u.rate(t["throughput"])),
+                num_cell(t["p50_ms"], u.num(t["p50_ms"])),
+                num_cell(t["p99_ms"], u.num(t["p99_ms"])),
                 text_cell(verdict, "good" if t["passed"] else "bad"),
                 text_cell("; ".join(t["reasons"])),
             ]
@@ -336,12 +336,12 @@ def search_table(cell: dict[str, Any], unit: str) -> Table:
     return Table(columns, rows, caption=f"{cell['label']}: the search's trials in order")
 
 
-def environment_table(results: dict[str, Any]) -> Table:
+def environment_table(results: Results) -> Table:
     env = results["environment"]
     disks = env.get("disks")
     disk_text = (
         "; ".join(
-            f"{d.get('name')}: {d.get('model') or 'unknown model'}, {f.num(d.get('size_gb'))} GB, "
+            f"{d.get('name')}: {d.get('model') or 'unknown model'}, {u.num(d.get('size_gb'))} GB, "
             f"{'rotational' if d.get('rotational') else 'solid state'}"
             for d in disks
             if isinstance(d, dict)
@@ -350,17 +350,17 @@ def environment_table(results: dict[str, Any]) -> Table:
         else "not recorded"
     )
     rows = [
-        ("Host", str(env.get("hostname") or f.DASH)),
-        ("CPU", str(env.get("cpu_model") or f.DASH)),
-        ("Cores", f.num(env.get("cores"))),
-        ("Memory", f"{f.num(env.get('memory_gb'))} GB" if env.get("memory_gb") is not None else f.DASH),
+        ("Host", str(env.get("hostname") or u.DASH)),
+        ("CPU", str(env.get("cpu_model") or u.DASH)),
+        ("Cores", u.num(env.get("cores"))),
+        ("Memory", f"{u.num(env.get('memory_gb'))} GB" if env.get("memory_gb") is not None else u.DASH),
         ("Disks", disk_text),
-        ("Operating system", str(env.get("os") or f.DASH)),
-        ("Python", str(env.get("python") or f.DASH)),
-        ("caplab", str(env.get("caplab_version") or results["study"].get("caplab_version") or f.DASH)),
-        ("Load engine", str(env.get("engine_version") or f.DASH)),
-        ("Load generator", str(env.get("generator") or f.DASH)),
-        ("Results store", str(results["study"].get("store") or f.DASH)),
+        ("Operating system", str(env.get("os") or u.DASH)),
+        ("Python", str(env.get("python") or u.DASH)),
+        ("caplab", str(env.get("caplab_version") or results["study"].get("caplab_version") or u.DASH)),
+        ("Load engine", str(env.get("engine_version") or u.DASH)),
+        ("Load generator", str(env.get("generator") or u.DASH)),
+        ("Results store", str(results["study"].get("store") or u.DASH)),
     ]
     known = {
         "hostname",
@@ -376,28 +376,34 @@ def environment_table(results: dict[str, Any]) -> Table:
         "storage_baseline",
     }
     rows += [
-        (k.replace("_", " "), f.text(v))
+        (k.replace("_", " "), u.free_text(v))
         for k, v in env.items()
         if k not in known and not isinstance(v, dict | list)
     ]
     return kv_table(rows, "Where the study ran")
 
 
-def storage_table(baseline: dict[str, Any]) -> Table | None:
-    jobs = [j for j in baseline.get("jobs") or [] if isinstance(j, dict)]
+def _json_object(value: Json) -> dict[str, Json]:
+    return value if isinstance(value, dict) else {}
+
+
+def storage_table(baseline: dict[str, Json]) -> Table | None:
+    """The fio jobs of the storage baseline (the environment keeps it as the probe wrote it)."""
+    found = baseline.get("jobs")
+    jobs = [j for j in found if isinstance(j, dict)] if isinstance(found, list) else []
     if not jobs:
         return None
     rows = []
     for j in jobs:
-        lat = j.get("lat_ms") or {}
+        lat = _json_object(j.get("lat_ms"))
         rows.append(
             [
                 text_cell(str(j.get("name"))),
-                num_cell(j.get("iops"), f.num(j.get("iops"))),
-                num_cell(j.get("mb_s"), f.num(j.get("mb_s"))),
-                num_cell(lat.get("mean"), f.num(lat.get("mean"))),
-                num_cell(lat.get("p50"), f.num(lat.get("p50"))),
-                num_cell(lat.get("p99"), f.num(lat.get("p99"))),
+                num_cell(j.get("iops"), u.num(j.get("iops"))),
+                num_cell(j.get("mb_s"), u.num(j.get("mb_s"))),
+                num_cell(lat.get("mean"), u.num(lat.get("mean"))),
+                num_cell(lat.get("p50"), u.num(lat.get("p50"))),
+                num_cell(lat.get("p99"), u.num(lat.get("p99"))),
             ]
         )
     columns = [
@@ -411,13 +417,13 @@ def storage_table(baseline: dict[str, Any]) -> Table | None:
     return Table(columns, rows, caption=f"Storage baseline ({baseline.get('tool', 'fio')})", sortable=False)
 
 
-def events_table(results: dict[str, Any]) -> Table:
+def events_table(results: Results) -> Table:
     rows = [
         [
             text_cell(str(e["at"] or "")[:19].replace("T", " ")),
             text_cell("" if e["cell"] is None else str(e["cell"])),
             text_cell(str(e["kind"])),
-            text_cell(f.text(e["message"])),
+            text_cell(u.free_text(e["message"])),
         ]
         for e in results["events"]
     ]

@@ -11,17 +11,27 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from typing import Any
+from typing import Any, cast
 
 from caplab.analysis.limit import find_limit
 from caplab.collect.base import ResourceSample
 from caplab.collect.summary import summarize
-from caplab.report.format import cell_label, text
+from caplab.report.model.types import (
+    CellCapacity,
+    CellResult,
+    Latency,
+    Limit,
+    Metrics,
+    Resources,
+    Search,
+    SearchTrial,
+    TrialRow,
+)
+from caplab.units import cell_label, free_text
 
 TrialKey = tuple[int, str, int]
 """(cell index, trial kind, trial index): how samples and trials are matched."""
 NOT_ROLES = frozenset({"host", "generator", "app"})
-LATENCY_KEYS = ("mean", "p50", "p90", "p99", "p999", "max", "count")
 
 
 def samples_by_trial(rows: list[dict[str, Any]]) -> dict[TrialKey, list[ResourceSample]]:
@@ -33,16 +43,24 @@ def samples_by_trial(rows: list[dict[str, Any]]) -> dict[TrialKey, list[Resource
     return out
 
 
-def roles_of(resources: dict[str, Any]) -> list[str]:
+def roles_of(resources: Resources) -> list[str]:
     return [r for r in resources if r not in NOT_ROLES]
 
 
-def _latency(summary: Any) -> dict[str, Any]:
-    summary = summary if isinstance(summary, dict) else {}
-    return {k: summary.get(k) for k in LATENCY_KEYS}
+def _latency(summary: object) -> Latency:
+    found: dict[str, Any] = summary if isinstance(summary, dict) else {}
+    return {
+        "mean": found.get("mean"),
+        "p50": found.get("p50"),
+        "p90": found.get("p90"),
+        "p99": found.get("p99"),
+        "p999": found.get("p999"),
+        "max": found.get("max"),
+        "count": found.get("count"),
+    }
 
 
-def _capacity(m: dict[str, Any]) -> dict[str, Any] | None:
+def _capacity(m: dict[str, Any]) -> CellCapacity | None:
     c = m.get("capacity")
     if not isinstance(c, dict):
         return None
@@ -62,7 +80,7 @@ def _capacity(m: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def _metrics(m: dict[str, Any], resources: dict[str, Any]) -> dict[str, Any]:
+def _metrics(m: dict[str, Any], resources: dict[str, Any]) -> Metrics:
     consistency = m.get("consistency") or {}
     app = {**(resources.get("app") or {}), **(m.get("app") or {})}
     return {
@@ -92,16 +110,16 @@ def _metrics(m: dict[str, Any], resources: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _search(m: dict[str, Any]) -> dict[str, Any] | None:
+def _search(m: dict[str, Any]) -> Search | None:
     trials = m.get("search_trials")
     if not isinstance(trials, list):
         return None
-    kept: list[dict[str, Any]] = [
+    kept: list[SearchTrial] = [
         {
-            "phase": t.get("phase"),
-            "load": t.get("load"),
+            "phase": t["phase"],
+            "load": t["load"],
             "passed": bool(t.get("passed")),
-            "reasons": [text(r) for r in t.get("reasons") or []],
+            "reasons": [free_text(r) for r in t.get("reasons") or []],
             "offered_rate": t.get("offered_rate"),
             "users": t.get("users"),
             "throughput": t.get("throughput"),
@@ -131,8 +149,8 @@ def reason_kind(reason: str) -> str:
     return reason.split(":", 1)[0].strip()
 
 
-def _trials(cell: dict[str, Any]) -> list[dict[str, Any]]:
-    out = []
+def _trials(cell: dict[str, Any]) -> list[TrialRow]:
+    out: list[TrialRow] = []
     for t in cell.get("trials") or []:
         meta = t.get("trial") or {}
         latency = t.get("latency_ms") or {}
@@ -166,12 +184,12 @@ def trial_key(cell: dict[str, Any], trial: dict[str, Any]) -> TrialKey:
 
 def _fixed_limit(
     cell: dict[str, Any],
-    metrics: dict[str, Any],
+    metrics: Metrics,
     roles: list[str],
     samples: dict[TrialKey, list[ResourceSample]],
-) -> dict[str, Any] | None:
+) -> Limit | None:
     """The demands of a fixed-load cell, from the mean resource use over its trials' windows."""
-    throughput = metrics.get("throughput")
+    throughput = metrics["throughput"]
     if not throughput:
         return None
     per_trial = []
@@ -189,10 +207,11 @@ def _fixed_limit(
             m: statistics.fmean(trial[scope][m] for trial in per_trial if m in trial.get(scope, {}))
             for m in metric_names
         }
-    found = find_limit(float(throughput), scopes, roles)
+    # find_limit returns the Limit document (the analysis package keeps plain dicts).
+    found = cast(Limit, find_limit(float(throughput), scopes, roles))
     if found["kind"] != "software":
         return found
-    demands = found["evidence"]["demands"]
+    demands = found["evidence"].get("demands") or []
     top = demands[0] if demands else None
     if top is None:
         return {**found, "kind": "not reached", "summary": "not reached: no resource was measured"}
@@ -210,13 +229,13 @@ def _fixed_limit(
 
 def cell_result(
     cell: dict[str, Any], samples: dict[TrialKey, list[ResourceSample]], naming: list[str] | None = None
-) -> dict[str, Any]:
+) -> CellResult:
     """One cell as results.json holds it (see the module docstring); ``naming``: the factors its
     label shows (all when None)."""
     factors = cell.get("factors") or {}
     shown = {k: v for k, v in factors.items() if naming is None or k in naming}
     raw = cell.get("metrics") or {}
-    resources = {k: v for k, v in (cell.get("resources") or {}).items() if k != "app"}
+    resources: Resources = {k: v for k, v in (cell.get("resources") or {}).items() if k != "app"}
     roles = roles_of(resources)
     metrics = _metrics(raw, cell.get("resources") or {})
     searched = metrics["capacity"] is not None
@@ -225,8 +244,8 @@ def cell_result(
         "index": cell["index"],
         "label": cell_label(shown),
         "factors": factors,
-        "status": cell.get("status"),
-        "error": text(cell["error"]) if cell.get("error") else None,
+        "status": cell["status"],
+        "error": free_text(cell["error"]) if cell.get("error") else None,
         "searched": searched,
         "roles": roles,
         "metrics": metrics,

@@ -5,10 +5,10 @@ recommendations, and the searches' trials as an appendix."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
-from caplab.report import format as f
-from caplab.report.blocks import (
+from caplab import units as u
+from caplab.report.layout.blocks import (
+    Block,
     Bullets,
     ChartBlock,
     Explorer,
@@ -20,9 +20,9 @@ from caplab.report.blocks import (
     Section,
     kv_table,
 )
-from caplab.report.charts import Chart, summary_charts
-from caplab.report.recommend import sustained
-from caplab.report.tables import (
+from caplab.report.layout.charts import Chart
+from caplab.report.layout.study_charts import summary_charts
+from caplab.report.layout.tables import (
     capacity_table,
     environment_table,
     events_table,
@@ -33,7 +33,9 @@ from caplab.report.tables import (
     search_table,
     storage_table,
 )
-from caplab.report.timeline import timeline_charts
+from caplab.report.layout.timeline import timeline_charts
+from caplab.report.model.types import Observation, Results, Scenario
+from caplab.report.text.recommend import sustained
 
 TOPICS = {
     "limit": "Limit",
@@ -48,7 +50,7 @@ TOPICS = {
 SUMMARY_OBSERVATIONS = 6
 
 
-def _observation(o: dict[str, Any]) -> Para:
+def _observation(o: Observation) -> Para:
     return Para(
         o["text"],
         lead=TOPICS.get(o["topic"], o["topic"].capitalize()) + ".",
@@ -56,7 +58,7 @@ def _observation(o: dict[str, Any]) -> Para:
     )
 
 
-def _key_figures(results: dict[str, Any]) -> KeyFigures:
+def _key_figures(results: Results) -> KeyFigures:
     rec = results["recommendation"]
     items = []
     ratings = rec["ratings"]
@@ -65,13 +67,13 @@ def _key_figures(results: dict[str, Any]) -> KeyFigures:
         items.append(Figure(f"best {best['basis']}", sustained(best), best["label"]))
         choices = rec.get("choices") or []
         if len(choices) == 1:
-            items.append(Figure("recommended", choices[0]["label"], f"rated {f.rate(choices[0]['rated'])}"))
+            items.append(Figure("recommended", choices[0]["label"], f"rated {u.rate(choices[0]['rated'])}"))
         elif choices:
-            per = ", ".join(results["goal"]["for_each"])
+            per = ", ".join(goal["for_each"] if (goal := results["goal"]) else [])
             items.append(Figure("recommended", f"{len(choices)} configurations", f"one for each {per}"))
         else:
             items.append(
-                Figure("rated for", f.rate(best["rated"]), f"{f.pct(rec['headroom'])} headroom kept")
+                Figure("rated for", u.rate(best["rated"]), f"{u.pct(rec['headroom'])} headroom kept")
             )
     limits = Counter(
         "not reached" if c["limit"]["kind"] == "not reached" else str(c["limit"]["resource"])
@@ -81,29 +83,29 @@ def _key_figures(results: dict[str, Any]) -> KeyFigures:
     if limits:
         resource, count = limits.most_common(1)[0]
         items.append(Figure("limit", resource, f"in {count} of {sum(limits.values())} cells"))
-    fits = [e for e in results["scaling"] if e.get("fit")]
+    fits = [(e, fit) for e in results["scaling"] if (fit := e.get("fit"))]
     if fits:
-        fit = fits[0]["fit"]
-        items.append(Figure(f"scaling over {fits[0]['factor']}", fit["model"], f"R² {f.num(fit['r2'])}"))
+        entry, fit = fits[0]
+        items.append(Figure(f"scaling over {entry['factor']}", fit["model"], f"R² {u.num(fit['r2'])}"))
     by_status = results["matrix"]["by_status"]
     done = by_status.get("complete", 0)
     others = ", ".join(f"{n} {s}" for s, n in by_status.items() if s != "complete")
     items.append(Figure("cells complete", f"{done} of {results['matrix']['cells']}", others or "none failed"))
     goal = results["goal"]
     items.append(
-        Figure("goal", f.rate(goal["rate"]), f"with {f.pct(goal['headroom'])} headroom")
+        Figure("goal", u.rate(goal["rate"]), f"with {u.pct(goal['headroom'])} headroom")
         if goal
         else Figure("goal", "none given", "rated with 25% headroom")
     )
     return KeyFigures(items)
 
 
-def summary(results: dict[str, Any]) -> Section:
+def summary(results: Results) -> Section:
     rec = results["recommendation"]
     observations = results["observations"]
     limits = [o for o in observations if o["topic"] == "limit"][:2]
     chosen = limits + [o for o in observations if o["severity"] == "warning" and o not in limits]
-    blocks: list[Any] = [
+    blocks: list[Block | Section] = [
         Para(rec["text"], lead="Recommendation.", tone="callout"),
         _key_figures(results),
         Bullets([_observation(o) for o in chosen[:SUMMARY_OBSERVATIONS]]),
@@ -111,8 +113,8 @@ def summary(results: dict[str, Any]) -> Section:
     return Section("Summary", "summary", blocks)
 
 
-def environment(results: dict[str, Any]) -> Section:
-    blocks: list[Any] = [environment_table(results)]
+def environment(results: Results) -> Section:
+    blocks: list[Block | Section] = [environment_table(results)]
     baseline = results["environment"].get("storage_baseline")
     storage = Section("Storage baseline", "storage", level=3)
     if isinstance(baseline, dict) and baseline.get("status") == "measured":
@@ -126,10 +128,10 @@ def environment(results: dict[str, Any]) -> Section:
         if table is not None:
             storage.blocks.append(table)
         if baseline.get("note"):
-            storage.blocks.append(Para(f.text(baseline["note"])))
+            storage.blocks.append(Para(u.free_text(baseline["note"])))
     elif isinstance(baseline, dict):
         storage.blocks.append(
-            Para(f"Not measured: {f.text(baseline.get('note') or baseline.get('status'))}.")
+            Para(f"Not measured: {u.free_text(baseline.get('note') or baseline.get('status'))}.")
         )
     else:
         storage.blocks.append(
@@ -139,9 +141,9 @@ def environment(results: dict[str, Any]) -> Section:
     return Section("Environment", "environment", blocks)
 
 
-def _load_text(s: dict[str, Any]) -> str:
+def _load_text(s: Scenario) -> str:
     if s["model"] == "closed":
-        think = f", thinking {f.num(s['think_s'])} s between requests" if s.get("think_s") else ""
+        think = f", thinking {u.num(s['think_s'])} s between requests" if s.get("think_s") else ""
         users = "the number of users the search varies" if s.get("search") else f"{s.get('users')} users"
         return f"closed: {users}{think}"
     arrivals = f"open: {s.get('schedule', 'constant')} arrivals"
@@ -150,21 +152,21 @@ def _load_text(s: dict[str, Any]) -> str:
     return f"{arrivals} at {s['rate']}/s" if s.get("rate") is not None else arrivals
 
 
-def scenario(results: dict[str, Any]) -> Section:
+def scenario(results: Results) -> Section:
     s = results["scenario"]
     target = s.get("target") or {}
     rows = [
-        ("Target", " ".join(str(x) for x in (target.get("method"), target.get("url")) if x) or f.DASH),
+        ("Target", " ".join(str(x) for x in (target.get("method"), target.get("url")) if x) or u.DASH),
         (
             "Protocol",
-            str(target.get("protocol") or f.DASH)
+            str(target.get("protocol") or u.DASH)
             + (f", {target['framing']} framing" if target.get("framing") else ""),
         ),
-        ("Payload", f.text(target.get("body")) if target.get("body") else "none"),
+        ("Payload", u.free_text(target.get("body")) if target.get("body") else "none"),
         ("Load model", _load_text(s)),
         (
             "Trial",
-            f"{f.num(s['duration_s'])} s measured after {f.num(s['warmup_s'])} s of warm-up, "
+            f"{u.num(s['duration_s'])} s measured after {u.num(s['warmup_s'])} s of warm-up, "
             f"repeated {s['repeat']}×",
         ),
         ("SLO", ", ".join(s["slo"]) or "none"),
@@ -174,16 +176,16 @@ def scenario(results: dict[str, Any]) -> Section:
         rows.append(
             (
                 "Capacity search",
-                f"double the load until the SLO fails, bisect to {f.pct(search['precision'])} with "
-                f"{f.num(search['trial_s'])} s trials, then confirm with {search['repeats']} trial(s) of "
-                f"{f.num(search['confirm_s'])} s; a trial must also be steady and keep up with the "
+                f"double the load until the SLO fails, bisect to {u.pct(search['precision'])} with "
+                f"{u.num(search['trial_s'])} s trials, then confirm with {search['repeats']} trial(s) of "
+                f"{u.num(search['confirm_s'])} s; a trial must also be steady and keep up with the "
                 "offered load",
             )
         )
     rows += [
         (
             "System under test",
-            f"started per cell: {f.text(s['sut_start'])}" if s.get("sut_start") else "already running",
+            f"started per cell: {u.free_text(s['sut_start'])}" if s.get("sut_start") else "already running",
         ),
         ("Roles measured", ", ".join(s["roles"]) or "none named (the limit cannot be attributed)"),
         (
@@ -191,19 +193,19 @@ def scenario(results: dict[str, Any]) -> Section:
             "read from the system's metrics endpoint" if s.get("app_metrics") else "none",
         ),
     ]
-    blocks: list[Any] = []
+    blocks: list[Block | Section] = []
     if s.get("description"):
-        blocks.append(Para(f.text(s["description"])))
+        blocks.append(Para(u.free_text(s["description"])))
     blocks.append(kv_table(rows, "Scenario and workload"))
     return Section("Scenario and workload", "scenario", blocks)
 
 
-def matrix(results: dict[str, Any]) -> Section:
+def matrix(results: Results) -> Section:
     m = results["matrix"]
     naming = m.get("naming") or list(m["factors"])
 
     def values(name: str) -> str:
-        return ", ".join(f.cell_label({"": v}).removeprefix("=") for v in m["factors"][name])
+        return ", ".join(u.cell_label({"": v}).removeprefix("=") for v in m["factors"][name])
 
     factors = "; ".join(f"{k} ∈ {{{values(k)}}}" for k in naming)
     together = [k for k in m["factors"] if k not in naming]
@@ -220,20 +222,20 @@ def _chart(charts: dict[str, Chart], key: str) -> list[ChartBlock]:
     return [ChartBlock(charts[key])] if key in charts else []
 
 
-def results_section(results: dict[str, Any], charts: dict[str, Chart]) -> Section:
-    blocks: list[Any] = [results_table(results)]
+def results_section(results: Results, charts: dict[str, Chart]) -> Section:
+    blocks: list[Block | Section] = [results_table(results)]
     for key in ("knee", "latency", "resources"):
         blocks += _chart(charts, key)
     return Section("Results", "results", blocks)
 
 
-def capacity(results: dict[str, Any], charts: dict[str, Chart]) -> Section:
+def capacity(results: Results, charts: dict[str, Chart]) -> Section:
     if not results["capacity"]:
         return Section("Capacity", "capacity", [Para("No configuration completed with a figure.")])
     return Section("Capacity", "capacity", [capacity_table(results), *_chart(charts, "capacity")])
 
 
-def scaling(results: dict[str, Any], charts: dict[str, Chart]) -> Section:
+def scaling(results: Results, charts: dict[str, Chart]) -> Section:
     section = Section("Scaling", "scaling")
     texts = [o["text"] for o in results["observations"] if o["topic"] == "scaling"]
     if not results["scaling"]:
@@ -254,7 +256,7 @@ def scaling(results: dict[str, Any], charts: dict[str, Chart]) -> Section:
     return section
 
 
-def over_time(results: dict[str, Any]) -> Section:
+def over_time(results: Results) -> Section:
     entries = []
     labels = {c["index"]: c["label"] for c in results["cells"]}
     for series, chart in timeline_charts(results):
@@ -263,7 +265,7 @@ def over_time(results: dict[str, Any]) -> Section:
         entries.append(
             ExplorerEntry(
                 labels.get(series["cell"], ""),
-                f"{kind} {series['index'] + 1}{at}",
+                f"{kind} {(series['index'] or 0) + 1}{at}",
                 chart,
                 series["representative"],
             )
@@ -278,7 +280,7 @@ def over_time(results: dict[str, Any]) -> Section:
     return Section("Trials over time", "over-time", [intro, Explorer(entries)])
 
 
-def observations(results: dict[str, Any]) -> Section:
+def observations(results: Results) -> Section:
     items = [_observation(o) for o in results["observations"]]
     return Section(
         "Observations",
@@ -287,9 +289,9 @@ def observations(results: dict[str, Any]) -> Section:
     )
 
 
-def recommendations(results: dict[str, Any]) -> Section:
+def recommendations(results: Results) -> Section:
     rec = results["recommendation"]
-    blocks: list[Any] = [Para(rec["text"], tone="callout")]
+    blocks: list[Block | Section] = [Para(rec["text"], tone="callout")]
     if rec["ratings"]:
         blocks.append(ratings_table(results))
     if rec["advice"]:
@@ -297,12 +299,12 @@ def recommendations(results: dict[str, Any]) -> Section:
     return Section("Recommendations", "recommendations", blocks)
 
 
-def appendix(results: dict[str, Any]) -> Section:
+def appendix(results: Results) -> Section:
     section = Section("Appendix: the searches and events", "appendix")
     unit = "users" if results["scenario"].get("model") == "closed" else "req/s"
     for c in results["cells"]:
-        if c["search"] and c["search"]["trials"]:
-            section.blocks.append(search_table(c, unit))
+        if (search := c["search"]) and search["trials"]:
+            section.blocks.append(search_table(c, search, unit))
     if results["events"]:
         section.blocks.append(events_table(results))
     if not section.blocks:
@@ -310,11 +312,11 @@ def appendix(results: dict[str, Any]) -> Section:
     return section
 
 
-def build_report(results: dict[str, Any]) -> Report:
+def build_report(results: Results) -> Report:
     study = results["study"]
     charts = summary_charts(results)
     when = f"{str(study.get('created_at') or '')[:16].replace('T', ' ')} UTC"
-    took = f", {f.minutes(study['elapsed_s'])}" if f.is_number(study.get("elapsed_s")) else ""
+    took = f", {u.minutes(study['elapsed_s'])}" if u.is_number(study.get("elapsed_s")) else ""
     version = study.get("caplab_version") or ""
     subtitle = f"Study {study['id']} · {study['status']} · run {when}{took} · caplab {version}"
     return Report(

@@ -5,15 +5,15 @@ are small and searchable; output is deterministic for a given chart."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from caplab.report.charts import PALETTE, Chart, Panel, Series
-from caplab.report.format import is_number
+from caplab.report.layout.charts import PALETTE, Chart, Panel, Series
+from caplab.units import is_number
 
 WIDTH_IN = 9.0
 PANEL_IN = 2.3
@@ -23,6 +23,8 @@ TITLE_IN = 0.9
 LEGEND_ROW_IN = 0.16
 """A legend row at 7 pt: a panel is at least as tall as its legend beside it, or matplotlib's
 layout collapses the axes (a study of 16 cells draws 32 latency series in one panel)."""
+TITLE_ROW_IN = 0.2
+"""A panel's own title (the group of cells it shows) above it."""
 matplotlib.rcParams.update(
     {
         "svg.fonttype": "none",
@@ -39,7 +41,7 @@ matplotlib.rcParams.update(
 )
 
 
-def _nums(values: list[Any]) -> list[float]:
+def _nums(values: Sequence[object]) -> list[float]:
     return [float(v) if is_number(v) else math.nan for v in values]
 
 
@@ -125,6 +127,8 @@ def _draw_panel(ax: Axes, panel: Panel, chart: Chart, categories: list[str]) -> 
     else:
         ax.set_ylim(bottom=0)
     ax.set_ylabel(panel.y_title)
+    if panel.title:
+        ax.set_title(panel.title, loc="left", fontsize=8, fontweight="bold")
     if len(panel.series) > 1 or bars:
         # Beside the panel, as in the interactive chart: a legend inside would cover the data.
         ax.legend(fontsize=7, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1))
@@ -134,7 +138,10 @@ def render_svg(chart: Chart, path: Path) -> Path:
     """Draws the chart into ``path`` (an .svg file) and returns it."""
     n = len(chart.panels)
     base = PANEL_IN if n < 3 else PANEL_IN_STACKED
-    heights = [max(base, LEGEND_ROW_IN * (len(p.series) + len(p.lines)) + 0.4) for p in chart.panels]
+    heights = [
+        max(base, LEGEND_ROW_IN * (len(p.series) + len(p.lines)) + 0.4) + (TITLE_ROW_IN if p.title else 0.0)
+        for p in chart.panels
+    ]
     figure = Figure(figsize=(WIDTH_IN, TITLE_IN + sum(heights)), layout="constrained")
     axes = figure.subplots(n, 1, sharex=True, squeeze=False, height_ratios=heights)[:, 0]
     categories = (

@@ -4,13 +4,12 @@ the CPU that saturates is right below it."""
 
 from __future__ import annotations
 
-from typing import Any
+from caplab.report.layout.charts import IDLE_DISK_PERCENT, Chart, Panel, Series, Style, present, worth
+from caplab.report.model.types import Json, Measured, TrialSeries
+from caplab.units import is_number
 
-from caplab.report.charts import IDLE_DISK_PERCENT, Chart, Panel, Series, Style, present, worth
-from caplab.report.format import is_number
 
-
-def timeline_chart(series: dict[str, Any], label: str, roles_colours: dict[str, int], cores: Any) -> Chart:
+def timeline_chart(series: TrialSeries, label: str, roles_colours: dict[str, int], cores: Json) -> Chart:
     """One trial over time: throughput, latency and resources on the same time axis."""
     t = series["t"]
     panels = []
@@ -24,14 +23,12 @@ def timeline_chart(series: dict[str, Any], label: str, roles_colours: dict[str, 
     if present(series["errors_per_s"]) and any(v for v in series["errors_per_s"] if v):
         load.append(Series("errors/s", t, series["errors_per_s"], "line", 3))
     panels.append(Panel("req/s", load))
-    percentiles: list[tuple[str, str, Style, int]] = [
-        ("p50", "latency_p50_ms", "line", 0),
-        ("p99", "latency_p99_ms", "line", 1),
-        ("max", "latency_max_ms", "dotted", 3),
+    percentiles: list[tuple[str, list[float | None], Style, int]] = [
+        ("p50", series["latency_p50_ms"], "line", 0),
+        ("p99", series["latency_p99_ms"], "line", 1),
+        ("max", series["latency_max_ms"], "dotted", 3),
     ]
-    latency = [
-        Series(name, t, series[key], style, c) for name, key, style, c in percentiles if present(series[key])
-    ]
+    latency = [Series(name, t, ys, style, c) for name, ys, style, c in percentiles if present(ys)]
     panels.append(Panel("latency (ms)", latency))
     res = series["resources"]
     cpu = [
@@ -48,9 +45,9 @@ def timeline_chart(series: dict[str, Any], label: str, roles_colours: dict[str, 
     if io:
         panels.append(Panel("disk (% busy)", io))
     net = [
-        Series(name, res["t"], res[key], "line", colour)
-        for name, key, colour in (("net received", "net_rx_mb_s", 9), ("net sent", "net_tx_mb_s", 6))
-        if present(res[key])
+        Series(name, res["t"], ys, "line", colour)
+        for name, ys, colour in (("net received", res["net_rx_mb_s"], 9), ("net sent", res["net_tx_mb_s"], 6))
+        if present(ys)
     ]
     if net:
         panels.append(Panel("network (MB/s)", net))
@@ -66,7 +63,7 @@ def timeline_chart(series: dict[str, Any], label: str, roles_colours: dict[str, 
     )
     return Chart(
         f"timeline-{series['cell']}-{kind}-{series['index']}",
-        f"{label} — {kind} trial {series['index'] + 1}{at}",
+        f"{label} — {kind} trial {(series['index'] or 0) + 1}{at}",
         "seconds since the trial started (each point ends an interval)",
         panels,
         shade=(0.0, float(warmup)) if warmup else None,
@@ -74,13 +71,13 @@ def timeline_chart(series: dict[str, Any], label: str, roles_colours: dict[str, 
     )
 
 
-def role_colours(results: dict[str, Any]) -> dict[str, int]:
+def role_colours(results: Measured) -> dict[str, int]:
     """The same colour for a role in every chart."""
     names = list(dict.fromkeys([r for c in results["cells"] for r in c["roles"]] + ["generator", "host"]))
     return {n: i for i, n in enumerate(names)}
 
 
-def timeline_charts(results: dict[str, Any]) -> list[tuple[dict[str, Any], Chart]]:
+def timeline_charts(results: Measured) -> list[tuple[TrialSeries, Chart]]:
     labels = {c["index"]: c["label"] for c in results["cells"]}
     colours = role_colours(results)
     cores = results["environment"].get("cores")

@@ -3,10 +3,9 @@ the extrapolation — and, when the fit is poor, that it is poor and why, so nob
 
 from __future__ import annotations
 
-from typing import Any
-
-from caplab.analysis.scaling import fit_quality
-from caplab.report import format as f
+from caplab import units as u
+from caplab.report.model.matrix import sizeable
+from caplab.report.model.types import Fit, Measured, Observation, ScalingEntry
 
 MODEL_NAMES = {
     "linear": "linear (no contention)",
@@ -15,59 +14,58 @@ MODEL_NAMES = {
 }
 
 
-def _ci(fit: dict[str, Any], name: str) -> str:
+def _ci(fit: Fit, name: str) -> str:
     low, high = (fit.get("ci") or {}).get(name, [None, None])
-    return f" [{f.num(low)}, {f.num(high)}]" if low is not None and high is not None else ""
+    return f" [{u.num(low)}, {u.num(high)}]" if low is not None and high is not None else ""
 
 
-def _sentence(entry: dict[str, Any]) -> str:
-    fit = entry["fit"]
+def _sentence(entry: ScalingEntry, fit: Fit) -> str:
     what = "Capacity" if entry["metric"] == "capacity_rps" else "Throughput"
     where = f" ({entry['group_label']})" if entry.get("group_label") else ""
-    params = f"λ = {f.rate(fit['lambda'])} per unit{_ci(fit, 'lambda')}"
+    params = f"λ = {u.rate(fit['lambda'])} per unit{_ci(fit, 'lambda')}"
     if fit["model"] != "linear":
-        params += f", σ = {f.num(fit['sigma'])}{_ci(fit, 'sigma')}"
+        params += f", σ = {u.num(fit['sigma'])}{_ci(fit, 'sigma')}"
     if fit["model"] == "usl":
-        params += f", κ = {f.num(fit['kappa'])}{_ci(fit, 'kappa')}"
+        params += f", κ = {u.num(fit['kappa'])}{_ci(fit, 'kappa')}"
     holdout = (
-        f", held-out error {f.pct(fit['holdout_error'])}" if f.is_number(fit.get("holdout_error")) else ""
+        f", held-out error {u.pct(fit['holdout_error'])}" if u.is_number(fit.get("holdout_error")) else ""
     )
     text = (
         f"{what} against {entry['factor']}{where}, {fit['points']} points at {fit['distinct_n']} values: the "
         f"{MODEL_NAMES.get(fit['model'], fit['model'])} model fits best by AICc — {params}; "
-        f"R² = {f.num(fit['r2'])}{holdout}."
+        f"R² = {u.num(fit['r2'])}{holdout}."
     )
     aicc = fit.get("aicc") or {}
     if fit["model"] == "linear" and any(aicc.get(m) is None for m in ("amdahl", "usl")):
         text += (
             " With this few points only the linear model can be judged (σ and κ need more distinct values)."
         )
-    if f.is_number(fit.get("peak_n")):
+    if u.is_number(fit.get("peak_n")):
         text += (
-            f" Throughput peaks at {entry['factor']} ≈ {f.num(fit['peak_n'])} "
-            f"({f.rate(fit['peak_throughput'])}) and falls beyond it."
+            f" Throughput peaks at {entry['factor']} ≈ {u.num(fit['peak_n'])} "
+            f"({u.rate(fit['peak_throughput'])}) and falls beyond it."
         )
     return text
 
 
-def _extrapolation(entry: dict[str, Any]) -> str:
-    fit = entry["fit"]
+def _extrapolation(entry: ScalingEntry, fit: Fit) -> str:
     measured = max(p["n"] for p in entry["points"])
     beyond = [p for p in fit.get("predictions") or [] if p["n"] > measured]
     if not beyond:
         return ""
     p = max(beyond, key=lambda x: x["n"])
     return (
-        f" Extrapolated to {entry['factor']} = {p['n']:g}: {f.rate(p['throughput'])} "
-        f"(95% interval {f.interval(p['low'], p['high'], 'req/s')}) — untested."
+        f" Extrapolated to {entry['factor']} = {p['n']:g}: {u.rate(p['throughput'])} "
+        f"(95% interval {u.interval(p['low'], p['high'], 'req/s')}) — untested."
     )
 
 
-def scaling_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
-    out = []
+def scaling_observations(results: Measured) -> list[Observation]:
+    out: list[Observation] = []
     for entry in results["scaling"]:
         cells = list(entry["cells"])
-        if not entry.get("fit"):
+        fit = entry.get("fit")
+        if not fit:
             out.append(
                 {
                     "topic": "scaling",
@@ -77,10 +75,10 @@ def scaling_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
                 }
             )
             continue
-        good, why = fit_quality(entry)
-        text = _sentence(entry)
+        good, why = sizeable(entry)
+        text = _sentence(entry, fit)
         if good:
-            text += _extrapolation(entry)
+            text += _extrapolation(entry, fit)
         else:
             text += f" The fit is poor: {why}. Do not size from its extrapolation."
         out.append(

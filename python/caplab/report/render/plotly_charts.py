@@ -5,9 +5,10 @@ latency and resources line up in time."""
 from __future__ import annotations
 
 import math
+from html import escape
 from typing import Any
 
-from caplab.report.charts import PALETTE, Chart, Panel, Series
+from caplab.report.layout.charts import PALETTE, Chart, Panel, Series
 
 PANEL_GAP = 0.07
 PANEL_HEIGHT = 210
@@ -162,6 +163,21 @@ def _reference_line(y: float, label: str, suffix: str, log: bool) -> tuple[dict[
     return shape, note
 
 
+def _panel_title(text: str, top: float) -> dict[str, Any]:
+    """The group of cells a panel shows, above its top left corner."""
+    return {
+        "text": f"<b>{escape(text)}</b>",
+        "xref": "paper",
+        "x": 0,
+        "xanchor": "left",
+        "yref": "paper",
+        "y": top,
+        "yanchor": "bottom",
+        "showarrow": False,
+        "font": {"size": 11, "color": "#1d2733"},
+    }
+
+
 def _shade(chart: Chart) -> tuple[dict[str, Any], dict[str, Any]] | None:
     if chart.shade is None:
         return None
@@ -222,6 +238,8 @@ def figure(chart: Chart) -> dict[str, Any]:
         layout[legend] = _legend(top)
         for s in panel.series:
             data += _traces(s, suffix, legend)
+        if panel.title:
+            notes.append(_panel_title(panel.title, top))
         for y, label in panel.lines:
             shape, note = _reference_line(y, label, suffix, panel.log_y)
             shapes.append(shape)

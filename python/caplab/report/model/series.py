@@ -7,39 +7,47 @@ Kept compact — a list per figure — because results.json and index.html carry
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from caplab.collect.base import ResourceSample
-from caplab.report.cells import TrialKey, trial_key
+from caplab.report.model.cells import TrialKey, trial_key
+from caplab.report.model.types import SeriesResources, TrialSeries
 
 MAX_TRIALS_PER_CELL = 40
 """A long search keeps its confirmation trials and its latest probes; beyond this, older ones go."""
 
 
 def _r(value: Any, digits: int = 3) -> Any:
+    """Rounded when a float (the store's values are untyped: an int stays an int)."""
     return round(value, digits) if isinstance(value, float) else value
 
 
-def _resources(samples: list[ResourceSample], roles: list[str]) -> dict[str, Any]:
+def _resources(samples: list[ResourceSample], roles: list[str]) -> SeriesResources:
     by_t: dict[float, dict[tuple[str, str], float]] = defaultdict(dict)
     for s in samples:
         by_t[round(s.t, 3)][(s.scope, s.metric)] = s.value
     times = sorted(by_t)
 
-    def column(pick: Any) -> list[Any]:
+    Row = dict[tuple[str, str], float]
+
+    def column(pick: Callable[[Row], float | None]) -> list[float | None]:
         return [_r(pick(by_t[t])) for t in times]
 
-    def total(row: dict[tuple[str, str], float], prefix: str, metric: str) -> float | None:
+    def total(row: Row, prefix: str, metric: str) -> float | None:
         found = [v for (scope, m), v in row.items() if scope.startswith(prefix) and m == metric]
         return sum(found) if found else None
 
-    def busiest(row: dict[tuple[str, str], float]) -> float | None:
+    def busiest(row: Row) -> float | None:
         found = [v for (scope, m), v in row.items() if scope.startswith("disk:") and m == "busy_percent"]
         return max(found) if found else None
 
-    cpu = {role: column(lambda row, r=role: row.get((f"role:{r}", "cpu_percent"))) for role in roles}
-    cpu["host"] = column(lambda row: row.get(("host", "cpu_percent")))
-    cpu["generator"] = column(lambda row: row.get(("generator", "cpu_percent")))
+    def sampled(scope: str, metric: str) -> list[float | None]:
+        return column(lambda row: row.get((scope, metric)))
+
+    cpu = {role: sampled(f"role:{role}", "cpu_percent") for role in roles}
+    cpu["host"] = sampled("host", "cpu_percent")
+    cpu["generator"] = sampled("generator", "cpu_percent")
     app_names = sorted({m for row in by_t.values() for (scope, m) in row if scope == "app"})
     return {
         "t": times,
@@ -47,19 +55,24 @@ def _resources(samples: list[ResourceSample], roles: list[str]) -> dict[str, Any
         "disk_busy_percent": column(busiest),
         "net_rx_mb_s": column(lambda row: total(row, "net:", "rx_mb_s")),
         "net_tx_mb_s": column(lambda row: total(row, "net:", "tx_mb_s")),
-        "app": {name: column(lambda row, n=name: row.get(("app", n))) for name in app_names},
+        "app": {name: sampled("app", name) for name in app_names},
     }
 
 
 def trial_series(
-    cell: dict[str, Any], trial: dict[str, Any], samples: list[ResourceSample], roles: list[str]
-) -> dict[str, Any]:
+    cell: dict[str, Any],
+    trial: dict[str, Any],
+    samples: list[ResourceSample],
+    roles: list[str],
+    representative: bool,
+) -> TrialSeries:
     """One trial's series: ``t`` is each interval's end (seconds since the trial started), the
     resources' ``t`` each sample's instant on the same clock."""
     meta = trial.get("trial") or {}
     intervals = trial.get("intervals") or []
     window_end = float(trial.get("warmup_s") or 0.0) + float(trial.get("duration_s") or 0.0)
-    times, scale = [], []
+    times: list[float] = []
+    scale: list[float] = []
     for i in intervals:
         # The last interval is cut short by the end of the window: its rate is over the part that ran.
         length = i["end_s"] - i["start_s"]
@@ -68,12 +81,12 @@ def trial_series(
         times.append(_r(i["start_s"] + ran if partial else i["end_s"]))
         scale.append(length / ran if partial else 1.0)
 
-    def rate(key: str) -> list[Any]:
+    def rate(key: str) -> list[float | None]:
         return [
             _r(i[key] * k) if i.get(key) is not None else None for i, k in zip(intervals, scale, strict=True)
         ]
 
-    def latency(key: str) -> list[Any]:
+    def latency(key: str) -> list[float | None]:
         return [_r((i.get("latency_ms") or {}).get(key)) for i in intervals]
 
     lengths = [max(i["end_s"] - i["start_s"], 1e-9) for i in intervals]
@@ -95,6 +108,7 @@ def trial_series(
         "latency_p99_ms": latency("p99"),
         "latency_max_ms": latency("max"),
         "resources": _resources(samples, roles),
+        "representative": representative,
     }
 
 
@@ -110,18 +124,16 @@ def representative(trials: list[dict[str, Any]]) -> int | None:
 
 def cell_series(
     cell: dict[str, Any], samples: dict[TrialKey, list[ResourceSample]], roles: list[str]
-) -> list[dict[str, Any]]:
+) -> list[TrialSeries]:
     """The series of a cell's trials (the representative one flagged ``representative``)."""
     trials = cell.get("trials") or []
     chosen = representative(trials)
     keep = list(range(len(trials)))[-MAX_TRIALS_PER_CELL:]
     if chosen is not None and chosen not in keep:
         keep = [chosen, *keep[1:]]
-    out = []
+    out: list[TrialSeries] = []
     for i in keep:
         t = trials[i]
         rows = samples.get(trial_key(cell, t), [])
-        entry = trial_series(cell, t, rows, roles)
-        entry["representative"] = i == chosen
-        out.append(entry)
+        out.append(trial_series(cell, t, rows, roles, i == chosen))
     return out

@@ -4,9 +4,9 @@ the results and written twice: html.py and markdown.py only decide how a block l
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-from caplab.report.charts import Chart
+from caplab.report.layout.charts import Chart
+from caplab.units import is_number
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class Column:
 @dataclass(frozen=True)
 class Cell:
     text: str
-    sort: Any = None
+    sort: float | None = None
     """What the column sorts by (a number for figures); the text when None."""
     tone: str = ""
     """"" | "good" | "warn" | "bad"."""
@@ -105,9 +105,9 @@ class Report:
     sections: list[Section]
 
 
-def num_cell(value: Any, text: str) -> Cell:
+def num_cell(value: object, text: str) -> Cell:
     """A figure's cell: sorts by the number, shows the formatted text."""
-    return Cell(text, value if isinstance(value, int | float) and not isinstance(value, bool) else None)
+    return Cell(text, value if is_number(value) else None)
 
 
 def text_cell(text: str, tone: str = "") -> Cell:

@@ -9,7 +9,7 @@ from html import escape
 from importlib.resources import files
 from typing import Any
 
-from caplab.report.blocks import (
+from caplab.report.layout.blocks import (
     Block,
     Bullets,
     ChartBlock,
@@ -20,14 +20,14 @@ from caplab.report.blocks import (
     Section,
     Table,
 )
-from caplab.report.charts import Chart
-from caplab.report.plotly_charts import figure
+from caplab.report.layout.charts import Chart
+from caplab.report.render.plotly_charts import figure
 
 PLOTLY_JS = "plotly.min.js"
 
 
 def _asset(name: str) -> str:
-    return (files("caplab.report") / "assets" / name).read_text(encoding="utf-8")
+    return (files("caplab.report.render") / "assets" / name).read_text(encoding="utf-8")
 
 
 def _para(p: Para, tag: str = "p") -> str:

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from itertools import pairwise
-from typing import Any
+from typing import Literal
 
-from caplab.report import format as f
-from caplab.report.observations_scaling import scaling_observations
-from caplab.report.runs import runs
+from caplab import units as u
+from caplab.report.model.runs import runs
+from caplab.report.model.types import CellResult, Limit, Measured, Observation
+from caplab.report.text.scaling import scaling_observations
 
 SATURATED = 0.80
 """Host CPU this busy at capacity: the machine itself is the ceiling."""
@@ -24,102 +25,107 @@ GROUP_AT = 3
 """This many cells with the same limit get one sentence instead of one each."""
 
 
-def note(topic: str, text: str, cells: list[int] | None = None, severity: str = "info") -> dict[str, Any]:
+def note(
+    topic: str, text: str, cells: list[int] | None = None, severity: Literal["info", "warning"] = "info"
+) -> Observation:
     return {"topic": topic, "severity": severity, "text": text, "cells": cells or []}
 
 
-def _complete(results: dict[str, Any]) -> list[dict[str, Any]]:
+def _complete(results: Measured) -> list[CellResult]:
     return [c for c in results["cells"] if c["status"] == "complete"]
 
 
-def _cores(results: dict[str, Any]) -> float | None:
+def _cores(results: Measured) -> float | None:
     cores = results["environment"].get("cores")
-    return float(cores) if f.is_number(cores) and cores > 0 else None
+    return float(cores) if u.is_number(cores) and cores > 0 else None
 
 
-def _figure(cell: dict[str, Any]) -> str:
+def _figure(cell: CellResult) -> str:
     """What the cell sustained: its capacity when searched, else its measured throughput."""
     cap = cell["metrics"]["capacity"]
     if cap and cap["value"] is not None:
-        return f"capacity {f.load(cap['value'], cap['unit'])}"
-    return f"throughput {f.rate(cell['metrics']['throughput'])}"
+        return f"capacity {u.load(cap['value'], cap['unit'])}"
+    return f"throughput {u.rate(cell['metrics']['throughput'])}"
 
 
-def _limit_sentence(cell: dict[str, Any]) -> str:
-    limit = cell["limit"]
-    signals = [s for s in limit.get("evidence", {}).get("signals", []) if not s.startswith("no hardware")]
+def _signals(limit: Limit) -> list[str]:
+    """The evidence worth quoting (not the "no hardware resource …" that the kind already says)."""
+    return [s for s in limit["evidence"].get("signals", []) if not s.startswith("no hardware")]
+
+
+def _limited(cells: list[CellResult]) -> list[tuple[CellResult, Limit]]:
+    return [(c, c["limit"]) for c in cells if c["limit"]]
+
+
+def _limit_sentence(cell: CellResult, limit: Limit) -> str:
+    signals = _signals(limit)
     evidence = f" Evidence: {signals[0]}." if signals else ""
     if limit["kind"] == "hardware":
-        bound = f"; it bounds throughput near {f.rate(limit['bound_rps'])}" if limit.get("bound_rps") else ""
-        busy = f"{limit['resource']} at {f.pct(limit['utilization'])}"
+        bound = f"; it bounds throughput near {u.rate(limit['bound_rps'])}" if limit.get("bound_rps") else ""
+        busy = f"{limit['resource']} at {u.pct(limit['utilization'])}"
         return f"{cell['label']}: {busy}{bound} ({_figure(cell)}).{evidence}"
     if limit["kind"] == "software":
         busiest = limit.get("utilization")
         return (
             f"{cell['label']}: no hardware resource was near saturation at {_figure(cell)} (the "
             "busiest was at "
-            f"{f.pct(busiest)}): the limit is in the software — pools, locks, serialisation or "
+            f"{u.pct(busiest)}): the limit is in the software — pools, locks, serialisation or "
             f"round trips.{evidence}"
         )
     if limit["kind"] == "not reached":
-        demands = limit.get("evidence", {}).get("demands") or [{}]
+        demands = limit["evidence"].get("demands")
         bound = (
-            f", would bound throughput near {f.rate(limit['bound_rps'])}" if limit.get("bound_rps") else ""
+            f", would bound throughput near {u.rate(limit['bound_rps'])}" if limit.get("bound_rps") else ""
         )
         return (
             f"{cell['label']}: at {_figure(cell)} no limit was reached; the busiest resource, "
             f"{limit['resource']} "
-            f"at {f.pct(limit['utilization'])} ({demands[0].get('note', '')}){bound}."
+            f"at {u.pct(limit['utilization'])} ({demands[0]['note'] if demands else ''}){bound}."
         )
     return f"{cell['label']}: limit {limit['summary']}."
 
 
-def limit_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
+def limit_observations(results: Measured) -> list[Observation]:
     """The limit of each cell; many cells with the same limit are summarised in one sentence."""
-    cells = [c for c in _complete(results) if c["limit"]]
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for c in cells:
-        groups[(c["limit"]["kind"], str(c["limit"]["resource"]))].append(c)
+    cells = _limited(_complete(results))
+    groups: dict[tuple[str, str], list[tuple[CellResult, Limit]]] = defaultdict(list)
+    for c, limit in cells:
+        groups[(limit["kind"], str(limit["resource"]))].append((c, limit))
     out = []
     for (kind, resource), members in groups.items():
         if len(members) >= GROUP_AT and kind == "hardware":
-            utils = [m["limit"]["utilization"] for m in members if f.is_number(m["limit"]["utilization"])]
-            bounds = [m["limit"]["bound_rps"] for m in members if f.is_number(m["limit"]["bound_rps"])]
-            span = f" at {f.pct(min(utils))}–{f.pct(max(utils))} at capacity" if utils else ""
+            utils = [v for _, m in members if u.is_number(v := m["utilization"])]
+            bounds = [v for _, m in members if u.is_number(v := m["bound_rps"])]
+            span = f" at {u.pct(min(utils))}–{u.pct(max(utils))} at capacity" if utils else ""
             bound = (
-                f", bounding throughput between {f.rate(min(bounds))} and {f.rate(max(bounds))}"
+                f", bounding throughput between {u.rate(min(bounds))} and {u.rate(max(bounds))}"
                 if bounds
                 else ""
             )
-            signals = [
-                (m["label"], s)
-                for m in members
-                for s in m["limit"].get("evidence", {}).get("signals", [])
-                if not s.startswith("no hardware")
-            ]
+            signals = [(c["label"], s) for c, m in members for s in _signals(m)]
             evidence = f" Evidence ({signals[0][0]}): {signals[0][1]}." if signals else ""
             out.append(
                 note(
                     "limit",
                     f"In {len(members)} of {len(cells)} cells the limit is "
                     f"{resource}{span}{bound}.{evidence}",
-                    [m["index"] for m in members],
+                    [c["index"] for c, _ in members],
                 )
             )
         else:
-            out += [note("limit", _limit_sentence(m), [m["index"]]) for m in members]
+            out += [note("limit", _limit_sentence(c, m), [c["index"]]) for c, m in members]
     return out
 
 
-def platform_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
+def platform_observations(results: Measured) -> list[Observation]:
     """When the whole host's CPU is busy at capacity, say plainly that the machine is the ceiling."""
     cores = _cores(results)
     if cores is None:
         return []
     busy = [
-        (c, c["resources"].get("host", {}).get("cpu_percent"))
+        (c, v)
         for c in _complete(results)
-        if f.is_number(c["resources"].get("host", {}).get("cpu_percent"))
+        if u.is_number(v := c["resources"].get("host", {}).get("cpu_percent"))
     ]
     saturated = [(c, v) for c, v in busy if v / (100.0 * cores) >= SATURATED]
     if not saturated:
@@ -139,21 +145,21 @@ def platform_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
             "platform",
             f"All tiers share {cores:g} cores: the SUT's roles and the load generator run on "
             f"{host}, whose CPU "
-            f"was {f.pct(peak)} busy at capacity in {len(saturated)} of {len(busy)} cells; {more}.",
+            f"was {u.pct(peak)} busy at capacity in {len(saturated)} of {len(busy)} cells; {more}.",
             [c["index"] for c, _ in saturated],
             "warning",
         )
     ]
 
 
-def _monotonic(results: dict[str, Any]) -> list[dict[str, Any]]:
+def _monotonic(results: Measured) -> list[Observation]:
     out = []
     for run in runs(results, min_length=3):
         values = run.values()
         steps = [(b - a) / max(abs(a), abs(b), 1e-9) for a, b in pairwise(values)]
         ups = [s for s in steps if s > MONOTONIC_NOISE]
         downs = [s for s in steps if s < -MONOTONIC_NOISE]
-        path = " → ".join(f.num(v) for v in values)
+        path = " → ".join(u.num(v) for v in values)
         levels = ", ".join(str(v) for v in run.levels())
         basis = run.entries[0]["basis"]
         if ups and downs:
@@ -181,7 +187,7 @@ def _monotonic(results: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _cell_anomalies(cell: dict[str, Any]) -> list[dict[str, Any]]:
+def _cell_anomalies(cell: CellResult) -> list[Observation]:
     m, label, idx = cell["metrics"], cell["label"], [cell["index"]]
     out = []
     if m["consistency"] in ("fair", "poor"):
@@ -189,7 +195,7 @@ def _cell_anomalies(cell: dict[str, Any]) -> list[dict[str, Any]]:
             note(
                 "consistency",
                 f"{label}: throughput consistency is {m['consistency']} (interval-to-interval variation "
-                f"{f.pct(m['throughput_cv'])}); the Connexion paper's 'Fair': the rate fluctuates "
+                f"{u.pct(m['throughput_cv'])}); the Connexion paper's 'Fair': the rate fluctuates "
                 "during the run.",
                 idx,
                 "warning" if m["consistency"] == "poor" else "info",
@@ -200,9 +206,9 @@ def _cell_anomalies(cell: dict[str, Any]) -> list[dict[str, Any]]:
         out.append(
             note(
                 "anomaly",
-                f"{label}: Little's law does not hold — {f.num(ll.get('in_flight'))} requests were "
+                f"{label}: Little's law does not hold — {u.num(ll.get('in_flight'))} requests were "
                 "in flight on "
-                f"average where throughput × latency predicts {f.num(ll.get('expected'))}; the "
+                f"average where throughput × latency predicts {u.num(ll.get('expected'))}; the "
                 "measurement is "
                 "suspect (stalled connections, a clock problem or a too-short window).",
                 idx,
@@ -212,16 +218,16 @@ def _cell_anomalies(cell: dict[str, Any]) -> list[dict[str, Any]]:
     if m["steady"] is False:
         notes = "; ".join(m["steady_notes"][:2]) or "a trend through the window"
         out.append(note("anomaly", f"{label}: not in steady state — {notes}.", idx, "warning"))
-    if f.is_number(m["error_ratio"]) and m["error_ratio"] > 0:
+    if u.is_number(m["error_ratio"]) and m["error_ratio"] > 0:
         out.append(
             note(
                 "anomaly",
-                f"{label}: {f.pct(m['error_ratio'])} of requests failed ({m['errors']}).",
+                f"{label}: {u.pct(m['error_ratio'])} of requests failed ({m['errors']}).",
                 idx,
                 "warning",
             )
         )
-    if f.is_number(m["dropped"]) and m["dropped"] > 0:
+    if u.is_number(m["dropped"]) and m["dropped"] > 0:
         out.append(
             note(
                 "anomaly",
@@ -234,27 +240,28 @@ def _cell_anomalies(cell: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def anomaly_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
+def anomaly_observations(results: Measured) -> list[Observation]:
     out = _monotonic(results)
     for c in _complete(results):
         out += _cell_anomalies(c)
     return out
 
 
-def search_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
+def search_observations(results: Measured) -> list[Observation]:
     """How many trials the searches ran and rejected, by reason; capacities not found."""
-    searched = [c for c in results["cells"] if c["search"]]
-    if not searched:
+    searches = [(c, search) for c in results["cells"] if (search := c["search"])]
+    if not searches:
         return []
-    total = sum(c["search"]["count"] for c in searched)
-    rejected = sum(c["search"]["rejected"] for c in searched)
+    searched = [c for c, _ in searches]
+    total = sum(search["count"] for _, search in searches)
+    rejected = sum(search["rejected"] for _, search in searches)
     reasons: Counter[str] = Counter()
-    for c in searched:
-        reasons.update(c["search"]["reasons"])
-    seconds = sum(c["metrics"]["capacity"]["search_s"] or 0 for c in searched if c["metrics"]["capacity"])
+    for _, search in searches:
+        reasons.update(search["reasons"])
+    seconds = sum(cap["search_s"] or 0 for c in searched if (cap := c["metrics"]["capacity"]))
     why = ", ".join(f"{k} in {n}" for k, n in reasons.most_common())
     text = (
-        f"The searches ran {total} trials in {f.minutes(seconds)} over {len(searched)} cells; "
+        f"The searches ran {total} trials in {u.minutes(seconds)} over {len(searched)} cells; "
         f"{rejected} were rejected" + (f" — {why} (a trial can fail on several counts)." if why else ".")
     )
     out = [note("search", text, [c["index"] for c in searched])]
@@ -269,10 +276,10 @@ def search_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def generator_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
+def generator_observations(results: Measured) -> list[Observation]:
     """What the load generator cost, and whether it competed with the SUT."""
     cells = [
-        c for c in _complete(results) if f.is_number(c["resources"].get("generator", {}).get("cpu_percent"))
+        c for c in _complete(results) if u.is_number(c["resources"].get("generator", {}).get("cpu_percent"))
     ]
     if not cells:
         return []
@@ -280,14 +287,14 @@ def generator_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
     per_request = [
         c["metrics"]["generator_cpu_us_per_request"]
         for c in cells
-        if f.is_number(c["metrics"]["generator_cpu_us_per_request"])
+        if u.is_number(c["metrics"]["generator_cpu_us_per_request"])
     ]
-    cost = f" ({f.num(sum(per_request) / len(per_request))} µs of CPU per request)" if per_request else ""
-    where = results["environment"].get("generator") or "on this host"
+    cost = f" ({u.num(sum(per_request) / len(per_request))} µs of CPU per request)" if per_request else ""
+    where = str(results["environment"].get("generator") or "on this host")
     cores = _cores(results)
     share = cpu / (100.0 * cores) if cores else None
-    text = f"The load generator ({where}) used up to {f.percent(cpu)} of one core{cost}"
-    text += f", {f.pct(share)} of the host's {cores:g} cores." if share is not None and cores else "."
+    text = f"The load generator ({where}) used up to {u.percent(cpu)} of one core{cost}"
+    text += f", {u.pct(share)} of the host's {cores:g} cores." if share is not None and cores else "."
     local = "this host" in where or "local" in where
     if share is not None and share >= GENERATOR_SHARE_WARN and local:
         text += (
@@ -305,7 +312,7 @@ def generator_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
     return [note("generator", text + " It kept to its schedule throughout.", [c["index"] for c in cells])]
 
 
-def cell_status_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
+def cell_status_observations(results: Measured) -> list[Observation]:
     out = []
     for c in results["cells"]:
         if c["status"] == "failed":
@@ -330,7 +337,7 @@ def cell_status_observations(results: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def observe(results: dict[str, Any]) -> list[dict[str, Any]]:
+def observe(results: Measured) -> list[Observation]:
     """Every observation, in the order the report lists them."""
     return [
         *limit_observations(results),

@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from caplab.report.model.types import Goal, Scenario, SearchSettings, Target
 from caplab.units import parse_duration, varying_factors
 
 DEFAULT_HEADROOM = 0.25
@@ -46,7 +47,7 @@ def _seconds(value: Any) -> float | None:
         return None
 
 
-def goal_of(spec: dict[str, Any]) -> dict[str, Any] | None:
+def goal_of(spec: dict[str, Any]) -> Goal | None:
     """``{rate, headroom, for_each}`` from the study's ``goal:``; None when no goal (or no usable
     rate) was given."""
     goal = spec.get("goal")
@@ -63,7 +64,7 @@ def goal_of(spec: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def _target(spec: dict[str, Any]) -> dict[str, Any]:
+def _target(spec: dict[str, Any]) -> Target:
     target = spec.get("target") or {}
     if not isinstance(target, dict):
         return {}
@@ -85,14 +86,14 @@ def _section(spec: dict[str, Any], name: str) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def scenario(spec: dict[str, Any]) -> dict[str, Any]:
+def scenario(spec: dict[str, Any]) -> Scenario:
     """The scenario and workload as the report states them."""
     load: dict[str, Any] = _section(spec, "load") or {}
     search = _section(spec, "search")
     sut: dict[str, Any] = _section(spec, "sut") or {}
     slo = [str(s) for s in spec.get("slo") or []] + [str(s) for s in (search or {}).get("slo") or []]
     closed = load.get("model") == "closed" or ("users" in load and load.get("model") != "open")
-    out: dict[str, Any] = {
+    out: Scenario = {
         "description": spec.get("description"),
         "target": _target(spec),
         "model": "closed" if closed else "open",
@@ -110,7 +111,7 @@ def scenario(spec: dict[str, Any]) -> dict[str, Any]:
         "app_metrics": bool(sut.get("metrics")),
     }
     if search is not None:
-        out["search"] = {
+        settings: SearchSettings = {
             "precision": _fraction(search.get("precision"), 0.05),
             "trial_s": _seconds(search.get("trial", "3s")),
             "confirm_s": _seconds(search.get("confirm")) or out["duration_s"],
@@ -118,6 +119,7 @@ def scenario(spec: dict[str, Any]) -> dict[str, Any]:
             "start": search.get("start"),
             "max": search.get("max"),
         }
+        out["search"] = settings
     return out
 
 

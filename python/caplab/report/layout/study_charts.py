@@ -1,175 +1,174 @@
-"""The report's charts as plain data: what to draw, with titles and units, independent of how.
-
-plotly_charts.py turns a ``Chart`` into an interactive Plotly figure for index.html, and
-static_charts.py into an SVG for report.md, so both show the same series from the same numbers.
-"""
+"""The study-wide charts: throughput and latency against load, capacity per configuration,
+resource use per configuration, and each scaling fit. Built from the results document alone."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import TypedDict
 
 from caplab.analysis.slo import SloError, parse_slo
-from caplab.report.format import is_number
-
-Style = Literal["line", "dashed", "dotted", "markers", "line+markers", "bar", "band"]
-
-IDLE_DISK_PERCENT = 1.0
-"""A disk never busier than this is idle: no chart panel for it."""
-LATENCY_METRICS = ("p50", "p90", "p99", "p999", "max", "mean")
-PALETTE = (
-    "#1f5fa8",
-    "#d9711c",
-    "#2e8b57",
-    "#c0392b",
-    "#7d4fb0",
-    "#8c6d31",
-    "#d45f9e",
-    "#5f6b73",
-    "#9aa81e",
-    "#17a2b8",
+from caplab.report.layout.charts import IDLE_DISK_PERCENT, Chart, Panel, Series, present, worth
+from caplab.report.model.types import (
+    CapacityEntry,
+    CellResult,
+    Measured,
+    Rating,
+    Results,
+    ScalingEntry,
+    SearchTrial,
 )
+from caplab.units import cell_label, is_number
+
+LATENCY_METRICS = ("p50", "p90", "p99", "p999", "max", "mean")
+MAX_CELLS_PER_PANEL = 6
+"""More cells than this in a chart of lines (the knee, latency) are drawn one panel per group of
+cells (e.g. one per store count × flow), a line per level of the factor left: 32 lines in one
+panel are a tangle nobody reads."""
 
 
-@dataclass(frozen=True)
-class Series:
-    name: str
-    x: list[Any]
-    y: list[Any]
-    style: Style = "line"
-    color: int = 0
-    """Index into PALETTE: one colour per cell (or per role) across the charts."""
-    low: list[Any] | None = None
-    """Band: the lower edge; markers: error bars (with ``high``)."""
-    high: list[Any] | None = None
-    hover: list[str] | None = None
-    group: str | None = None
-    """Series of one group toggle together in the interactive legend."""
+class _Point(TypedDict):
+    load: float
+    throughput: float | None
+    p50: float | None
+    p99: float | None
+    hover: str
 
 
-@dataclass(frozen=True)
-class Panel:
-    y_title: str
-    series: list[Series]
-    log_y: bool = False
-    lines: list[tuple[float, str]] = field(default_factory=list)
-    """Horizontal reference lines: (y, label), e.g. all cores busy, the goal."""
-
-
-@dataclass(frozen=True)
-class Chart:
-    id: str
-    title: str
-    x_title: str
-    panels: list[Panel]
-    categorical: bool = False
-    log_x: bool = False
-    shade: tuple[float, float] | None = None
-    """An x range to shade, labelled ``shade_label`` (the warm-up, excluded from the figures)."""
-    shade_label: str = ""
-    caption: str = ""
-
-
-def present(values: list[Any]) -> bool:
-    return any(is_number(v) for v in values)
-
-
-def worth(values: list[Any], floor: float = 0.0) -> bool:
-    """Worth a panel of its own: a series that never rises above ``floor`` (an idle disk) says
-    nothing a table cannot."""
-    return any(is_number(v) and v > floor for v in values)
-
-
-def _hover(label: str, trial: dict[str, Any]) -> str:
+def _hover(label: str, trial: SearchTrial) -> str:
     verdict = "pass" if trial["passed"] else "fail: " + "; ".join(trial["reasons"][:2])
     return f"{label} · {trial['phase']} at {trial['load']:g}: {verdict}"
 
 
-def _points(cell: dict[str, Any]) -> list[dict[str, Any]]:
+def _points(cell: CellResult) -> list[_Point]:
     """(load, throughput, p50, p99, hover) of a cell's trials: its search probes, else its fixed trials."""
     if cell["search"]:
         rows = [
-            {
-                "load": t["load"],
-                "throughput": t["throughput"],
-                "p50": t["p50_ms"],
-                "p99": t["p99_ms"],
-                "hover": _hover(cell["label"], t),
-            }
+            _Point(
+                load=t["load"],
+                throughput=t["throughput"],
+                p50=t["p50_ms"],
+                p99=t["p99_ms"],
+                hover=_hover(cell["label"], t),
+            )
             for t in cell["search"]["trials"]
+            if is_number(t["load"])
         ]
     else:
         rows = [
-            {
-                "load": t["offered_rate"] if t["offered_rate"] is not None else t["users"],
-                "throughput": t["throughput"],
-                "p50": t["p50_ms"],
-                "p99": t["p99_ms"],
-                "hover": f"{cell['label']} · trial {t['index']}",
-            }
+            _Point(
+                load=load,
+                throughput=t["throughput"],
+                p50=t["p50_ms"],
+                p99=t["p99_ms"],
+                hover=f"{cell['label']} · trial {t['index']}",
+            )
             for t in cell["trials"]
+            if is_number(load := t["offered_rate"] if t["offered_rate"] is not None else t["users"])
         ]
-    return sorted([r for r in rows if is_number(r["load"])], key=lambda r: r["load"])
+    return sorted(rows, key=lambda r: r["load"])
 
 
-def _load_unit(results: dict[str, Any]) -> str:
+def _load_unit(results: Measured) -> str:
     return "users" if results["scenario"].get("model") == "closed" else "offered load (req/s)"
 
 
-def knee_chart(results: dict[str, Any]) -> Chart | None:
+@dataclass(frozen=True)
+class Line:
+    """A cell as one line of a chart: its name in its panel and its colour."""
+
+    cell: CellResult
+    name: str
+    color: int
+
+
+def cell_groups(results: Measured) -> list[tuple[str, list[Line]]]:
+    """The cells in panels: all in one, or — past ``MAX_CELLS_PER_PANEL`` — one panel per group
+    of the naming factors but one, the line factor (the numeric one with the most levels), whose
+    level gives a line its name and colour in every panel (hosts=2 is the same colour throughout)."""
+    cells = results["cells"]
+    naming = list(results["matrix"].get("naming") or [])
+    levels = results["matrix"]["factors"]
+    if len(cells) <= MAX_CELLS_PER_PANEL or len(naming) < 2:
+        return [("", [Line(c, c["label"], i) for i, c in enumerate(cells)])]
+    line = max(naming, key=lambda n: (all(is_number(v) for v in levels[n]), len(levels[n])))
+    groups: dict[str, list[Line]] = {}
+    for c in cells:
+        value = c["factors"].get(line)
+        group = cell_label({k: c["factors"].get(k) for k in naming if k != line})
+        colour = levels[line].index(value) if value in levels[line] else len(levels[line])
+        groups.setdefault(group, []).append(Line(c, cell_label({line: value}), colour))
+    return list(groups.items())
+
+
+def knee_chart(results: Measured) -> Chart | None:
     """Throughput against offered load, per cell: where it leaves the diagonal is the knee."""
-    series = []
-    top = 0.0
-    for i, c in enumerate(results["cells"]):
-        rows = _points(c)
-        if not rows:
-            continue
-        xs = [r["load"] for r in rows]
-        top = max(top, *xs)
-        hover = [r["hover"] for r in rows]
-        series.append(Series(c["label"], xs, [r["throughput"] for r in rows], "line+markers", i, hover=hover))
-    if not series:
-        return None
     closed = results["scenario"].get("model") == "closed"
-    if not closed:
-        series.insert(0, Series("offered = achieved", [0, top], [0, top], "dotted", 7))
+    panels = []
+    for title, lines in cell_groups(results):
+        series = []
+        top = 0.0
+        for line in lines:
+            rows = _points(line.cell)
+            if not rows:
+                continue
+            xs = [r["load"] for r in rows]
+            top = max(top, *xs)
+            hover = [r["hover"] for r in rows]
+            ys = [r["throughput"] for r in rows]
+            series.append(Series(line.name, xs, ys, "line+markers", line.color, hover=hover))
+        if not series:
+            continue
+        if not closed:
+            series.insert(0, Series("offered = achieved", [0, top], [0, top], "dotted", 7))
+        panels.append(Panel("throughput (req/s)", series, title=title))
+    if not panels:
+        return None
     return Chart(
         "knee",
         "Throughput against offered load",
         _load_unit(results),
-        [Panel("throughput (req/s)", series)],
+        panels,
         caption="Each trial of each cell (the search's probes, or the fixed-load trials). Below the knee the "
         "line follows the diagonal; past it the system falls behind and queues grow.",
     )
 
 
-def latency_chart(results: dict[str, Any]) -> Chart | None:
+def latency_chart(results: Measured) -> Chart | None:
     """Latency percentiles against load, per cell (p99 solid, p50 dashed), on a log scale."""
-    series = []
-    for i, c in enumerate(results["cells"]):
-        rows = _points(c)
-        xs = [r["load"] for r in rows]
-        hover = [r["hover"] for r in rows]
-        p99 = [r["p99"] for r in rows]
-        p50 = [r["p50"] for r in rows]
-        if present(p99):
-            series.append(
-                Series(f"{c['label']} p99", xs, p99, "line+markers", i, hover=hover, group=c["label"])
+    panels = []
+    for title, lines in cell_groups(results):
+        series = []
+        for line in lines:
+            rows = _points(line.cell)
+            xs = [r["load"] for r in rows]
+            hover = [r["hover"] for r in rows]
+            p99 = [r["p99"] for r in rows]
+            p50 = [r["p50"] for r in rows]
+            group = f"{title} {line.name}" if title else line.name
+            if present(p99):
+                series.append(
+                    Series(f"{line.name} p99", xs, p99, "line+markers", line.color, hover=hover, group=group)
+                )
+            if present(p50):
+                series.append(
+                    Series(f"{line.name} p50", xs, p50, "dashed", line.color, hover=hover, group=group)
+                )
+        if series:
+            panels.append(
+                Panel("latency (ms, log scale)", series, log_y=True, lines=_slo_lines(results), title=title)
             )
-        if present(p50):
-            series.append(Series(f"{c['label']} p50", xs, p50, "dashed", i, hover=hover, group=c["label"]))
-    if not series:
+    if not panels:
         return None
     return Chart(
         "latency",
         "Latency percentiles against offered load",
         _load_unit(results),
-        [Panel("latency (ms, log scale)", series, log_y=True, lines=_slo_lines(results))],
+        panels,
         caption="Latency is timed from each request's intended send time (coordinated omission corrected).",
     )
 
 
-def _slo_lines(results: dict[str, Any]) -> list[tuple[float, str]]:
+def _slo_lines(results: Measured) -> list[tuple[float, str]]:
     """The latency SLOs as reference lines (their value is in ms)."""
     lines = []
     for text in results["scenario"].get("slo") or []:
@@ -182,7 +181,7 @@ def _slo_lines(results: dict[str, Any]) -> list[tuple[float, str]]:
     return lines
 
 
-def capacity_chart(results: dict[str, Any]) -> Chart | None:
+def capacity_chart(results: Results) -> Chart | None:
     """What each configuration sustained, with its 95% interval and the goal line."""
     entries = [e for e in results["capacity"] if is_number(e["value"])]
     if not entries:
@@ -193,7 +192,7 @@ def capacity_chart(results: dict[str, Any]) -> Chart | None:
     highs = [e["ci95"][1] for e in entries]
     series = [Series(basis, labels, [e["value"] for e in entries], "bar", 0, low=lows, high=highs)]
     if entries[0]["unit"] == "req/s":  # a closed model's capacity is in users; its rating is a rate
-        rated = [r["rated"] for r in _in_order(results, entries)]
+        rated = _rated(results, entries)
         headroom = results["recommendation"]["headroom"]
         series.append(Series(f"rated ({headroom:.0%} headroom)", labels, rated, "bar", 2))
     lines = []
@@ -212,12 +211,13 @@ def capacity_chart(results: dict[str, Any]) -> Chart | None:
     )
 
 
-def _in_order(results: dict[str, Any], entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    by_cell = {r["cell"]: r for r in results["recommendation"]["ratings"]}
-    return [by_cell.get(e["cell"], {"rated": None}) for e in entries]
+def _rated(results: Results, entries: list[CapacityEntry]) -> list[float | None]:
+    """What each configuration is rated for, in the order of ``entries``."""
+    by_cell: dict[int, Rating] = {r["cell"]: r for r in results["recommendation"]["ratings"]}
+    return [r["rated"] if (r := by_cell.get(e["cell"])) else None for e in entries]
 
 
-def scaling_chart(entry: dict[str, Any], number: int) -> Chart | None:
+def scaling_chart(entry: ScalingEntry, number: int) -> Chart | None:
     """Measured points, the fitted law, its 95% interval and the extrapolation."""
     fit = entry.get("fit")
     points = entry["points"]
@@ -270,7 +270,7 @@ def scaling_chart(entry: dict[str, Any], number: int) -> Chart | None:
     )
 
 
-def resources_chart(results: dict[str, Any]) -> Chart | None:
+def resources_chart(results: Measured) -> Chart | None:
     """Resource use per cell at its capacity (or fixed load): CPU per role, disk, network."""
     cells = [c for c in results["cells"] if c["resources"]]
     if not cells:
@@ -278,7 +278,7 @@ def resources_chart(results: dict[str, Any]) -> Chart | None:
     labels = [c["label"] for c in cells]
     scopes = list(dict.fromkeys([r for c in cells for r in c["roles"]] + ["generator", "host"]))
 
-    def cpu(c: dict[str, Any], scope: str) -> Any:
+    def cpu(c: CellResult, scope: str) -> float | None:
         return (c["resources"].get(scope) or {}).get("cpu_percent")
 
     cpu_series = [
@@ -312,7 +312,7 @@ def resources_chart(results: dict[str, Any]) -> Chart | None:
     )
 
 
-def summary_charts(results: dict[str, Any]) -> dict[str, Chart]:
+def summary_charts(results: Results) -> dict[str, Chart]:
     """The study-wide charts by id (those with data)."""
     charts = [
         capacity_chart(results),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from caplab.report.blocks import (
+from caplab.report.layout.blocks import (
     Block,
     Bullets,
     ChartBlock,
@@ -17,7 +17,7 @@ from caplab.report.blocks import (
     Section,
     Table,
 )
-from caplab.report.charts import Chart
+from caplab.report.layout.charts import Chart
 
 CHART_DIR = "charts"
 ChartWriter = Callable[[Chart], Path]

@@ -1,0 +1,1 @@
+"""The page, independent of its format: sections, tables, key figures and charts as plain data."""

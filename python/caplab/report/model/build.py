@@ -1,0 +1,77 @@
+"""What the study measured, as the results document holds it: a pure function of the study
+document (``Store.study_document``) and its resource samples, so it can be built from any study."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from caplab.report.model.cells import cell_result, samples_by_trial
+from caplab.report.model.matrix import capacity_entries, matrix, scaling_entries
+from caplab.report.model.scenario import goal_of, naming_factors, parse_spec, scenario
+from caplab.report.model.series import cell_series
+from caplab.report.model.types import Event, Measured, StudyInfo
+
+SCHEMA = "caplab-report/1"
+
+
+def _elapsed(start: str | None, end: str | None) -> float | None:
+    if not start or not end:
+        return None
+    try:
+        return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+    except ValueError:
+        return None
+
+
+def _study(study: dict[str, Any]) -> StudyInfo:
+    return {
+        "id": study["id"],
+        "name": study["name"],
+        "status": study["status"],
+        "created_at": study.get("created_at"),
+        "finished_at": study.get("finished_at"),
+        "elapsed_s": _elapsed(study.get("created_at"), study.get("finished_at")),
+        "spec_path": study.get("spec_path"),
+        "store": study.get("store"),
+        "caplab_version": study.get("caplab_version"),
+    }
+
+
+def _event(e: dict[str, Any]) -> Event:
+    return {
+        "at": e.get("at"),
+        "kind": e.get("kind"),
+        "message": e.get("message"),
+        "cell": e.get("cell_index"),
+    }
+
+
+def build_measured(
+    document: dict[str, Any], sample_rows: list[dict[str, Any]], generated_at: str | None = None
+) -> Measured:
+    """The results document's measurements (everything but the text written from them)."""
+    study = document["study"]
+    spec = parse_spec(study.get("spec"))
+    samples = samples_by_trial(sample_rows)
+    raw_cells = document.get("cells", [])
+    naming = naming_factors(spec, raw_cells)
+    cells = [cell_result(c, samples, naming) for c in raw_cells]
+    goal = goal_of(spec)
+    series = [
+        s for raw, c in zip(raw_cells, cells, strict=True) for s in cell_series(raw, samples, c["roles"])
+    ]
+    return {
+        "schema": SCHEMA,
+        "generated_at": generated_at or datetime.now(UTC).isoformat(timespec="seconds"),
+        "study": _study(study),
+        "environment": dict(study.get("environment") or {}),
+        "scenario": scenario(spec),
+        "goal": goal,
+        "matrix": matrix(cells, naming),
+        "cells": cells,
+        "capacity": capacity_entries(cells, goal),
+        "scaling": scaling_entries(document, {c["index"]: c["label"] for c in cells}),
+        "events": [_event(e) for e in document.get("events", [])],
+        "series": series,
+    }

@@ -1,0 +1,475 @@
+"""The results document (results.json, schema ``caplab-report/1``) as types: every key the report
+reads, so mypy checks the builders and the pages against one shape. The document is plain JSON —
+these are TypedDicts, not classes — and the key order here is the order written to the file.
+
+A figure the run did not measure is ``None`` (``null`` in the file), never NaN.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NotRequired, TypeAlias, TypedDict
+
+Json: TypeAlias = "str | int | float | bool | list[Json] | dict[str, Json] | None"
+"""A value as the study file or the environment probe wrote it (a factor's level, a setting)."""
+Factors: TypeAlias = dict[str, Json]
+"""A cell's factors by name, in the study's order."""
+Interval: TypeAlias = list[float | None]
+"""A 95% interval ``[low, high]``; ``[None, None]`` when there is none."""
+Unit: TypeAlias = Literal["req/s", "users"]
+Basis: TypeAlias = Literal["capacity", "throughput"]
+"""What a configuration is rated by: its searched capacity, or (not searched) the throughput it
+carried at a fixed load — a lower bound."""
+
+
+class StudyInfo(TypedDict):
+    id: int
+    name: str
+    status: str
+    created_at: str | None
+    finished_at: str | None
+    elapsed_s: float | None
+    spec_path: str | None
+    store: str | None
+    """The store's URL, password masked."""
+    caplab_version: str | None
+
+
+Environment: TypeAlias = dict[str, Json]
+"""The host as recorded at the study's start: hostname, cpu_model, cores, memory_gb, disks, os,
+python, versions, generator, storage_baseline, and whatever else the probe found."""
+
+
+class Target(TypedDict, total=False):
+    """What the load was sent to; empty when the study file names no target."""
+
+    protocol: str
+    url: str | None
+    method: str | None
+    framing: str | None
+    body: str | None
+
+
+class SearchSettings(TypedDict):
+    precision: float
+    trial_s: float | None
+    confirm_s: float | None
+    repeats: int
+    start: float | None
+    max: float | None
+
+
+class Scenario(TypedDict):
+    description: str | None
+    target: Target
+    model: Literal["open", "closed"]
+    rate: float | None
+    users: int | None
+    think_s: float | None
+    schedule: str
+    duration_s: float | None
+    warmup_s: float | None
+    repeat: int
+    slo: list[str]
+    search: SearchSettings | None
+    sut_start: str | None
+    roles: list[str]
+    app_metrics: bool
+
+
+class Goal(TypedDict):
+    rate: float
+    """The load to carry, in req/s."""
+    headroom: float
+    """The fraction of capacity kept free for peaks and growth."""
+    for_each: list[str]
+    """Factors naming workloads sized each on its own (``goal.for_each``)."""
+
+
+class Matrix(TypedDict):
+    factors: dict[str, list[Json]]
+    """Each factor's levels, in the order first met."""
+    naming: list[str]
+    """The factors a cell's label shows."""
+    cells: int
+    by_status: dict[str, int]
+
+
+# --- one cell ---------------------------------------------------------------------------------
+
+
+class Latency(TypedDict):
+    mean: float | None
+    p50: float | None
+    p90: float | None
+    p99: float | None
+    p999: float | None
+    max: float | None
+    count: int | None
+
+
+class CellCapacity(TypedDict):
+    """A searched cell's capacity, as the search stored it."""
+
+    value: float | None
+    unit: Unit
+    ci95: Interval
+    found: bool
+    message: str | None
+    trial_count: int | None
+    search_s: float | None
+    precision: float | None
+    slo: list[str]
+    generator_saturated: bool
+
+
+class LittlesLaw(TypedDict, total=False):
+    checked: bool
+    in_flight: float | None
+    expected: float | None
+    holds: bool
+
+
+class Metrics(TypedDict):
+    """The cell's figures over its measured trials (those at capacity when it was searched)."""
+
+    trials: int | None
+    offered_rate: float | None
+    users: int | None
+    throughput: float | None
+    throughput_stdev: float | None
+    throughput_min: float | None
+    throughput_max: float | None
+    latency_ms: Latency
+    service_time_ms: Latency
+    sent: int | None
+    completed: int | None
+    errors: int | None
+    dropped: int | None
+    error_ratio: float | None
+    consistency: str | None
+    """``good``, ``fair`` or ``poor``: how steady the rate was interval to interval."""
+    throughput_cv: float | None
+    steady: bool | None
+    steady_notes: list[str]
+    littles_law: LittlesLaw | None
+    generator_cpu_us_per_request: float | None
+    generator_saturated: bool
+    capacity: CellCapacity | None
+    app: dict[str, float | None]
+    """The system's own counters (its metrics endpoint), by name."""
+
+
+Resources: TypeAlias = dict[str, dict[str, float]]
+"""Mean use per scope (a role, ``generator``, ``host``) and metric (``cpu_percent``,
+``disk_busy_percent``, ``net_rx_mb_s`` …) over the measured windows."""
+
+
+class Demand(TypedDict):
+    resource: str
+    utilization: float
+    demand_ms: float
+    """Milliseconds of the resource each request uses: U / X."""
+    bound_rps: float | None
+    note: str
+
+
+class LimitEvidence(TypedDict, total=False):
+    demands: list[Demand]
+    signals: list[str]
+
+
+class Limit(TypedDict):
+    """What bounds the cell (``hardware``, ``software``, ``unknown``), or for a fixed load the
+    busiest resource (``not reached``)."""
+
+    resource: str | None
+    kind: str
+    utilization: float | None
+    bound_rps: float | None
+    evidence: LimitEvidence
+    summary: str
+
+
+class Busiest(TypedDict):
+    resource: str
+    utilization: float
+
+
+class SearchTrial(TypedDict):
+    """One probe of the capacity search, in the order it ran."""
+
+    phase: str
+    load: float
+    passed: bool
+    reasons: list[str]
+    offered_rate: float | None
+    users: int | None
+    throughput: float | None
+    p50_ms: float | None
+    p99_ms: float | None
+    errors: int | None
+    consistency: str | None
+    busiest: Busiest | None
+
+
+class Search(TypedDict):
+    trials: list[SearchTrial]
+    count: int
+    rejected: int
+    reasons: dict[str, int]
+    """Rejections by kind (the SLO failed, ``not steady`` …), most frequent first."""
+
+
+class TrialRow(TypedDict):
+    """One measured trial of the cell: search probes and fixed-load trials alike."""
+
+    index: int | None
+    kind: str | None
+    status: str | None
+    offered_rate: float | None
+    users: int | None
+    throughput: float | None
+    p50_ms: float | None
+    p99_ms: float | None
+    errors: int | None
+    dropped: int | None
+    warmup_s: float | None
+    duration_s: float | None
+    generator_cpu_us_per_request: float | None
+    generator_saturated: bool
+
+
+class CellResult(TypedDict):
+    index: int
+    label: str
+    factors: Factors
+    status: str
+    error: str | None
+    searched: bool
+    roles: list[str]
+    metrics: Metrics
+    resources: Resources
+    limit: Limit | None
+    search: Search | None
+    trials: list[TrialRow]
+
+
+# --- across cells ------------------------------------------------------------------------------
+
+
+class CapacityEntry(TypedDict):
+    """The figure a configuration is rated by (see ``Basis``)."""
+
+    cell: int
+    label: str
+    factors: Factors
+    basis: Basis
+    value: float | None
+    """None when a search found no capacity."""
+    unit: Unit
+    ci95: Interval
+    found: bool
+    message: str | None
+    trials: int | None
+    search_s: float | None
+    consistency: str | None
+    limit: str | None
+    """The limiting resource's name."""
+    headroom: float
+    rate: float | None
+    """The figure as a rate (a closed model's capacity in users is rated by its throughput)."""
+    rated: float | None
+
+
+class Point(TypedDict):
+    n: float
+    throughput: float
+
+
+class Prediction(TypedDict):
+    n: float
+    throughput: float
+    low: float
+    high: float
+
+
+Fit = TypedDict(
+    "Fit",
+    {
+        "model": str,
+        "lambda": float,
+        "sigma": float,
+        "kappa": float,
+        "ci": dict[str, Interval],
+        "r2": float,
+        "peak_n": float | None,
+        "peak_throughput": float | None,
+        "holdout_error": float | None,
+        "points": int,
+        "distinct_n": int,
+        "aicc": dict[str, float | None],
+        "predictions": list[Prediction],
+    },
+)
+"""The scalability law that fits best (``linear``, ``amdahl`` or ``usl``) by AICc."""
+
+
+class ScalingEntry(TypedDict):
+    """Capacity (or throughput) along one numeric factor, the others held at ``group``."""
+
+    factor: str
+    group: Factors
+    metric: str
+    cells: list[int]
+    points: list[Point]
+    fit: Fit | None
+    note: NotRequired[str]
+    """Why there is no fit."""
+    labels: list[str]
+    group_label: str
+    curve: list[Point]
+    """The fitted law sampled for the chart."""
+
+
+class Event(TypedDict):
+    at: str | None
+    kind: str | None
+    message: str | None
+    cell: int | None
+
+
+class SeriesResources(TypedDict):
+    t: list[float]
+    cpu_percent: dict[str, list[float | None]]
+    disk_busy_percent: list[float | None]
+    net_rx_mb_s: list[float | None]
+    net_tx_mb_s: list[float | None]
+    app: dict[str, list[float | None]]
+
+
+class TrialSeries(TypedDict):
+    """One trial over time: ``t`` is each interval's end, in seconds since the trial started."""
+
+    cell: int
+    kind: str | None
+    index: int | None
+    offered_rate: float | None
+    users: int | None
+    warmup_s: float | None
+    duration_s: float | None
+    t: list[float]
+    throughput: list[float | None]
+    errors_per_s: list[float]
+    in_flight: list[int | None]
+    latency_p50_ms: list[float | None]
+    latency_p99_ms: list[float | None]
+    latency_max_ms: list[float | None]
+    resources: SeriesResources
+    representative: bool
+    """The trial that stands for its cell in the charts on paper."""
+
+
+# --- the text written from the data ------------------------------------------------------------
+
+
+class Observation(TypedDict):
+    topic: str
+    severity: Literal["info", "warning"]
+    text: str
+    cells: list[int]
+
+
+Rating = TypedDict(
+    "Rating",
+    {
+        "cell": int,
+        "label": str,
+        "factors": Factors,
+        "basis": Basis,
+        "value": float,
+        "unit": Unit,
+        "rate": float,
+        "ci95": Interval,
+        "rated": float,
+        "for": NotRequired[Factors],
+    },
+)
+"""What a configuration can be rated for: its figure less the headroom. ``for``: the workload
+it serves, when the goal is met per workload."""
+
+
+class Choice(Rating):
+    margin: float
+    margin_fraction: float
+
+
+class Extrapolation(TypedDict):
+    factor: str
+    group: Factors
+    n: int
+    predicted: float
+    model: str
+
+
+class GoalMet(TypedDict):
+    """How the goal is met by the tested configurations (or, failing that, by an extrapolation)."""
+
+    needed: float
+    """The capacity the goal needs once the headroom is kept."""
+    choice: Choice | None
+    extrapolated: Extrapolation | None
+    text: str
+
+
+Workload = TypedDict(
+    "Workload",
+    {
+        "for": Factors,
+        "needed": float,
+        "choice": Choice | None,
+        "extrapolated": Extrapolation | None,
+        "text": str,
+    },
+)
+
+
+class Recommendation(TypedDict):
+    goal: Goal | None
+    headroom: float
+    ratings: list[Rating]
+    """Smallest configuration first."""
+    choice: Choice | None
+    choices: list[Choice]
+    advice: list[str]
+    basis: Basis | None
+    needed: NotRequired[float | None]
+    extrapolated: NotRequired[Extrapolation | None]
+    workloads: NotRequired[list[Workload]]
+    text: str
+
+
+# --- the whole document ------------------------------------------------------------------------
+
+
+class Measured(TypedDict):
+    """What the study measured, before any text is written from it."""
+
+    schema: str
+    generated_at: str
+    study: StudyInfo
+    environment: Environment
+    scenario: Scenario
+    goal: Goal | None
+    matrix: Matrix
+    cells: list[CellResult]
+    capacity: list[CapacityEntry]
+    scaling: list[ScalingEntry]
+    events: list[Event]
+    series: list[TrialSeries]
+
+
+class Results(Measured):
+    """results.json: the measurements and what the report says of them."""
+
+    observations: list[Observation]
+    recommendation: Recommendation
