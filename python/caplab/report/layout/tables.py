@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from caplab import units as u
 from caplab.report.layout.blocks import Cell, Column, Table, kv_table, num_cell, text_cell
-from caplab.report.model.types import CellResult, Json, Limit, Results, ScalingEntry, Search
+from caplab.report.model.types import CapacityEntry, CellResult, Json, Limit, Results, ScalingEntry, Search
 from caplab.report.text.recommend import sustained
 
 STATUS_TONE = {
@@ -168,13 +168,24 @@ def matrix_table(results: Results) -> Table:
     return Table(columns, rows, caption="The test matrix")
 
 
+def _interval_text(e: CapacityEntry) -> str:
+    shown = u.interval(e["ci95"][0], e["ci95"][1], e["unit"])
+    if e["interval"] == "replicates":
+        shown += f" (95%, {e['replicates']} replicates)"
+        if e["indistinguishable"]:
+            shown += " ≈ #" + ", #".join(str(c) for c in e["indistinguishable"])
+    elif e["interval"] == "search":
+        shown += " (search bracket)"
+    return shown
+
+
 def capacity_table(results: Results) -> Table:
     headroom = results["recommendation"]["headroom"]
     columns = [
         Column("#", True),
         Column("configuration"),
         Column("capacity", True, "req/s"),
-        Column("95% interval"),
+        Column("interval"),
         Column(f"rated ({u.pct(headroom)} headroom)", True, "req/s"),
         Column("trials", True),
         Column("search time", True),
@@ -194,7 +205,7 @@ def capacity_table(results: Results) -> Table:
                 num_cell(e["cell"], str(e["cell"])),
                 text_cell(e["label"]),
                 num_cell(e["value"], u.load(e["value"], e["unit"]) if e["found"] else "not found"),
-                text_cell(u.interval(e["ci95"][0], e["ci95"][1], e["unit"])),
+                text_cell(_interval_text(e)),
                 num_cell(rated, u.rate(rated)),
                 num_cell(e["trials"], u.num(e["trials"])),
                 num_cell(e["search_s"], u.minutes(e["search_s"])),
@@ -204,9 +215,16 @@ def capacity_table(results: Results) -> Table:
             ]
         )
     basis = "capacity" if any(e["basis"] == "capacity" for e in results["capacity"]) else "throughput"
-    searched = (
-        "Capacity: the highest load at which the SLO held in every confirmation trial; the interval "
-        "is its 95% confidence interval."
+    replicated = [e for e in results["capacity"] if e["interval"] == "replicates"]
+    searched = "Capacity: the highest load at which the SLO held in every confirmation trial. " + (
+        f"Each was searched {replicated[0]['replicates']} times, each time on a fresh start of the system; "
+        "the figure is their mean and the interval their 95% t-interval. Configurations whose intervals "
+        "overlap are marked ≈: they are not distinguishable, whatever their order."
+        if replicated
+        else "Each configuration was searched once: its interval is that search's bracket (the confirmed "
+        "load less the confirmation trials' spread, up to the lowest load that failed), which says how "
+        "precisely the run placed its capacity — not a confidence interval. Runs vary more than that on a "
+        "shared machine; `replicates:` measures by how much."
     )
     fixed = "No cell was searched: the figure is the throughput measured at the offered load (a lower bound)."
     note = searched if basis == "capacity" else fixed

@@ -70,6 +70,8 @@ def _capacity(m: dict[str, Any]) -> CellCapacity | None:
         "value": c.get("capacity_users") if closed else c.get("capacity_rps"),
         "unit": "users" if closed else "req/s",
         "ci95": [ci[0], ci[1]] if len(ci) == 2 else [None, None],
+        "interval": c.get("interval") if c.get("interval") in ("search", "replicates") else None,
+        "replicates": int(c.get("replicate_count") or 1),
         "found": bool(c.get("found")),
         "message": c.get("message"),
         "trial_count": c.get("trial_count"),

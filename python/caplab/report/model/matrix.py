@@ -7,6 +7,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from caplab.analysis.replicates import overlap
 from caplab.analysis.scaling import fit_quality, study_scaling
 from caplab.analysis.usl import usl
 from caplab.report.model.scenario import DEFAULT_HEADROOM
@@ -16,6 +17,7 @@ from caplab.report.model.types import (
     CellResult,
     Fit,
     Goal,
+    Interval,
     Json,
     Matrix,
     Point,
@@ -69,6 +71,9 @@ def capacity_entries(cells: list[CellResult], goal: Goal | None) -> list[Capacit
                 "value": value,
                 "unit": unit,
                 "ci95": cap["ci95"] if cap else [None, None],
+                "interval": cap["interval"] if cap else None,
+                "replicates": cap["replicates"] if cap else 1,
+                "indistinguishable": [],
                 "found": cap["found"] if cap else value is not None,
                 "message": cap["message"] if cap else None,
                 "trials": cap["trial_count"] if cap else m["trials"],
@@ -80,7 +85,24 @@ def capacity_entries(cells: list[CellResult], goal: Goal | None) -> list[Capacit
                 "rated": rate * (1.0 - headroom) if is_number(rate) else None,
             }
         )
+    _mark_indistinguishable(out)
     return out
+
+
+def _mark_indistinguishable(entries: list[CapacityEntry]) -> None:
+    """Pairs of configurations whose replicate intervals overlap: their difference is within the
+    run-to-run noise, so the report must not rank one above the other."""
+    replicated = [e for e in entries if e["interval"] == "replicates" and None not in e["ci95"]]
+    for a in replicated:
+        for b in replicated:
+            if a is not b and a["unit"] == b["unit"] and overlap(_pair(a["ci95"]), _pair(b["ci95"])):
+                a["indistinguishable"].append(b["cell"])
+
+
+def _pair(interval: Interval) -> tuple[float, float]:
+    low, high = interval
+    assert low is not None and high is not None
+    return low, high
 
 
 def _curve(fit: Fit, points: list[Point]) -> list[Point]:

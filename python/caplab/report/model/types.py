@@ -107,12 +107,20 @@ class Latency(TypedDict):
     count: int | None
 
 
+IntervalKind: TypeAlias = Literal["search", "replicates"]
+"""What an interval is made of: one search's bracket (how precisely that run placed the capacity),
+or a 95 % t-interval over replicates (how far another run would land). Only the second is a
+confidence interval."""
+
+
 class CellCapacity(TypedDict):
     """A searched cell's capacity, as the search stored it."""
 
     value: float | None
     unit: Unit
     ci95: Interval
+    interval: IntervalKind | None
+    replicates: int
     found: bool
     message: str | None
     trial_count: int | None
@@ -268,6 +276,10 @@ class CapacityEntry(TypedDict):
     """None when a search found no capacity."""
     unit: Unit
     ci95: Interval
+    interval: IntervalKind | None
+    replicates: int
+    indistinguishable: list[int]
+    """The cells whose replicate intervals overlap this one's: not to be ranked against it."""
     found: bool
     message: str | None
     trials: int | None
@@ -390,6 +402,7 @@ Rating = TypedDict(
         "unit": Unit,
         "rate": float,
         "ci95": Interval,
+        "interval": IntervalKind | None,
         "rated": float,
         "for": NotRequired[Factors],
     },

@@ -11,6 +11,7 @@ from typing import NotRequired, TypedDict
 import numpy as np
 
 from caplab import units as u
+from caplab.analysis.replicates import overlap
 from caplab.analysis.usl import usl
 from caplab.report.model.matrix import sizeable
 from caplab.report.model.runs import size_order
@@ -54,10 +55,21 @@ def _ratings(results: Measured, headroom: float) -> list[Rating]:
             "unit": e["unit"],
             "rate": rate,
             "ci95": e["ci95"] if e["unit"] == "req/s" else [None, None],
+            "interval": e["interval"],
             "rated": rate * (1.0 - headroom),
         }
         for e, value, rate in entries
     ]
+
+
+def _within_noise(a: Rating, b: Rating) -> bool:
+    """Whether two ratings' replicate intervals overlap (one search's bracket says nothing here)."""
+    if a["interval"] != "replicates" or b["interval"] != "replicates":
+        return False
+    (a0, a1), (b0, b1) = a["ci95"], b["ci95"]
+    if a0 is None or a1 is None or b0 is None or b1 is None:
+        return False
+    return overlap((a0, a1), (b0, b1))
 
 
 def sustained(r: Rating) -> str:
@@ -108,14 +120,25 @@ def _with_goal(ratings: list[Rating], goal: Goal, results: Measured, workload: F
         )
         low = chosen["ci95"][0] if chosen["ci95"] else None
         if u.is_number(low) and low * (1.0 - headroom) < rate:
+            what = (
+                "its 95% interval over replicates"
+                if chosen["interval"] == "replicates"
+                else "its search's bracket (one run; another may land lower)"
+            )
             text += (
-                f" The low end of its 95% interval ({u.rate(low)}) would not: confirm with longer "
-                "trials, or take "
-                "the next size up."
+                f" The low end of {what} ({u.rate(low)}) would not: confirm with replicates or longer "
+                "trials, or take the next size up."
             )
         if ratings and chosen is not ratings[0]:
             smaller = ratings[ratings.index(chosen) - 1]
-            text += f" The next smaller, {smaller['label']}, is rated for only {u.rate(smaller['rated'])}."
+            text += f" The next smaller, {smaller['label']}, is rated for only {u.rate(smaller['rated'])}"
+            if _within_noise(chosen, smaller):
+                text += (
+                    ", but the two capacities' intervals overlap: they are not distinguishable here, "
+                    "so the choice rests on the goal's margin, not on a measured difference between them."
+                )
+            else:
+                text += "."
         return {"needed": needed, "choice": choice, "extrapolated": None, "text": text}
     best = max(ratings, key=lambda r: r["rate"])
     text = (

@@ -1,0 +1,64 @@
+"""`replicates: R`: each cell's capacity is searched R times, each on a fresh start of the system;
+its interval comes from the replicates and says so, and configurations whose intervals overlap are
+marked as indistinguishable in the report instead of being ranked."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+import pytest
+
+from support.studies import caplab, free_port, json_out, knownserver, write_study
+
+pytestmark = pytest.mark.slow
+
+REPLICATES = 3
+
+
+def test_a_replicated_study_gives_each_capacity_an_interval_from_its_replicates(tmp_path: Path) -> None:
+    port = free_port()
+    # Two cells of the same server: whatever their means, their intervals must overlap.
+    study = {
+        "name": "replicated",
+        "target": {"http": {"url": f"http://127.0.0.1:{port}/"}},
+        "sut": {
+            "start": f"exec {knownserver(port, '--cpu-us', '2000')}",
+            "ready": {"port": port, "timeout": "20s"},
+            "roles": {"server": {"match": f"knownserver --port {port}"}},
+        },
+        "factors": {"copy": ["a", "b"]},
+        "load": {"duration": "1s", "warmup": "300ms"},
+        "slo": ["p99<=100ms"],
+        "search": {"precision": "20%", "trial": "1s", "repeats": 1, "start": 100},
+        "replicates": REPLICATES,
+    }
+    path = write_study(tmp_path / "study.yaml", study)
+    done = caplab(
+        "run", path, "--db", f"sqlite:///{tmp_path / 'c.db'}", "--json", "-o", tmp_path / "r", timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stderr.count("replicate 1 of 3") == 2, "each cell announces its replicates"
+    cells = json_out(done)["cells"]
+    for cell in cells:
+        capacity = cell["metrics"]["capacity"]
+        replicates = capacity["replicates"]
+        assert len(replicates) == REPLICATES and capacity["replicate_count"] == REPLICATES
+        found = [r["capacity_rps"] for r in replicates if r["found"]]
+        assert len(found) >= 2, replicates
+        # The cell's figure is the replicates' mean; its interval their t-interval around it.
+        assert capacity["capacity_rps"] == pytest.approx(statistics.fmean(found))
+        assert capacity["interval"] == "replicates"
+        low, high = capacity["ci95"]
+        assert low <= capacity["capacity_rps"] <= high
+        half = statistics.stdev(found) * {2: 12.71, 3: 4.30}[len(found)] / len(found) ** 0.5
+        assert high - capacity["capacity_rps"] == pytest.approx(half, rel=1e-6)
+        # Every replicate's trials are kept, each SUT start its own.
+        assert capacity["trial_count"] == sum(r["trial_count"] for r in replicates)
+    results = json.loads((tmp_path / "r" / "results.json").read_text())
+    entries = {e["cell"]: e for e in results["capacity"]}
+    assert entries[0]["indistinguishable"] == [1] and entries[1]["indistinguishable"] == [0]
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert f"(95%, {REPLICATES} replicates) ≈ #1" in report
+    assert "they are not distinguishable" in report
