@@ -3,7 +3,7 @@ late generator with cores to spare, or at its own limit, is not and must still s
 
 from __future__ import annotations
 
-from caplab.analysis.generator import crowded_out, generator_limit, generator_limited
+from caplab.analysis.generator import closed_loop_gap, crowded_out, generator_limit, generator_limited
 from caplab.analysis.slo import Slo, parse_slo
 from caplab.engine import GeneratorFigures
 
@@ -72,3 +72,10 @@ def test_a_generator_limit_is_a_floor_and_names_the_generator() -> None:
     assert limit["summary"].startswith(
         "generator: capacity ≥ 42,000/s (the generator's limit here, not the system's)"
     )
+
+
+def test_a_closed_loop_far_faster_at_the_same_concurrency_clears_the_system() -> None:
+    reason = closed_loop_gap(42_000.0, 4, 189_000.0)
+    assert reason is not None and "4.5× the open-loop capacity of 42,000/s" in reason
+    assert "not the system's" in reason
+    assert closed_loop_gap(42_000.0, 4, 45_000.0) is None, "the same system at the same concurrency"

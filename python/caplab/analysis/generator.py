@@ -81,3 +81,22 @@ def generator_limit(lower_bound: float | None, unit: str, reason: str) -> dict[s
         "summary": f"generator: {floor} (the generator's limit here, not the system's): {reason}; "
         "run caplab with more cores, on another machine, or as several agents",
     }
+
+
+CLOSED_LOOP_GAP = 1.5
+"""A closed loop at the open search's concurrency this many times faster than the capacity found
+says the open loop's limit was not the system's."""
+
+
+def closed_loop_gap(capacity: float, users: int, closed_throughput: float) -> str | None:
+    """When a closed loop with as many users as the open search kept in flight at its capacity
+    ran far faster than that capacity, the system was not what held the open loop back: the
+    generator (its schedule, its connections) or the network was. Little's law makes the two
+    comparable: the same concurrency, the same system."""
+    if capacity <= 0 or closed_throughput < CLOSED_LOOP_GAP * capacity:
+        return None
+    return (
+        f"a closed loop of {users} users — the concurrency at capacity — reached {closed_throughput:,.0f}/s, "
+        f"{closed_throughput / capacity:.1f}× the open-loop capacity of {capacity:,.0f}/s: that gap is the "
+        "generator's or the network's, not the system's"
+    )

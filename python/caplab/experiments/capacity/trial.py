@@ -6,12 +6,13 @@ go (a study stores each one) through `on_trial`.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from caplab.analysis.generator import crowded_out, generator_limited
+from caplab.analysis.generator import closed_loop_gap, crowded_out, generator_limited
 from caplab.analysis.limit import demands, find_limit
 from caplab.analysis.slo import Slo, TrialFigures, as_dict, evaluate, parse_slo, sustainable
 from caplab.analysis.steady import littles_law, steadiness
@@ -188,6 +189,8 @@ class TrialProber:
         throughput = statistics.fmean(p.throughput for p, _ in last)
         roles = [x.name for x in self.roles]
         limit = find_limit(throughput, scopes, roles, self._signals(outcome), self._busiest_above(outcome))
+        if limit["kind"] == "software" and not self.closed:
+            limit = self._compare_closed_loop(limit, throughput, last[-1][1])
         rec = last[-1][1].result
         return LimitAnalysis(
             limit=limit,
@@ -196,6 +199,27 @@ class TrialProber:
                 rec.throughput, rec.latency_ms.mean, rec.intervals, rec.warmup_s + rec.duration_s
             ),
         )
+
+    def _compare_closed_loop(self, limit: dict[str, Any], capacity: float, at: TrialRecord) -> dict[str, Any]:
+        """A software limit found by an open loop, checked against a closed loop at the same
+        concurrency: a system that serves those users far faster did not set that limit."""
+        measured = [i.in_flight for i in at.result.intervals if not i.warmup]
+        users = max(1, math.ceil(statistics.fmean(measured or [1])))
+        spec = replace(self.base, rate=None, ramp_to=None, users=users, duration_s=self.short.duration_s)
+        spec = replace(spec, warmup_s=self.short.warmup_s, interval_s=0.5)
+        closed = run_trial(build_plan(spec), default_collectors([], None)).result
+        evidence = {**limit["evidence"], "closed_loop": {"users": users, "throughput": closed.throughput}}
+        gap = closed_loop_gap(capacity, users, closed.throughput)
+        if gap is None:
+            return {**limit, "evidence": evidence}
+        evidence["signals"] = [*evidence["signals"], gap]
+        return {
+            **limit,
+            "resource": "generator",
+            "kind": "generator",
+            "evidence": evidence,
+            "summary": f"generator or network, not the system: {gap}",
+        }
 
     @staticmethod
     def full_repeats(confirm: list[tuple[Probe, TrialRecord]]) -> int:

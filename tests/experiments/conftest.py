@@ -1,4 +1,4 @@
-"""Fixtures for the analysis tests."""
+"""Fixtures for the experiment tests."""
 
 from __future__ import annotations
 
