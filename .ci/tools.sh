@@ -1,11 +1,28 @@
-# Sourced by .ci/run: the Debian packages the tests drive for real — Chromium (the report is
-# opened in it headless) and fio (the storage baseline) — installed if missing. Idempotent.
+# Sourced by .ci/run: the Debian packages the tests drive for real, installed if missing —
+# PostgreSQL's server binaries (tests start their own clusters with initdb, never the system's),
+# OpenLDAP's slapd and its tools (idsync's directory), Chromium (the report is opened in it
+# headless), fio (storage baselines and volume checks), and the kernel tools the hardware profiles
+# use (ip/tc, losetup, mkfs.ext4, nsenter). Idempotent.
 missing=()
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+command -v pgbench >/dev/null || missing+=(postgresql-contrib)
+command -v slapd >/dev/null || [ -x /usr/sbin/slapd ] || missing+=(slapd)
+command -v ldapsearch >/dev/null || missing+=(ldap-utils)
 command -v chromium >/dev/null || missing+=(chromium)
 command -v fio >/dev/null || missing+=(fio)
+command -v tc >/dev/null || missing+=(iproute2)
+command -v mkfs.ext4 >/dev/null || missing+=(e2fsprogs)
+command -v nsenter >/dev/null || missing+=(util-linux)
 if [ ${#missing[@]} -gt 0 ]; then
+    # The packages must not start or create system services: the tests run their own servers.
+    mkdir -p /etc/postgresql-common
+    grep -qs '^create_main_cluster' /etc/postgresql-common/createcluster.conf \
+        || echo 'create_main_cluster = false' >> /etc/postgresql-common/createcluster.conf
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    rm -f /usr/sbin/policy-rc.d
 fi
 export CAPLAB_REQUIRE_CHROMIUM=1
 export CAPLAB_REQUIRE_FIO=1
+export CAPLAB_REQUIRE_PG=1
