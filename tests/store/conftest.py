@@ -16,7 +16,6 @@ from caplab.engine import ClosedLoad, Plan, RequestClass, RunResult, Target
 from caplab.store import Store
 from caplab.store.urls import engine_url
 from caplab.systems.process import start_module
-from pg import postgres_url
 from store_helpers import Filled, fill
 
 BACKENDS = ["sqlite", "postgresql"]
@@ -49,9 +48,9 @@ def sqlite_url(tmp_path: Path) -> str:
 
 
 @pytest.fixture
-def pg_url() -> Iterator[str]:
+def pg_url(postgres_url: str) -> Iterator[str]:
     """A PostgreSQL URL whose search_path is a schema of its own, dropped after the test."""
-    base = postgres_url()
+    base = postgres_url
     schema = f"t_{uuid.uuid4().hex[:12]}"
     admin = sa.create_engine(engine_url(base))
     with admin.begin() as conn:

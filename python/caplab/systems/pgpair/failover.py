@@ -119,6 +119,10 @@ def rejoin(pair: Pair, node: Server | None = None) -> float:
         target.stop("fast")
     target.wait_gone()
     nodes.ensure_slot(primary, target.name, SUPERUSER, pair.password)
+    with nodes.connect(primary, SUPERUSER, pair.password) as conn:
+        # a primary just promoted shows its new timeline in its control file only after a
+        # checkpoint: without one, pg_rewind sees one timeline and says no rewind is required
+        conn.execute("CHECKPOINT")
     target.user.run(
         [
             str(target.bin / "pg_rewind"),

@@ -82,16 +82,26 @@ def replication(primary: Server, role: str, password: str) -> list[dict[str, Any
 
 
 def wait_streaming(primary: Server, standby: Server, role: str, password: str, timeout_s: float) -> None:
-    """Until the primary lists ``standby`` as streaming; ServerError naming both otherwise."""
+    """Until ``standby`` streams from the primary and has flushed all the WAL the primary had
+    when we began (so it is past any timeline switch); ServerError naming both otherwise."""
+    query = (
+        "SELECT state = 'streaming' AND flush_lsn >= %s::pg_lsn FROM pg_stat_replication "
+        "WHERE application_name = %s"
+    )
     deadline = time.monotonic() + timeout_s
+    target: str | None = None
     while True:
         try:
-            rows = replication(primary, role, password)
+            with connect(primary, role, password) as conn:
+                if target is None:
+                    row = conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()
+                    target = row[0] if row else "0/0"
+                rows = conn.execute(query, (target, standby.name)).fetchall()
         except PasswordRefused:
             raise
         except psycopg.Error:
             rows = []
-        if any(r["standby"] == standby.name and r["state"] == "streaming" for r in rows):
+        if any(r[0] for r in rows):
             return
         if time.monotonic() > deadline:
             raise ServerError(

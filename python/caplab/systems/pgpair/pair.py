@@ -242,6 +242,16 @@ class Pair:
         primary.configure(self.settings_for(primary, sync_on=on))
         with nodes.connect(primary, SUPERUSER, self.password) as conn:
             conn.execute("SELECT pg_reload_conf()")
+        if on:  # the walsender takes the new setting a moment later
+            deadline = time.monotonic() + STREAM_TIMEOUT_S
+            while not any(
+                r["sync_state"] == "sync" for r in nodes.replication(primary, SUPERUSER, self.password)
+            ):
+                if time.monotonic() > deadline:
+                    raise PairError(
+                        f"no standby became synchronous for {primary.name} (see {primary.log_file})"
+                    )
+                time.sleep(0.02)
 
     # --- looking -------------------------------------------------------------------------------
 
