@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from caplab.systems import msgbus
-from caplab.systems.pgpair import Pair, PairSettings, ServerError
 from caplab.systems.msgbus import RunningMsgbus
+from caplab.systems.pgpair import Pair, PairSettings, ServerError
 from msgbus_client import Start
 
 
