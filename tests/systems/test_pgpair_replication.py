@@ -113,3 +113,22 @@ def test_switchover_swaps_the_roles_and_replication_flows_again(start_pair: Star
     assert pair.roles() == {old.name: "primary", new.name: "standby"}
     write_rows(pair, old, 60, 1)
     assert wait_count(pair, new, 61) == 61
+
+
+def test_a_pair_stopped_after_kill_primary_resumes_with_the_promoted_node_as_primary(
+    start_pair: StartPair,
+) -> None:
+    """Neither data directory says "standby" then; resuming both as primaries would split the pair."""
+    pair = start_pair(sync="off")
+    old, new = roles(pair)
+    sql(pair, old, "CREATE TABLE ledger (id int PRIMARY KEY)")
+    write_rows(pair, old, 0, 10)
+    assert wait_count(pair, new, 10) == 10
+    failover.kill_primary(pair, detect_delay_s=0)
+    write_rows(pair, new, 10, 5)
+    pair.stop()
+    assert pair.roles() == {old.name: "down", new.name: "down"}
+
+    pair.resume()
+    assert pair.roles() == {old.name: "standby", new.name: "primary"}
+    assert wait_count(pair, old, 15) == 15

@@ -14,7 +14,6 @@ commit would wait for a node that is not there), as Patroni's non-strict synchro
 
 from __future__ import annotations
 
-import subprocess
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -118,6 +117,9 @@ def rejoin(pair: Pair, node: Server | None = None) -> float:
     if target.postmaster_pid() is not None:
         target.stop("fast")
     target.wait_gone()
+    # pg_rewind first completes a crashed node's recovery in single-user mode, which cannot run
+    # as a standby; make_standby writes the signal again after the rewind
+    (target.data_dir / "standby.signal").unlink(missing_ok=True)
     nodes.ensure_slot(primary, target.name, SUPERUSER, pair.password)
     with nodes.connect(primary, SUPERUSER, pair.password) as conn:
         # a primary just promoted shows its new timeline in its control file only after a
@@ -142,15 +144,8 @@ def rejoin(pair: Pair, node: Server | None = None) -> float:
 
 
 def _shutdown_checkpoint(node: Server) -> int:
-    """The stopped node's last checkpoint (its shutdown checkpoint), from pg_controldata."""
-    out = subprocess.run(
-        [str(node.bin / "pg_controldata"), str(node.data_dir)],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=node.env(),
-    ).stdout
-    for line in out.splitlines():
-        if line.startswith("Latest checkpoint location:"):
-            return nodes.lsn(line.split(":", 1)[1].strip())
-    raise PairError(f"pg_controldata of {node.name} shows no checkpoint location")
+    """The stopped node's last checkpoint (its shutdown checkpoint)."""
+    found = node.control_data().get("Latest checkpoint location")
+    if not found:
+        raise PairError(f"pg_controldata of {node.name} shows no checkpoint location")
+    return nodes.lsn(found)

@@ -323,12 +323,24 @@ class Pair:
     # --- running and stopping --------------------------------------------------------------------
 
     def resume(self) -> None:
-        """Starts a stopped pair in the roles it had: the node without standby.signal first."""
-        ordered = sorted(self.nodes, key=lambda n: (n.data_dir / "standby.signal").exists())
-        for n in ordered:
+        """Starts a stopped pair in the roles it had: the primary first. After a kill-primary
+        without rejoin neither node is a standby on disk; the one on the later timeline (the
+        promoted one) is the primary, and the other must be rewound (``rejoin``) before it runs."""
+        standbys = [n for n in self.nodes if (n.data_dir / "standby.signal").exists()]
+        if not standbys:
+            later = max(self.nodes, key=self._timeline)
+            later.start()
+            from caplab.systems.pgpair.failover import rejoin  # failover builds on this module
+
+            rejoin(self, self.other(later))
+        for n in sorted(self.nodes, key=lambda n: n in standbys):
             if n.postmaster_pid() is None:
                 n.start()
         self.mark(True)
+
+    @staticmethod
+    def _timeline(node: Server) -> int:
+        return int(node.control_data().get("Latest checkpoint's TimeLineID", "0") or 0)
 
     def stop(self) -> None:
         """Stops both nodes (fast: open transactions roll back), standby first."""

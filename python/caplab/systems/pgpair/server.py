@@ -312,6 +312,12 @@ class Server:
         except (OSError, ValueError):
             return None
 
+    def control_data(self) -> dict[str, str]:
+        """``pg_controldata``'s fields (timeline, last checkpoint…), read from the data directory."""
+        out = self.user.run([str(self.bin / "pg_controldata"), str(self.data_dir)], env=self.env())
+        fields = (line.partition(":") for line in out.splitlines())
+        return {name.strip(): value.strip() for name, _, value in fields}
+
     def pids(self) -> list[int]:
         """The postmaster and every process it started (backends, walsender, checkpointer…)."""
         pid = self.postmaster_pid()
