@@ -71,6 +71,8 @@ def test_the_command_line_runs_a_pair_in_the_foreground_until_sigterm() -> None:
         status = json.loads(pgpair("status", "--data-dir", str(data_dir)).stdout)
         assert status["primary"] == "node1"
         assert [n["role"] for n in status["nodes"]] == ["standby", "primary"]
+        assert status["roles"]["primary"][0] == status["nodes"][1]["pid"]
+        assert status["roles"]["standby"][0] == status["nodes"][0]["pid"]
         postmasters = [n["pid"] for n in status["nodes"]]
 
         proc.send_signal(signal.SIGTERM)

@@ -4,7 +4,9 @@
   127.0.0.1:PORT`` (the primary) and one ``pgpair {json}`` line with the status, then stays in the
   foreground until SIGTERM/SIGINT or ``stop``, and stops both nodes. ``--detach`` returns at once,
   leaving the servers running. Without ``--data-dir`` the pair lives in a temporary directory that
-  is removed when it stops.
+  is removed when it stops. The servers are daemons of their own (``pg_ctl``), so role changes work
+  from any process; a ``start`` killed with SIGKILL leaves them running (``stop`` ends them). Given
+  the ``--data-dir`` of a stopped pair, ``start`` starts it again in its last roles.
 - ``status`` prints the status as JSON: which node is primary, ports, pids per node, replication.
 - ``switchover``, ``kill-primary [--detect-delay S] [--rejoin]`` and ``rejoin`` change roles and
   print what they did and how long it took, as JSON.

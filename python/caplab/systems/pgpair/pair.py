@@ -298,15 +298,20 @@ class Pair:
         """What ``status`` prints: roles, ports, pids, replication, and how to connect."""
         roles = self.roles()
         primary = next((n for n in self.nodes if roles[n.name] == "primary"), None)
+        pids = {n.name: n.pids() for n in self.nodes}
         return {
             "primary": primary.name if primary else None,
+            "roles": {
+                role: next((pids[n.name] for n in self.nodes if roles[n.name] == role), [])
+                for role in ("primary", "standby")
+            },
             "nodes": [
                 {
                     "name": n.name,
                     "role": roles[n.name],
                     "port": n.port,
                     "pid": n.postmaster_pid(),
-                    "pids": n.pids(),
+                    "pids": pids[n.name],
                     "data_dir": str(n.data_dir),
                     "log": str(n.log_file),
                 }
