@@ -1,5 +1,6 @@
 """Fixtures: the built-in knownserver as a child process, in-process servers that record what they
-receive (see servers.py), a closed port, and the `caplab` command."""
+receive (see servers.py), a closed port, the `caplab` command, and (support/pg_plugin.py) the
+session's throwaway PostgreSQL, ``postgres_url``."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import pytest
 
 from caplab.systems.process import RunningServer, start_module
 from support.servers import FramedServer, Framing, KnownServer, RecordingHttpServer, Reply, ResponseStyle
+
+pytest_plugins = ["support.pg_plugin"]
 
 # --- knownserver (child process) ------------------------------------------------------------------
 

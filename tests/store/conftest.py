@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from pg import postgres_url
 
 from caplab import engine
 from caplab.engine import ClosedLoad, Plan, RequestClass, RunResult, Target
@@ -49,9 +48,9 @@ def sqlite_url(tmp_path: Path) -> str:
 
 
 @pytest.fixture
-def pg_url() -> Iterator[str]:
+def pg_url(postgres_url: str) -> Iterator[str]:
     """A PostgreSQL URL whose search_path is a schema of its own, dropped after the test."""
-    base = postgres_url()
+    base = postgres_url
     schema = f"t_{uuid.uuid4().hex[:12]}"
     admin = sa.create_engine(engine_url(base))
     with admin.begin() as conn:

@@ -1,10 +1,13 @@
-"""Fixtures for msgbus: the whole system started as real processes on free loopback ports,
-stopped at teardown; and the PostgreSQL URL for the store's PostgreSQL variant."""
+"""Fixtures for the reference systems: msgbus started as real processes on free loopback ports,
+the PostgreSQL URL for its store's PostgreSQL variant, and pgpair's primary and standby; all
+stopped (and their files deleted) at teardown."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
+import contextlib
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +15,7 @@ import pytest
 
 from caplab.systems import msgbus
 from caplab.systems.msgbus import RunningMsgbus
+from caplab.systems.pgpair import Pair, PairSettings, ServerError
 from support.msgbus_client import Start
 
 
@@ -35,12 +39,31 @@ def start_msgbus(tmp_path: Path) -> Iterator[Start]:
 
 
 @pytest.fixture
-def pg_url() -> str:
-    """``$CAPLAB_TEST_PG_URL`` (a database where schemas may be created); skips without it unless
-    ``$CAPLAB_REQUIRE_PG=1``, where its absence is a failure."""
-    url = os.environ.get("CAPLAB_TEST_PG_URL")
-    if not url:
-        if os.environ.get("CAPLAB_REQUIRE_PG") == "1":
-            pytest.fail("CAPLAB_REQUIRE_PG=1 but CAPLAB_TEST_PG_URL is not set")
-        pytest.skip("CAPLAB_TEST_PG_URL is not set")
-    return url
+def pg_url(postgres_url: str) -> str:
+    """The session's PostgreSQL (support/pg_plugin.py); msgbus makes its own schemas in it."""
+    return postgres_url
+
+
+@pytest.fixture
+def start_pair() -> Iterator[Callable[..., Pair]]:
+    """``start_pair(**settings)``: a pgpair in a temporary directory every user may enter (the
+    servers run as an unprivileged user); each pair is stopped and deleted at teardown."""
+    made: list[tuple[Path, Pair | None]] = []
+
+    def start(**settings: Any) -> Pair:
+        directory = Path(tempfile.mkdtemp(prefix="caplab-test-pgpair-"))
+        directory.chmod(0o755)
+        made.append((directory, None))
+        pair = Pair.create(PairSettings(data_dir=directory / "pair", **settings))
+        made[-1] = (directory, pair)
+        return pair
+
+    yield start
+    for directory, pair in made:
+        if pair is not None:
+            with contextlib.suppress(ServerError):
+                pair.stop()
+            for node in pair.nodes:
+                node.kill()
+                node.wait_gone()
+        shutil.rmtree(directory, ignore_errors=True)

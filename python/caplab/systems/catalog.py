@@ -29,6 +29,15 @@ SYSTEMS = (
         "caplab systems start msgbus --hosts 2 --stores 1",
     ),
     ReferenceSystem(
+        "pgpair",
+        "caplab.systems.pgpair",
+        "PostgreSQL primary and hot standby (streaming replication, a slot, sync on|remote_apply|off), "
+        "N databases seeded with pgbench's tpcb schema; switchover, kill-primary and rejoin; roles "
+        "primary and standby",
+        "a SQL Server availability group (seeds/004) and synchronous mirroring (seeds/002)",
+        "caplab systems start pgpair --databases 20 --sync on --data-dir /var/tmp/pgpair",
+    ),
+    ReferenceSystem(
         "knownserver",
         "caplab.systems.knownserver",
         "HTTP or framed TCP server with a known cost per request (CPU, sleep, a serial section), "

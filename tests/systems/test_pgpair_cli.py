@@ -1,0 +1,86 @@
+"""pgpair as a user meets it: seeded databases, the command line (foreground start, status, a
+role change, stop), and a wrong password refused in one clear line."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+
+from caplab.systems.pgpair import Pair, PasswordRefused
+from caplab.systems.pgpair.nodes import connect
+
+StartPair = Callable[..., Pair]
+MODULE = [sys.executable, "-m", "caplab.systems.pgpair"]
+
+
+def pgpair(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*MODULE, *args], capture_output=True, text=True, timeout=300, check=False, env=env)
+
+
+def test_each_seeded_database_holds_pgbench_tables_on_both_nodes(start_pair: StartPair) -> None:
+    pair = start_pair(databases=20, scale=1, jobs=4)
+    assert pair.database_names() == [f"ag_{i}" for i in range(20)]
+    query = "SELECT (SELECT count(*) FROM pgbench_branches), (SELECT count(*) FROM pgbench_accounts)"
+    for node in pair.nodes:  # the standby got them from the base backup
+        for name in pair.database_names():
+            with connect(node, pair.state.superuser, pair.password, dbname=name) as conn:
+                assert conn.execute(query).fetchone() == (1, 100_000), (node.name, name)
+
+
+def test_a_wrong_password_is_refused_in_one_clear_line(start_pair: StartPair) -> None:
+    pair = start_pair()
+    wrong = "not-the-pair-password"
+    refused = pgpair("status", "--data-dir", str(pair.data_dir), env={**os.environ, "PGPAIR_PASSWORD": wrong})
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("pgpair: node0 (127.0.0.1:")
+    assert "refused the password for role 'caplab'" in refused.stderr
+    assert "Traceback" not in refused.stderr and wrong not in refused.stderr + refused.stdout
+    try:
+        Pair.open(pair.data_dir, password=wrong).status()
+    except PasswordRefused as e:
+        assert wrong not in str(e)
+    else:
+        raise AssertionError("a wrong password was accepted")
+
+
+def test_the_command_line_runs_a_pair_in_the_foreground_until_sigterm() -> None:
+    """No --data-dir: a temporary pair, removed when it stops. Another process drives it meanwhile."""
+    proc = subprocess.Popen(
+        [*MODULE, "start", "--sync", "on"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        listening = proc.stdout.readline()
+        assert listening.startswith("listening 127.0.0.1:"), proc.stderr.read() if proc.stderr else ""
+        started = json.loads(proc.stdout.readline().removeprefix("pgpair "))
+        data_dir = Path(started["passfile"]).parent
+        assert started["primary"] == "node0" and started["sync"] == "on"
+        assert str(started["nodes"][0]["port"]) == listening.strip().rsplit(":", 1)[1]
+        assert "password" not in json.dumps(started).lower().replace("passfile", "")
+
+        switched = pgpair("switchover", "--data-dir", str(data_dir))
+        assert switched.returncode == 0, switched.stderr
+        assert json.loads(switched.stdout)["new_primary"] == "node1"
+        status = json.loads(pgpair("status", "--data-dir", str(data_dir)).stdout)
+        assert status["primary"] == "node1"
+        assert [n["role"] for n in status["nodes"]] == ["standby", "primary"]
+        assert status["roles"]["primary"][0] == status["nodes"][1]["pid"]
+        assert status["roles"]["standby"][0] == status["nodes"][0]["pid"]
+        postmasters = [n["pid"] for n in status["nodes"]]
+
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=120) == 0
+        assert not data_dir.exists()
+        _, alive = psutil.wait_procs([psutil.Process(p) for p in postmasters if psutil.pid_exists(p)], 30)
+        assert not [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
