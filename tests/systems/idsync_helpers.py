@@ -60,60 +60,24 @@ class StoreDirs:
         return ["--data", self.root / "data", "--log", self.root / "log", "--temp", self.root / "temp"]
 
 
-def ldap_count(directory: Path, base: str) -> int:
-    """inetOrgPerson entries under ``base``, as slapd reports them to ldapsearch."""
+def ldapsearch(directory: Path, *args: str) -> str:
+    """ldapsearch bound as the root DN with the directory's own password file."""
     port = json.loads((directory / "directory.json").read_text())["port"]
+    bind = ["-x", "-LLL", "-o", "ldif-wrap=no", "-H", f"ldap://127.0.0.1:{port}"]
+    bind += ["-D", "cn=admin,dc=idsync,dc=test", "-y", str(directory / "rootpw")]
     done = subprocess.run(
-        [
-            "ldapsearch",
-            "-x",
-            "-LLL",
-            "-H",
-            f"ldap://127.0.0.1:{port}",
-            "-D",
-            "cn=admin,dc=idsync,dc=test",
-            "-y",
-            str(directory / "rootpw"),
-            "-b",
-            base,
-            "-E",
-            "pr=1000/noprompt",
-            "(objectClass=inetOrgPerson)",
-            "1.1",
-        ],  # fmt: skip
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        check=False,
+        ["ldapsearch", *bind, *args], capture_output=True, text=True, timeout=TIMEOUT_S, check=False
     )
     assert done.returncode == 0, done.stderr
-    return sum(1 for line in done.stdout.splitlines() if line.startswith("dn: "))
+    return done.stdout
+
+
+def ldap_count(directory: Path, base: str) -> int:
+    """inetOrgPerson entries under ``base``, as slapd reports them to ldapsearch."""
+    found = ldapsearch(directory, "-b", base, "-E", "pr=1000/noprompt", "(objectClass=inetOrgPerson)", "1.1")
+    return sum(1 for line in found.splitlines() if line.startswith("dn: "))
 
 
 def ldap_entry(directory: Path, dn: str) -> dict[str, str]:
-    port = json.loads((directory / "directory.json").read_text())["port"]
-    done = subprocess.run(
-        [
-            "ldapsearch",
-            "-x",
-            "-LLL",
-            "-o",
-            "ldif-wrap=no",
-            "-H",
-            f"ldap://127.0.0.1:{port}",
-            "-D",
-            "cn=admin,dc=idsync,dc=test",
-            "-y",
-            str(directory / "rootpw"),
-            "-s",
-            "base",
-            "-b",
-            dn,
-        ],  # fmt: skip
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return dict(line.split(": ", 1) for line in done.stdout.splitlines() if ": " in line)
+    found = ldapsearch(directory, "-s", "base", "-b", dn)
+    return dict(line.split(": ", 1) for line in found.splitlines() if ": " in line)
