@@ -3,7 +3,8 @@
     directory start --data-dir D [--port P]   slapd as an ordinary process (see directory.py)
     directory stop  --data-dir D
     seed --objects N [--attributes 25] [--data-dir D] [--csv FILE]
-    reset                                      empty connector space, metaverse, export, counters
+    reset [--data-dir D]                       empty connector space, metaverse, export, counters
+                                               (and the directory's export subtree)
     run stage [--source ldap | csv:FILE]       source → connector space
     run sync  [--export ldap] [--export csv:FILE] [--export none]
     run export                                 retry exports left pending
@@ -85,7 +86,9 @@ def parser() -> argparse.ArgumentParser:
     seeding.add_argument("--csv", type=Path, help="also (or only) write the people to this CSV file")
     directory_option(seeding)
 
-    store_options(commands.add_parser("reset", help="empty the store"))
+    resetting = commands.add_parser("reset", help="empty the store (and, given --data-dir, the export subtree)")
+    store_options(resetting)
+    directory_option(resetting)
 
     run = commands.add_parser("run", help="run a profile: stage, sync or export")
     profiles = run.add_subparsers(dest="profile", required=True)
@@ -257,6 +260,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], None]] = {
 def reset(args: argparse.Namespace) -> None:
     with open_store(args) as store:
         store.reset()
+    if args.data_dir is not None:
+        Directory(args.data_dir).empty_export()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -4,7 +4,9 @@ Everything lives in one home directory D:
 
     D/slapd.conf     the configuration (0600: it holds the root password's salted hash)
     D/rootpw         the root DN's password, generated at the first start (0600, never printed)
-    D/db/            the mdb database
+    D/db/            the mdb database of the people (dc=idsync,dc=test)
+    D/export-db/     the export subtree's own mdb database (ou=export,…), glued under it, so
+                     emptying the export between runs is a file removal, not N LDAP deletes
     D/directory.json port, suffix and root DN (no secret), read by seed, stage and export
     D/slapd.pid      the running slapd's pid; D/slapd.log its output
 
@@ -56,7 +58,8 @@ dn: {PEOPLE}
 objectClass: organizationalUnit
 ou: people
 
-dn: {EXPORT}
+"""
+EXPORT_LDIF = f"""dn: {EXPORT}
 objectClass: organizationalUnit
 ou: export
 
@@ -92,6 +95,7 @@ class Directory:
         self.conf = self.home / "slapd.conf"
         self.password_file = self.home / "rootpw"
         self.db = self.home / "db"
+        self.export_db = self.home / "export-db"
         self.state_file = self.home / "directory.json"
         self.pid_file = self.home / "slapd.pid"
         self.log_file = self.home / "slapd.log"
@@ -103,15 +107,19 @@ class Directory:
         require_tools()
         self.home.mkdir(parents=True, exist_ok=True)
         self.db.mkdir(exist_ok=True)
+        self.export_db.mkdir(exist_ok=True)
         if not self.password_file.exists():
             write_private(self.password_file, secrets.token_urlsafe(24))
         write_private(self.conf, self._slapd_conf(ssha(self.password()), durable))
         state = {"port": port, "durable": durable, "suffix": SUFFIX, "root_dn": ROOT_DN}
         self.state_file.write_text(json.dumps(state) + "\n")
-        if not any(self.db.glob("data.mdb")):
+        if not (self.db / "data.mdb").exists():
             self.load_ldif(BASE_LDIF)
+        if not (self.export_db / "data.mdb").exists():
+            self.load_ldif(EXPORT_LDIF, EXPORT)
 
     def _slapd_conf(self, hashed: str, durable: bool) -> str:
+        sync = "" if durable else "dbnosync"
         schemas = "\n".join(
             f"include {SCHEMA_DIR / name}.schema" for name in ("core", "cosine", "nis", "inetorgperson")
         )
@@ -125,6 +133,15 @@ loglevel none
 sizelimit unlimited
 
 database mdb
+suffix "{EXPORT}"
+subordinate
+rootdn "{ROOT_DN}"
+directory {self.export_db}
+maxsize {MAP_SIZE}
+index objectClass eq
+{sync}
+
+database mdb
 suffix "{SUFFIX}"
 rootdn "{ROOT_DN}"
 rootpw {hashed}
@@ -132,7 +149,7 @@ directory {self.db}
 maxsize {MAP_SIZE}
 index objectClass eq
 index uid,employeeNumber eq
-{"" if durable else "dbnosync"}
+{sync}
 """
 
     def password(self) -> str:
@@ -164,12 +181,12 @@ index uid,employeeNumber eq
 
     # database ------------------------------------------------------------------------------
 
-    def load_ldif(self, ldif: str | Path) -> None:
-        """slapadd into the (stopped) database: the bulk path, many times faster than LDAP adds
-        because it skips the protocol and commits once per many entries (``-q``)."""
+    def load_ldif(self, ldif: str | Path, suffix: str = SUFFIX) -> None:
+        """slapadd into the (stopped) database of ``suffix``: the bulk path, many times faster than
+        LDAP adds because it skips the protocol and commits once per many entries (``-q``)."""
         if self.running_pid() is not None:
             raise IdsyncError("slapadd needs the directory stopped")
-        command = ["slapadd", "-q", "-f", str(self.conf)]
+        command = ["slapadd", "-q", "-f", str(self.conf), "-b", suffix]
         if isinstance(ldif, Path):
             done = subprocess.run([*command, "-l", str(ldif)], capture_output=True, text=True, check=False)
         else:
@@ -177,12 +194,22 @@ index uid,employeeNumber eq
         if done.returncode != 0:
             raise IdsyncError(f"slapadd failed: {last_lines(done.stderr)}")
 
-    def wipe(self) -> None:
-        """Empties the database (stopped): the next load starts from nothing."""
+    def wipe(self, database: Path) -> None:
+        """Empties one database (stopped): the next load starts from nothing."""
         if self.running_pid() is not None:
             raise IdsyncError("the directory must be stopped to empty its database")
-        shutil.rmtree(self.db, ignore_errors=True)
-        self.db.mkdir()
+        shutil.rmtree(database, ignore_errors=True)
+        database.mkdir()
+
+    def empty_export(self) -> None:
+        """Removes everything provisioned under ou=export (restarting slapd if it ran), so every
+        run's export starts from the same empty subtree."""
+        port, durable = self.port(), self.durable()
+        was_running = self.stop()
+        self.wipe(self.export_db)
+        self.load_ldif(EXPORT_LDIF, EXPORT)
+        if was_running:
+            self.start(port, durable)
 
     # process -------------------------------------------------------------------------------
 

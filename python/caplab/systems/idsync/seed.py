@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from caplab.systems.idsync import people
-from caplab.systems.idsync.directory import BASE_LDIF, Directory
+from caplab.systems.idsync.directory import BASE_LDIF, EXPORT, EXPORT_LDIF, Directory
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,8 @@ class Seeded:
 
 
 def seed_directory(directory: Directory, objects: int, attributes: int) -> Seeded:
-    """Replaces the directory's whole content with the base entries and ``objects`` people."""
+    """Replaces the directory's whole content with the base entries and ``objects`` people (and
+    an empty export subtree)."""
     people.check_attributes(attributes)
     started = time.monotonic()
     port, durable = directory.port(), directory.durable()
@@ -31,8 +32,10 @@ def seed_directory(directory: Directory, objects: int, attributes: int) -> Seede
     ldif = directory.home / "seed.ldif"
     try:
         people.write_ldif(ldif, objects, attributes, header=BASE_LDIF)
-        directory.wipe()
+        directory.wipe(directory.db)
         directory.load_ldif(ldif)
+        directory.wipe(directory.export_db)
+        directory.load_ldif(EXPORT_LDIF, EXPORT)
     finally:
         ldif.unlink(missing_ok=True)
     if was_running:
