@@ -77,6 +77,9 @@ def test_sync_projects_every_person_and_exports_them_to_the_second_subtree(
     assert exported["mail"] == "u0000007@example.test"
     counters = parse_exposition(idsync("metrics", *store.options).stdout)
     assert counters["idsync_objects_exported_total"] == PEOPLE
+    idsync("reset", "--data-dir", directory, *store.options)
+    assert ldap_count(directory, EXPORT_BASE) == 0  # the next run exports into an empty subtree
+    assert ldap_count(directory, PEOPLE_BASE) == PEOPLE
 
 
 def test_store_files_go_to_their_own_directories(directory: Path, tmp_path: Path) -> None:

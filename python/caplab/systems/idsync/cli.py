@@ -86,7 +86,9 @@ def parser() -> argparse.ArgumentParser:
     seeding.add_argument("--csv", type=Path, help="also (or only) write the people to this CSV file")
     directory_option(seeding)
 
-    resetting = commands.add_parser("reset", help="empty the store (and, given --data-dir, the export subtree)")
+    resetting = commands.add_parser(
+        "reset", help="empty the store (and, given --data-dir, the export subtree)"
+    )
     store_options(resetting)
     directory_option(resetting)
 

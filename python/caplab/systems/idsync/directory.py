@@ -5,8 +5,10 @@ Everything lives in one home directory D:
     D/slapd.conf     the configuration (0600: it holds the root password's salted hash)
     D/rootpw         the root DN's password, generated at the first start (0600, never printed)
     D/db/            the mdb database of the people (dc=idsync,dc=test)
-    D/export-db/     the export subtree's own mdb database (ou=export,…), glued under it, so
-                     emptying the export between runs is a file removal, not N LDAP deletes
+    D/export-db/     the export subtree's own mdb database (ou=export,…), so emptying the export
+                     between runs is a file removal, not N LDAP deletes. Not glued to the
+                     suffix (slapd 2.5 refuses the second page of a paged search through glue):
+                     search it by its own base
     D/directory.json port, suffix and root DN (no secret), read by seed, stage and export
     D/slapd.pid      the running slapd's pid; D/slapd.log its output
 
@@ -134,7 +136,6 @@ sizelimit unlimited
 
 database mdb
 suffix "{EXPORT}"
-subordinate
 rootdn "{ROOT_DN}"
 directory {self.export_db}
 maxsize {MAP_SIZE}
