@@ -171,3 +171,14 @@ def test_the_store_can_be_postgresql(pg_url: str, tmp_path: Path) -> None:
     assert (
         parse_exposition(idsync("metrics", "--store", pg_url).stdout)["idsync_objects_staged_total"] == 2000
     )
+
+
+def test_exporting_into_a_subtree_that_already_holds_the_people_replaces_them(
+    directory: Path, tmp_path: Path
+) -> None:
+    first, second = StoreDirs(tmp_path / "first"), StoreDirs(tmp_path / "second")
+    idsync("reset", "--data-dir", directory, *first.options)
+    for store in (first, second):  # the second store knows nothing of what the first exported
+        answer("run", "stage", "--data-dir", directory, *store.options)
+        assert answer("run", "sync", "--data-dir", directory, *store.options)["exported"] == PEOPLE
+    assert answer("counts", "--data-dir", directory, *second.options)["directory"]["export"] == PEOPLE

@@ -75,6 +75,8 @@ class Endpoint:
     url: str
     root_dn: str
     password: str
+    password_file: Path
+    """Where the password came from, for OpenLDAP's own clients (``-y``: never on a command line)."""
 
     def __repr__(self) -> str:
         return f"Endpoint(url={self.url!r}, root_dn={self.root_dn!r})"
@@ -177,8 +179,9 @@ index uid,employeeNumber eq
         return bool(self.state().get("durable", False))
 
     def endpoint(self, password_file: Path | None = None) -> Endpoint:
+        source = self.password_file if password_file is None else password_file
         password = self.password() if password_file is None else read_secret(password_file)
-        return Endpoint(f"ldap://127.0.0.1:{self.port()}", ROOT_DN, password)
+        return Endpoint(f"ldap://127.0.0.1:{self.port()}", ROOT_DN, password, source)
 
     # database ------------------------------------------------------------------------------
 

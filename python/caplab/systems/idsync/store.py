@@ -59,7 +59,7 @@ CREATE TABLE IF NOT EXISTS export (
     exported SMALLINT NOT NULL DEFAULT 0,
     PRIMARY KEY (target, mv_id)
 );
-CREATE INDEX IF NOT EXISTS export_pending ON export (target) WHERE exported = 0;
+CREATE INDEX IF NOT EXISTS export_pending_in_order ON export (target, mv_id) WHERE exported = 0;
 CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value BIGINT NOT NULL);
 CREATE TABLE IF NOT EXISTS {log}.change_log (
     seq {id_key},
