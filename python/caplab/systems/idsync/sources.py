@@ -97,7 +97,7 @@ def connect(endpoint: Endpoint) -> Any:
             endpoint.password,
             auto_bind=True,
             raise_exceptions=False,
-            read_only=False,
+            check_names=False,  # no schema was read (get_info=NONE): nothing to check names against
         )
     except LDAPBindError:
         raise IdsyncError(
