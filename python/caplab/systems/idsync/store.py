@@ -9,9 +9,11 @@ Where the files go (the paper's rule: database, log and tempdb on different volu
   files atomically (a super-journal) — the sequential, fsync-on-commit stream a database log volume
   carries. (SQLite cannot put a database's own journal elsewhere: it refuses a symlinked journal,
   and WAL files always sit beside the database.) ``--temp DIR`` is where SQLite spills sorts,
-  index builds and statement journals (``SQLITE_TMPDIR``, read once per process, so the first store
-  opened in a process decides it). Rollback-journal mode with ``synchronous=FULL``: a commit is on
-  disk when it returns.
+  index builds and statement journals (``PRAGMA temp_store_directory``: deprecated but still
+  compiled in, and the only switch that works once the process has started — SQLITE_TMPDIR is read
+  when the sqlite3 module loads; it is process-wide, so the last store opened decides).
+  Rollback-journal mode with ``synchronous=FULL``: a commit is on disk
+  when it returns.
 - PostgreSQL (``--store postgresql://…``): schemas ``idsync`` and ``idsync_log`` in that database;
   placing data, WAL and temp files is the server's business (tablespaces, ``initdb --waldir``,
   ``temp_tablespaces``), so ``--data/--log/--temp`` are refused with it.
@@ -19,7 +21,6 @@ Where the files go (the paper's rule: database, log and tempdb on different volu
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -242,13 +243,13 @@ def open_sqlite(url: str | None, placement: Placement) -> sqlite3.Connection:
     for directory in (path.parent, log_path.parent, placement.temp):
         if directory is not None:
             directory.mkdir(parents=True, exist_ok=True)
-    if placement.temp is not None:
-        os.environ["SQLITE_TMPDIR"] = str(placement.temp.resolve())
     try:
         db = sqlite3.connect(path, isolation_level=None, timeout=60)
         db.execute("PRAGMA journal_mode=DELETE")
         db.execute("PRAGMA synchronous=FULL")
         db.execute("PRAGMA temp_store=FILE")
+        if placement.temp is not None:
+            db.execute(f"PRAGMA temp_store_directory = {quote(str(placement.temp.resolve()))}")
         db.execute("ATTACH DATABASE ? AS log", (str(log_path),))
         db.execute("PRAGMA log.journal_mode=DELETE")
         db.execute("PRAGMA log.synchronous=FULL")
@@ -269,6 +270,11 @@ def open_postgres(url: str) -> Any:
     db.execute(f"SET search_path TO {PG_SCHEMA}")
     db.commit()
     return db
+
+
+def quote(text: str) -> str:
+    """An SQL string literal (a PRAGMA takes no parameters)."""
+    return "'" + text.replace("'", "''") + "'"
 
 
 def redact(url: str) -> str:
