@@ -152,19 +152,19 @@ def test_metrics_are_served_while_runs_come_and_go(tmp_path: Path) -> None:
 
 def test_usage_mistakes_are_one_line_each(tmp_path: Path) -> None:
     done = idsync("run", "stage", "--source", "ftp:x", "--data", tmp_path, check=False)
-    assert done.returncode == 1 and "--source must be ldap or csv:FILE" in done.stderr
+    assert done.returncode == 1 and "--source must be ldap, csv:FILE or postgresql://" in done.stderr
     done = idsync("counts", "--store", "postgresql://u:secret@127.0.0.1:1/x", "--data", tmp_path, check=False)
     assert done.returncode == 1 and "placement is the server's" in done.stderr and "secret" not in done.stderr
     done = idsync("seed", "--objects", 10, "--attributes", 40, "--csv", tmp_path / "p.csv", check=False)
     assert done.returncode == 1 and "--attributes must be 4…32" in done.stderr
 
 
-def test_the_store_can_be_postgresql(pg_url: str, tmp_path: Path) -> None:
-    people, exported = tmp_path / "people.csv", tmp_path / "export.csv"
-    answer("seed", "--csv", people, "--objects", 1000)
+def test_the_store_and_the_source_can_be_postgresql(pg_url: str, tmp_path: Path) -> None:
+    exported = tmp_path / "export.csv"
+    answer("seed", "--sql", pg_url, "--objects", 1000)
     idsync("reset", "--store", pg_url)
-    assert answer("run", "stage", "--source", f"csv:{people}", "--store", pg_url)["objects"] == 1000
-    assert answer("run", "stage", "--source", f"csv:{people}", "--store", pg_url)["objects"] == 1000
+    assert answer("run", "stage", "--source", pg_url, "--store", pg_url)["objects"] == 1000
+    assert answer("run", "stage", "--source", pg_url, "--store", pg_url)["objects"] == 1000
     assert answer("run", "sync", "--export", f"csv:{exported}", "--store", pg_url)["synced"] == 1000
     counts = answer("counts", "--store", pg_url)
     assert (counts["connector_space"], counts["metaverse"], counts["export"]) == (1000, 1000, 1000)

@@ -2,10 +2,10 @@
 
     directory start --data-dir D [--port P]   slapd as an ordinary process (see directory.py)
     directory stop  --data-dir D
-    seed --objects N [--attributes 25] [--data-dir D] [--csv FILE]
+    seed --objects N [--attributes 25] [--data-dir D] [--csv FILE] [--sql URL]
     reset [--data-dir D]                       empty connector space, metaverse, export, counters
                                                (and the directory's export subtree)
-    run stage [--source ldap | csv:FILE]       source → connector space
+    run stage [--source ldap | csv:FILE | URL] source → connector space (URL: the SQL source)
     run sync  [--export ldap] [--export csv:FILE] [--export none]
     run export                                 retry exports left pending
     counts [--data-dir D]                      JSON: store counts (and the directory's own)
@@ -33,8 +33,8 @@ from caplab.systems.idsync import engine, metrics, seed
 from caplab.systems.idsync.directory import EXPORT, PEOPLE, Directory
 from caplab.systems.idsync.errors import IdsyncError
 from caplab.systems.idsync.exporters import CsvExporter, Exporter, LdapExporter
-from caplab.systems.idsync.sources import CsvSource, LdapSource, Source, connect
-from caplab.systems.idsync.store import Placement, Store
+from caplab.systems.idsync.sources import CsvSource, LdapSource, Source, SqlSource, connect
+from caplab.systems.idsync.store import Placement, Store, redact
 
 DEFAULT_PORT = 3890
 ENV = "CAPLAB_IDSYNC_"
@@ -84,6 +84,7 @@ def parser() -> argparse.ArgumentParser:
     seeding.add_argument("--objects", type=int, required=True)
     seeding.add_argument("--attributes", type=int, default=25)
     seeding.add_argument("--csv", type=Path, help="also (or only) write the people to this CSV file")
+    seeding.add_argument("--sql", metavar="URL", help="also (or only) load them into a PostgreSQL table")
     directory_option(seeding)
 
     resetting = commands.add_parser(
@@ -95,7 +96,11 @@ def parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run a profile: stage, sync or export")
     profiles = run.add_subparsers(dest="profile", required=True)
     stage = profiles.add_parser("stage", help="source → connector space")
-    stage.add_argument("--source", default="ldap", help="ldap (the directory) or csv:FILE")
+    stage.add_argument(
+        "--source",
+        default="ldap",
+        help="ldap (the directory), csv:FILE, or a postgresql:// URL (the SQL source)",
+    )
     stage.add_argument("--bind-password-file", type=Path, help="bind with this password, not the directory's")
     for name in ("sync", "export"):
         profile = profiles.add_parser(name, help="connector space → metaverse → export" if name == "sync" else
@@ -146,8 +151,8 @@ def run_directory(args: argparse.Namespace) -> None:
 def run_seed(args: argparse.Namespace) -> None:
     if args.objects < 0:
         raise IdsyncError(f"--objects must be ≥ 0, got {args.objects}")
-    if args.data_dir is None and args.csv is None:
-        raise IdsyncError("seed what? give --data-dir D (the directory) and/or --csv FILE")
+    if args.data_dir is None and args.csv is None and args.sql is None:
+        raise IdsyncError("seed what? give --data-dir D (the directory), --csv FILE and/or --sql URL")
     done: dict[str, Any] = {"objects": args.objects, "attributes": args.attributes}
     if args.data_dir is not None:
         done["directory_seconds"] = round(
@@ -155,6 +160,8 @@ def run_seed(args: argparse.Namespace) -> None:
         )
     if args.csv is not None:
         done["csv_seconds"] = round(seed.seed_csv(args.csv, args.objects, args.attributes).seconds, 3)
+    if args.sql is not None:
+        done["sql_seconds"] = round(seed.seed_sql(args.sql, args.objects, args.attributes).seconds, 3)
     print(json.dumps(done))
 
 
@@ -163,7 +170,9 @@ def make_source(args: argparse.Namespace) -> Source:
         return CsvSource(Path(args.source.removeprefix("csv:")))
     if args.source == "ldap":
         return LdapSource(the_directory(args).endpoint(args.bind_password_file))
-    raise IdsyncError(f"--source must be ldap or csv:FILE, got {args.source!r}")
+    if args.source.startswith(("postgresql://", "postgres://")):
+        return SqlSource(args.source)
+    raise IdsyncError(f"--source must be ldap, csv:FILE or postgresql://…, got {redact(args.source)!r}")
 
 
 def make_exporters(args: argparse.Namespace) -> list[Exporter]:

@@ -49,3 +49,28 @@ def seed_csv(path: Path, objects: int, attributes: int) -> Seeded:
     path.parent.mkdir(parents=True, exist_ok=True)
     people.write_csv(path, objects, attributes)
     return Seeded(objects, attributes, time.monotonic() - started)
+
+
+def seed_sql(url: str, objects: int, attributes: int) -> Seeded:
+    """(Re)creates the SQL source's table and fills it by COPY, the bulk path of PostgreSQL."""
+    import psycopg
+
+    from caplab.systems.idsync.errors import IdsyncError
+    from caplab.systems.idsync.sources import SQL_TABLE
+    from caplab.systems.idsync.store import redact
+
+    people.check_attributes(attributes)
+    started = time.monotonic()
+    names = people.ATTRIBUTES[:attributes]
+    columns = ", ".join(f'"{name}" text' for name in names)
+    try:
+        with psycopg.connect(url, connect_timeout=10) as db:
+            db.execute(f"CREATE SCHEMA IF NOT EXISTS {SQL_TABLE.split('.')[0]}")
+            db.execute(f"DROP TABLE IF EXISTS {SQL_TABLE}")
+            db.execute(f"CREATE TABLE {SQL_TABLE} ({columns}, PRIMARY KEY (uid))")
+            with db.cursor() as cursor, cursor.copy(f"COPY {SQL_TABLE} FROM STDIN") as copy:
+                for n in range(1, objects + 1):
+                    copy.write_row(list(people.person(n, attributes).values()))
+    except psycopg.Error as e:
+        raise IdsyncError(f"seeding {SQL_TABLE} at {redact(url)} failed: {str(e).splitlines()[0]}") from None
+    return Seeded(objects, attributes, time.monotonic() - started)

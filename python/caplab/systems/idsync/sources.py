@@ -1,6 +1,7 @@
 """Connected data sources, the paper's management agents: the LDAP directory (read with a paged
-search) and a text file (CSV, the paper's text MA). Each yields the objects it holds, one
-SourceObject per person, in pages so staging can commit a batch at a time.
+search), a text file (CSV, the paper's text MA) and a PostgreSQL table (the paper's SQL MA).
+Each yields the objects it holds, one SourceObject per person, in pages so staging can commit a
+batch at a time.
 """
 
 from __future__ import annotations
@@ -145,3 +146,44 @@ class CsvSource:
                     page = []
             if page:
                 yield page
+
+
+SQL_TABLE = "idsync_source.people"
+"""The SQL source's table: one text column per attribute, one row per person (seed --sql fills it)."""
+
+
+class SqlSource:
+    """Every row of SQL_TABLE, read through a server-side cursor a page at a time (the paper's SQL
+    MA), so a large table is never held whole in memory."""
+
+    name = "sql"
+
+    def __init__(self, url: str, anchor: str = "uid", page_size: int = PAGE_SIZE) -> None:
+        self.url = url
+        self.anchor = anchor
+        self.page_size = page_size
+
+    def pages(self) -> Iterator[list[SourceObject]]:
+        import psycopg
+
+        from caplab.systems.idsync.store import redact
+
+        try:
+            with (
+                psycopg.connect(self.url, connect_timeout=10) as db,
+                db.cursor(name="idsync_stage") as cursor,
+            ):
+                cursor.execute(f"SELECT * FROM {SQL_TABLE}")
+                while rows := cursor.fetchmany(self.page_size):
+                    names = [c.name for c in cursor.description or ()]
+                    yield [self.source_object(dict(zip(names, row, strict=True))) for row in rows]
+        except psycopg.Error as e:
+            raise IdsyncError(
+                f"reading {SQL_TABLE} at {redact(self.url)} failed: {str(e).splitlines()[0]}"
+            ) from None
+
+    def source_object(self, row: dict[str, str | None]) -> SourceObject:
+        anchor = row.get(self.anchor)
+        if not anchor:
+            raise IdsyncError(f"{SQL_TABLE}: a row has no {self.anchor!r}")
+        return SourceObject(anchor, {k: v for k, v in row.items() if v})
