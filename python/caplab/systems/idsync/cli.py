@@ -102,9 +102,9 @@ def parser() -> argparse.ArgumentParser:
         help="ldap (the directory), csv:FILE, or a postgresql:// URL (the SQL source)",
     )
     stage.add_argument("--bind-password-file", type=Path, help="bind with this password, not the directory's")
-    for name in ("sync", "export"):
-        profile = profiles.add_parser(name, help="connector space → metaverse → export" if name == "sync" else
-                                      "write exports left pending")  # fmt: skip
+    helps = {"sync": "connector space → metaverse → export", "export": "write exports left pending"}
+    for name, text in helps.items():
+        profile = profiles.add_parser(name, help=text)
         profile.add_argument(
             "--export",
             action="append",
@@ -258,21 +258,21 @@ def run_metrics(args: argparse.Namespace) -> None:
     metrics.serve(args.serve, exposition)
 
 
-COMMANDS: dict[str, Callable[[argparse.Namespace], None]] = {
-    "directory": run_directory,
-    "seed": run_seed,
-    "reset": lambda args: reset(args),
-    "run": run_profile,
-    "counts": run_counts,
-    "metrics": run_metrics,
-}
-
-
 def reset(args: argparse.Namespace) -> None:
     with open_store(args) as store:
         store.reset()
     if args.data_dir is not None:
         Directory(args.data_dir).empty_export()
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], None]] = {
+    "directory": run_directory,
+    "seed": run_seed,
+    "reset": reset,
+    "run": run_profile,
+    "counts": run_counts,
+    "metrics": run_metrics,
+}
 
 
 def main(argv: list[str] | None = None) -> None:
