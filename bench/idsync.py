@@ -1,6 +1,6 @@
 """Stage and sync objects/s of the idsync reference system at a few sizes, as markdown.
 
-    python bench/idsync.py --objects 10000 100000 [--port 38990] >> bench/IDSYNC.md
+    python bench/idsync.py --objects 10000 100000 [--port P] >> bench/IDSYNC.md
 
 Each size: a fresh slapd seeded by slapadd, an empty SQLite store (data, log and temp in three
 directories of one temporary tree, no throttling), then ``run stage`` and ``run sync`` (export to
@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -50,16 +51,23 @@ def measure(objects: int, port: int, root: Path) -> dict[str, Any]:
     return {"objects": objects, "seed_s": seeded["directory_seconds"], "stage": stage, "sync": sync}
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--objects", type=int, nargs="+", default=[10000, 100000])
-    parser.add_argument("--port", type=int, default=38990)
+    parser.add_argument("--port", type=int, help="the directory's port (default: a free one)")
     args = parser.parse_args()
     rows = []
     for objects in args.objects:
         with tempfile.TemporaryDirectory(prefix="caplab-idsync-bench-") as root:
             before = os.getloadavg()
-            rows.append((measure(objects, args.port, Path(root)), before))
+            rows.append((measure(objects, args.port or free_port(), Path(root)), before))
     print(f"## idsync, {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} CPUs\n")
     print("| objects | seed (slapadd) s | stage objects/s | sync objects/s | load average before |")
     print("|---:|---:|---:|---:|---|")

@@ -235,7 +235,7 @@ index uid,employeeNumber eq
         port = self.port()
         with self.log_file.open("w") as log:
             process = subprocess.Popen(
-                ["slapd", "-f", str(self.conf), "-h", f"ldap://127.0.0.1:{port}/", "-d", "0"],
+                ["slapd", "-f", str(self.conf), "-h", f"ldap://127.0.0.1:{port}/", "-d", "none"],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
