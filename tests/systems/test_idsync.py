@@ -5,6 +5,7 @@ at teardown, also when a test fails."""
 from __future__ import annotations
 
 import csv
+import socket
 import subprocess
 import sys
 import urllib.request
@@ -182,3 +183,16 @@ def test_exporting_into_a_subtree_that_already_holds_the_people_replaces_them(
         answer("run", "stage", "--data-dir", directory, *store.options)
         assert answer("run", "sync", "--data-dir", directory, *store.options)["exported"] == PEOPLE
     assert answer("counts", "--data-dir", directory, *second.options)["directory"]["export"] == PEOPLE
+
+
+def test_a_port_already_taken_is_a_clear_error(tmp_path: Path) -> None:
+    require_slapd()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = idsync("directory", "start", "--data-dir", tmp_path, "--port", port, check=False)
+    assert done.returncode == 1
+    assert (
+        "slapd exited with status 1: daemon: bind(6) failed errno=98 (Address already in use)" in done.stderr
+    )

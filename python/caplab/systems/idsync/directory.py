@@ -16,8 +16,9 @@ The database is ``dbnosync`` unless started with ``durable=True`` (``--durable``
 stands in for the connected systems, not for what is being sized, and with an fsync per LDAP add
 (about 10 ms here) the export would measure slapd's disk instead of idsync.
 
-slapd runs in the foreground (``-d 0``) in a session of its own, so ``stop`` can signal exactly the
-process ``start`` made, and a failed start shows slapd's own words from D/slapd.log.
+slapd runs in the foreground (``-d none``: errors only) in a session of its own, so ``stop`` can
+signal exactly the process ``start`` made, and a failed start shows slapd's own words from
+D/slapd.log.
 """
 
 from __future__ import annotations
@@ -246,10 +247,9 @@ index uid,employeeNumber eq
         while time.monotonic() < deadline:
             if process.poll() is not None:
                 self.pid_file.unlink(missing_ok=True)
-                raise IdsyncError(
-                    f"slapd exited with status {process.returncode}: {last_lines(self.log_file.read_text())}"
-                )
-            if answers(port):
+                said = slapd_messages(self.log_file.read_text())
+                raise IdsyncError(f"slapd exited with status {process.returncode}: {last_lines(said)}")
+            if listens(process.pid, port):
                 return
             time.sleep(0.05)
         process.kill()
@@ -275,12 +275,14 @@ index uid,employeeNumber eq
         return True
 
 
-def answers(port: int) -> bool:
-    import socket
-
-    with socket.socket() as s:
-        s.settimeout(0.2)
-        return s.connect_ex(("127.0.0.1", port)) == 0
+def listens(pid: int, port: int) -> bool:
+    """Whether process ``pid`` itself listens on ``port`` (a connection alone could reach another
+    program that holds the port, while our slapd fails to bind it)."""
+    try:
+        sockets = psutil.Process(pid).net_connections("tcp")
+    except psutil.Error:
+        return False
+    return any(c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port for c in sockets)
 
 
 def ssha(password: str) -> str:
@@ -304,6 +306,18 @@ def read_secret(path: Path) -> str:
         return path.read_text().strip()
     except OSError as e:
         raise IdsyncError(f"cannot read the password file {path}: {e.strerror}") from None
+
+
+def slapd_messages(log: str) -> str:
+    """slapd's log without its banner and without each line's time and thread prefix."""
+    lines = []
+    for line in log.splitlines():
+        words = line.split(" ", 2)
+        if len(words) == 3 and words[1].startswith("0x"):
+            line = words[2]
+        if not line.startswith(("@(#)", "\t", "slapd stopped", "connections_destroy")):
+            lines.append(line)
+    return "\n".join(lines)
 
 
 def last_lines(text: str, n: int = 5) -> str:
