@@ -196,3 +196,23 @@ def test_a_port_already_taken_is_a_clear_error(tmp_path: Path) -> None:
     assert (
         "slapd exited with status 1: daemon: bind(6) failed errno=98 (Address already in use)" in done.stderr
     )
+
+
+def test_a_deferred_sync_provisions_and_export_writes_later(directory: Path, tmp_path: Path) -> None:
+    store, exported = StoreDirs(tmp_path), tmp_path / "export.csv"
+    idsync("reset", "--data-dir", directory, *store.options)
+    answer("run", "stage", "--data-dir", directory, *store.options)
+    targets = ["--export", "ldap", "--export", f"csv:{exported}"]
+    synced = answer("run", "sync", "--defer", "--data-dir", directory, *targets, *store.options)
+    assert (synced["synced"], synced["exported"]) == (PEOPLE, 0)
+    counts = answer("counts", "--data-dir", directory, *store.options)
+    assert (counts["export"], counts["export_pending"], counts["directory"]["export"]) == (0, 2 * PEOPLE, 0)
+    assert not exported.exists()
+    assert answer("run", "export", "--data-dir", directory, *targets, *store.options)["objects"] == 2 * PEOPLE
+    counts = answer("counts", "--data-dir", directory, *store.options)
+    assert (counts["export"], counts["export_pending"], counts["directory"]["export"]) == (
+        2 * PEOPLE,
+        0,
+        PEOPLE,
+    )
+    assert len(exported.read_text().splitlines()) == PEOPLE + 1

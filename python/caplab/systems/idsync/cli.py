@@ -6,8 +6,8 @@
     reset [--data-dir D]                       empty connector space, metaverse, export, counters
                                                (and the directory's export subtree)
     run stage [--source ldap | csv:FILE | URL] source → connector space (URL: the SQL source)
-    run sync  [--export ldap] [--export csv:FILE] [--export none]
-    run export                                 retry exports left pending
+    run sync  [--export ldap] [--export csv:FILE] [--export none] [--defer]
+    run export [--export …]                    write what sync provisioned (after --defer, or a failure)
     counts [--data-dir D]                      JSON: store counts (and the directory's own)
     metrics [--serve PORT]                     Prometheus text (once, or served)
 
@@ -110,6 +110,9 @@ def parser() -> argparse.ArgumentParser:
             action="append",
             help="ldap (ou=export in the directory), csv:FILE, or none; repeatable",
         )
+    profiles.choices["sync"].add_argument(
+        "--defer", action="store_true", help="provision to the targets but write nothing (run export writes)"
+    )
     for profile in (stage, profiles.choices["sync"], profiles.choices["export"]):
         directory_option(profile)
         store_options(profile)
@@ -200,10 +203,10 @@ def run_profile(args: argparse.Namespace) -> None:
             exporters = make_exporters(args)
             try:
                 if args.profile == "sync":
-                    synced = engine.sync(store, exporters, refresh)
+                    synced = engine.sync(store, exporters, refresh, defer=args.defer)
                     result |= {"objects": synced.synced, **asdict(synced)}
                 else:
-                    result["objects"] = sum(engine.export_pending(store, e) for e in exporters)
+                    result["objects"] = engine.export(store, exporters, refresh)
             finally:
                 for exporter in exporters:
                     exporter.close()

@@ -72,10 +72,16 @@ def stage(store: Store, source: Source, progress: Progress | None = None) -> int
 
 
 def sync(
-    store: Store, exporters: Sequence[Exporter], progress: Progress | None = None, batch: int = BATCH
+    store: Store,
+    exporters: Sequence[Exporter],
+    progress: Progress | None = None,
+    batch: int = BATCH,
+    defer: bool = False,
 ) -> SyncResult:
     """Joins or projects every staged object, flows its attributes and provisions it to each
-    export target; incremental targets are written after each batch, the others at the end."""
+    export target; incremental targets are written after each batch, the others at the end.
+    ``defer``: provision only, and leave the writing to ``export`` (MIIS's own split: a sync run
+    fills the target's connector space, an export run writes it out)."""
     projected = joined = filtered = exported = 0
     last: tuple[str, str] = ("", "")
     while rows := store.rows(NEXT_BATCH, (STAGED, *last, batch)):
@@ -84,12 +90,12 @@ def sync(
             outcome = sync_batch(store, rows, [e.target for e in exporters])
         projected, joined, filtered = projected + outcome[0], joined + outcome[1], filtered + outcome[2]
         for exporter in exporters:
-            if exporter.incremental:
+            if exporter.incremental and not defer:
                 exported += export_pending(store, exporter)
         if progress:
             progress()
     for exporter in exporters:
-        if not exporter.incremental:
+        if not exporter.incremental and not defer:
             exported += export_all(store, exporter)
     if progress:
         progress()
@@ -133,6 +139,16 @@ def sync_batch(store: Store, rows: list[tuple[Any, ...]], targets: Sequence[str]
     store.log_changes(changes)
     store.add_to_counter("synced", len(rows))
     return projected, joined, filtered
+
+
+def export(store: Store, exporters: Sequence[Exporter], progress: Progress | None = None) -> int:
+    """Writes what sync provisioned and no run has written yet; returns how many rows."""
+    written = 0
+    for exporter in exporters:
+        written += export_pending(store, exporter) if exporter.incremental else export_all(store, exporter)
+        if progress:
+            progress()
+    return written
 
 
 def export_pending(store: Store, exporter: Exporter) -> int:
