@@ -45,6 +45,15 @@ SYSTEMS = (
         "a server whose capacity you can compute by hand",
         "caplab systems start knownserver --cpu-us 1000 --port 8080",
     ),
+    ReferenceSystem(
+        "idsync",
+        "caplab.systems.idsync",
+        "identity sync as batch jobs: OpenLDAP slapd directory (or CSV) → stage (paged LDAP search) → "
+        "connector space → sync (join on employeeNumber, project, flow) → metaverse → export (LDAP "
+        "subtree or CSV); store SQLite (data, log, temp apart) or PostgreSQL; Prometheus counters",
+        "Microsoft Identity Integration Server 2003 (seeds/001)",
+        "caplab systems start idsync run stage --data-dir D --data DATA --log LOG --temp TEMP",
+    ),
 )
 
 

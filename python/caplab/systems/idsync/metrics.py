@@ -1,0 +1,81 @@
+"""The store's counters in Prometheus text format.
+
+The counters live in the store itself, incremented in the same transaction as the batch they
+count, so they survive between the short-lived ``run`` processes and never run ahead of the data.
+They are read three ways: ``metrics`` prints them once; ``metrics --serve PORT`` answers
+``GET /metrics`` (reading the store on each scrape) until SIGTERM, for a collector that scrapes
+while a job runs; and ``run … --metrics-file FILE`` rewrites FILE (atomically) after each batch.
+``reset`` zeroes them, which a Prometheus reader takes as a counter reset.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from caplab.systems.idsync.store import Counts
+
+HELP = {
+    "staged": "Objects read from a source into the connector space",
+    "synced": "Connector-space objects synchronised (joined, projected or filtered)",
+    "exported": "Provisioned objects written to an export target",
+}
+GAUGES = {
+    "connector_space": "Objects in the connector space",
+    "metaverse": "People in the metaverse",
+    "export": "Export rows written to their target",
+    "export_pending": "Export rows provisioned but not yet written",
+}
+
+
+def render(counters: dict[str, int], counts: Counts) -> str:
+    lines: list[str] = []
+    for name, value in counters.items():
+        family = f"idsync_objects_{name}_total"
+        lines += [f"# HELP {family} {HELP.get(name, name)}", f"# TYPE {family} counter", f"{family} {value}"]
+    for name, text in GAUGES.items():
+        family = f"idsync_{name}_objects"
+        lines += [f"# HELP {family} {text}", f"# TYPE {family} gauge", f"{family} {getattr(counts, name)}"]
+    return "\n".join(lines) + "\n"
+
+
+def write_file(path: Path, text: str) -> None:
+    """Replaces ``path`` whole, so a reader never sees half an exposition."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text)
+    partial.replace(path)
+
+
+def serve(port: int, exposition: Callable[[], str]) -> None:
+    """Serves ``GET /metrics`` on 127.0.0.1 until SIGTERM or SIGINT; prints ``listening HOST:PORT``
+    first (port 0: a free one)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path.split("?")[0] != "/metrics":
+                self.send_error(404)
+                return
+            body = exposition().encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            """Quiet: a scrape a second is not news."""
+
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    signal.signal(signal.SIGTERM, lambda *_: os.kill(os.getpid(), signal.SIGINT))
+    print(f"listening 127.0.0.1:{server.server_address[1]}", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    sys.exit(0)
