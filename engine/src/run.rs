@@ -4,13 +4,14 @@
 use crate::driver::http::HttpDriver;
 use crate::driver::tcp::TcpDriver;
 use crate::driver::{Driver, ErrorKind};
-use crate::executor::{run_thread, Control, Message, Share, WorkerOutcome, WorkerSetup};
+use crate::executor::{panic_message, run_thread, Control, Message, Share, WorkerOutcome, WorkerSetup};
 use crate::plan::{Load, Plan, PlanError, Scheme, Url};
 use crate::result::{ClassResult, GeneratorFigures, IntervalSnapshot, RunResult};
 use crate::schedule::{RateProfile, Schedule};
 use crate::stats::{encode, IntervalPart, RunClock, Summary, ThreadStats};
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -28,13 +29,16 @@ pub enum RunError {
     Plan(PlanError),
     /// Nothing answers at the target; the message says what the OS said.
     Unreachable(String),
+    /// A worker thread or task failed (a panic, a thread that would not start): its counts are
+    /// missing, so the run has no result. The message says which and why.
+    WorkerFailed(String),
 }
 
 impl std::fmt::Display for RunError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             RunError::Plan(e) => write!(f, "{e}"),
-            RunError::Unreachable(m) => write!(f, "{m}"),
+            RunError::Unreachable(m) | RunError::WorkerFailed(m) => write!(f, "{m}"),
         }
     }
 }
@@ -111,16 +115,19 @@ where
         // Each thread holds at least one request, so more threads than the cap would exceed it.
         threads = threads.min(cap as usize).max(1);
     }
-    let control = Arc::new(Control { max_requests: plan.max_requests, ..Control::default() });
+    let control = Arc::new(Control::new(plan.max_requests));
     let interval = Duration::from_secs_f64(plan.interval_s);
     // Start a moment ahead so every thread is up before the first intended send.
     let start = Instant::now() + Duration::from_millis(20);
     let warmup_end = start + plan.warmup();
     let clock = RunClock { start, warmup_end, window_end: warmup_end + plan.duration(), interval };
+    // Every driver is built before any thread starts, so a bad plan never leaves load running.
+    let drivers =
+        (0..threads).map(|_| make_driver()).collect::<Result<Vec<D>, _>>().map_err(RunError::Plan)?;
     let cpu_before = crate::cpu::process_cpu_s();
     let (tx, rx) = mpsc::channel();
     let mut handles = Vec::with_capacity(threads);
-    for index in 0..threads {
+    for (index, driver) in drivers.into_iter().enumerate() {
         let setup = WorkerSetup {
             index,
             threads,
@@ -132,13 +139,21 @@ where
             seed: plan.seed.wrapping_add(index as u64 * 0x1000_0001),
             control: control.clone(),
         };
-        let driver = make_driver().map_err(RunError::Plan)?;
-        let tx = tx.clone();
-        let handle = std::thread::Builder::new()
-            .name(format!("caplab-worker-{index}"))
-            .spawn(move || run_thread(driver, setup, tx))
-            .expect("spawning a worker thread");
-        handles.push(handle);
+        let (tx, thread_control) = (tx.clone(), control.clone());
+        let spawned = std::thread::Builder::new().name(format!("caplab-worker-{index}")).spawn(move || {
+            // A panic outside any task (set-up, hand-over) stops the others at once, with its reason.
+            let body = AssertUnwindSafe(|| run_thread(driver, setup, tx));
+            if let Err(payload) = std::panic::catch_unwind(body) {
+                thread_control.fail(format!("worker thread {index} panicked: {}", panic_message(&*payload)));
+            }
+        });
+        match spawned {
+            Ok(handle) => handles.push(handle),
+            Err(e) => {
+                control.fail(format!("cannot start worker thread {index}: {e}"));
+                break;
+            }
+        }
     }
     drop(tx);
     let mut merger = IntervalMerger::new(clock, threads);
@@ -158,8 +173,19 @@ where
             control.abort.store(true, Ordering::Relaxed);
         }
     }
-    for h in handles {
-        let _ = h.join();
+    for (index, h) in handles.into_iter().enumerate() {
+        if let Err(payload) = h.join() {
+            control.fail(format!("worker thread {index} panicked: {}", panic_message(&*payload)));
+        }
+    }
+    if let Some(reason) = control.failure() {
+        return Err(RunError::WorkerFailed(reason));
+    }
+    if outcomes.len() != threads {
+        let missing = threads - outcomes.len();
+        return Err(RunError::WorkerFailed(format!(
+            "{missing} of {threads} worker threads ended without handing over their counts"
+        )));
     }
     let ended = Instant::now();
     merger.flush(ended, &mut on_interval);
@@ -381,5 +407,88 @@ fn assemble(
         },
         max_in_flight,
         interrupted,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::Reply;
+    use std::cell::Cell;
+
+    /// A driver with a bug: it panics on its `panics_on`-th exchange (0: never), or when dropped.
+    struct Faulty {
+        panics_on: u64,
+        panics_on_drop: bool,
+        exchanges: Cell<u64>,
+    }
+
+    impl Driver for Faulty {
+        type Conn = ();
+
+        async fn connect(&self) -> Result<(), ErrorKind> {
+            Ok(())
+        }
+
+        async fn exchange(&self, _: &mut (), _: usize, _: u64) -> Result<Reply, ErrorKind> {
+            let n = self.exchanges.get() + 1;
+            self.exchanges.set(n);
+            assert!(n != self.panics_on, "protocol bug on request {n}");
+            tokio::task::yield_now().await;
+            Ok(Reply { error: None, keep_alive: true })
+        }
+    }
+
+    impl Drop for Faulty {
+        fn drop(&mut self) {
+            assert!(!self.panics_on_drop, "driver state corrupt at shutdown");
+        }
+    }
+
+    fn plan(load: &str) -> Plan {
+        Plan::from_json(&format!(
+            r#"{{"target": {{"url": "http://127.0.0.1:9/"}}, "load": {load}, "duration_s": 0.3, "threads": 2}}"#
+        ))
+        .unwrap()
+    }
+
+    fn run_faulty(plan: &Plan, panics_on: u64, panics_on_drop: bool) -> Result<RunResult, RunError> {
+        let driver = || Ok(Faulty { panics_on, panics_on_drop, exchanges: Cell::new(0) });
+        coordinate(plan, driver, Hooks { on_interval: &mut |_| {}, should_abort: &mut || false })
+    }
+
+    const OPEN: &str =
+        r#"{"model": "open", "profile": [{"duration_s": 0.3, "rate_start": 2000, "rate_end": 2000}]}"#;
+    const CLOSED: &str = r#"{"model": "closed", "users": 4}"#;
+
+    fn assert_fails_with(outcome: Result<RunResult, RunError>, message: &str) {
+        match outcome {
+            Err(RunError::WorkerFailed(m)) => {
+                assert!(m.contains("worker thread") && m.contains(message), "{m}")
+            }
+            Err(e) => panic!("expected a failed worker, got {e}"),
+            Ok(r) => panic!("a run with a panicking worker returned figures: {} sent", r.sent),
+        }
+    }
+
+    #[test]
+    fn a_worker_that_runs_clean_returns_its_counts() {
+        let r = run_faulty(&plan(r#"{"model": "closed", "users": 2}"#), 0, false);
+        assert!(r.is_ok_and(|r| r.completed > 0 && r.errors == 0));
+    }
+
+    #[test]
+    fn a_panicking_request_task_fails_the_open_run_with_its_message() {
+        assert_fails_with(run_faulty(&plan(OPEN), 50, false), "protocol bug on request 50");
+    }
+
+    #[test]
+    fn a_panicking_user_fails_the_closed_run_with_its_message() {
+        assert_fails_with(run_faulty(&plan(CLOSED), 50, false), "protocol bug on request 50");
+    }
+
+    #[test]
+    fn a_worker_thread_that_panics_outside_its_tasks_fails_the_run() {
+        assert_fails_with(run_faulty(&plan(CLOSED), 0, true), "driver state corrupt at shutdown");
     }
 }

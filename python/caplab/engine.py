@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from caplab import _engine
-from caplab._engine import PlanError, TargetUnreachable
+from caplab._engine import PlanError, TargetUnreachable, WorkerFailed
 
 __all__ = [
     "ClosedLoad",
@@ -29,6 +29,7 @@ __all__ = [
     "Target",
     "TargetUnreachable",
     "Think",
+    "WorkerFailed",
     "merge_histograms",
     "run",
     "summarize_histogram",
@@ -250,7 +251,8 @@ class RunResult:
 
 
 def run(plan: Plan, on_interval: Callable[[IntervalSnapshot], bool | None] | None = None) -> RunResult:
-    """Runs one trial. Raises PlanError (bad plan) or TargetUnreachable (nothing listening).
+    """Runs one trial. Raises PlanError (bad plan), TargetUnreachable (nothing listening) or
+    WorkerFailed (a generator thread failed, so the counts would be incomplete).
 
     ``on_interval`` sees every interval snapshot; returning False stops the run early (the result
     is kept, with ``interrupted`` set), as Ctrl-C does."""

@@ -62,7 +62,7 @@ where
         w.in_flight.set(w.in_flight.get() + 1);
         let conn = idle.borrow_mut().pop();
         let (w2, idle2) = (w.clone(), idle.clone());
-        tokio::task::spawn_local(async move {
+        w.spawn(async move {
             let mut conn = conn;
             let _ = w2.issue(&mut conn, intended).await;
             if let Some(c) = conn {
