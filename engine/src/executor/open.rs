@@ -4,6 +4,15 @@
 //! the in-flight cap reached is counted `dropped` at once rather than queued, so a backlog in the
 //! system under test shows as drops and latency instead of a slower offered rate.
 //!
+//! Requests go out over a pool of connections, one task each, that take due requests in order.
+//! A due request goes to an idle connection; if none is idle, a new one is opened for it, unless
+//! requests are already waiting: then the dispatcher is catching up in a burst (it fell behind)
+//! and busy connections free up within a reply's time, so the pool grows slowly: the wait before
+//! the next such opening grows with the pool (`BACKLOG_OPEN_SPACING` per connection). Opening in a burst is what made a late generator
+//! spiral: each connection costs more CPU than a request, making the next sends later still. A
+//! server that holds its connections (slow or frozen) still gets a new connection per send, since
+//! the dispatcher then finds no request waiting.
+//!
 //! Waking up costs more CPU than sending (a context switch each time), so sends due within
 //! `slack` of one another share one wake-up: the loop sleeps until the first is due, exactly,
 //! and sends the rest up to `slack` early. An early send is timed from when it left, so batching
@@ -13,12 +22,18 @@ use super::Worker;
 use crate::driver::Driver;
 use crate::schedule::Schedule;
 use crate::timer::PreciseTimer;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
+use tokio::sync::Notify;
 
 /// After this many back-to-back sends without sleeping, yield so replies get read.
 const BURST: u32 = 32;
+/// While requests wait for a connection, the pool of n grows by one at most every n × this:
+/// quickly to the few dozen connections a fast server needs, then ever more slowly (about
+/// √(2t / spacing) connections after t), so a starved generator cannot open its way into a spiral.
+const BACKLOG_OPEN_SPACING: Duration = Duration::from_micros(100);
 
 pub async fn run<D>(w: Rc<Worker<D>>, mut schedule: Schedule, max_in_flight: u64, slack: Duration)
 where
@@ -26,7 +41,7 @@ where
     D::Conn: 'static,
 {
     let timer = PreciseTimer::new().ok();
-    let idle: Rc<RefCell<Vec<D::Conn>>> = Rc::new(RefCell::new(Vec::new()));
+    let pool = Rc::new(Pool::default());
     let mut burst = 0;
     while let Some(offset) = schedule.next_offset() {
         let intended = w.clock.start + offset;
@@ -60,18 +75,75 @@ where
             break;
         }
         w.in_flight.set(w.in_flight.get() + 1);
-        let conn = idle.borrow_mut().pop();
-        let (w2, idle2) = (w.clone(), idle.clone());
-        w.spawn(async move {
-            let mut conn = conn;
-            let _ = w2.issue(&mut conn, intended).await;
-            if let Some(c) = conn {
-                idle2.borrow_mut().push(c);
-            }
-            w2.in_flight.set(w2.in_flight.get() - 1);
-        });
+        pool.hand_over(&w, intended);
     }
     w.drain().await;
+}
+
+/// Requests due but not yet sent, and the connection tasks idle until one is.
+#[derive(Default)]
+struct Pool {
+    due: RefCell<VecDeque<Instant>>,
+    idle: Cell<usize>,
+    /// Connection tasks started.
+    size: Cell<u32>,
+    wake: Notify,
+    /// When a connection was last opened for a request that found others waiting.
+    last_backlog_open: Cell<Option<Instant>>,
+}
+
+impl Pool {
+    /// Queues a due request for the next free connection: an idle one, else a new one unless
+    /// requests are already waiting (see the module doc).
+    fn hand_over<D>(self: &Rc<Self>, w: &Rc<Worker<D>>, intended: Instant)
+    where
+        D: Driver + 'static,
+        D::Conn: 'static,
+    {
+        let backlog = {
+            let mut due = self.due.borrow_mut();
+            due.push_back(intended);
+            due.len() > 1
+        };
+        if self.idle.get() > 0 {
+            self.idle.set(self.idle.get() - 1);
+            self.wake.notify_one();
+        } else if !backlog || self.may_grow_in_backlog() {
+            self.size.set(self.size.get() + 1);
+            w.spawn(serve(w.clone(), self.clone()));
+        }
+    }
+}
+
+impl Pool {
+    fn may_grow_in_backlog(&self) -> bool {
+        let now = Instant::now();
+        let spacing = BACKLOG_OPEN_SPACING * self.size.get();
+        let due = self.last_backlog_open.get().is_none_or(|last| now >= last + spacing);
+        if due {
+            self.last_backlog_open.set(Some(now));
+        }
+        due
+    }
+}
+
+/// One connection's task: sends due requests one at a time until the run ends.
+async fn serve<D: Driver>(w: Rc<Worker<D>>, pool: Rc<Pool>) {
+    let mut conn = None;
+    while !w.control.aborted() {
+        let next = pool.due.borrow_mut().pop_front();
+        match next {
+            Some(intended) => {
+                // The outcome is already in the statistics; a broken connection is reopened.
+                let _ = w.issue(&mut conn, intended).await;
+                w.in_flight.set(w.in_flight.get() - 1);
+            }
+            None => {
+                pool.idle.set(pool.idle.get() + 1);
+                pool.wake.notified().await;
+            }
+        }
+    }
 }
 
 fn count_unsent<D: Driver>(w: &Worker<D>, first: Instant, schedule: &mut Schedule) {
