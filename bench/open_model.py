@@ -5,8 +5,10 @@ number of connections), and past the generator's limit does it say `saturated` w
 held instead of spiralling? oha runs beside it at each rate, in the same order, so the noise of a
 shared machine hits both alike; compare ratios within one run, not figures across runs.
 
-Usage: python bench/open_model.py [--caplab PATH] [--rates 20000,50000,80000,100000]
+Usage: python bench/open_model.py [--caplab PATH] [--baseline PATH] [--rates 20000,50000,80000,100000]
                                   [--duration 5] [--repeats 1] [--out FILE]
+--baseline runs a second caplab build (say, the one before a change) beside the others, so a
+before/after comparison shares one machine state.
 Prints the Markdown section on stdout (and appends it to --out); progress goes to stderr.
 `bench/run.py` runs it as its last scenario.
 """
@@ -44,35 +46,42 @@ class OpenRun:
     def generator(self) -> dict[str, object]:
         """caplab's own figures about itself (empty for oha, which reports none)."""
         raw = self.measurement.report.raw if self.measurement.report else {}
-        gen = raw.get("generator") if self.tool == "caplab" else None
+        gen = raw.get("generator") if self.tool.startswith("caplab") else None
         return gen if isinstance(gen, dict) else {}
 
 
-def measure_rates(bench: scenarios.Bench, rates: tuple[int, ...], repeats: int) -> list[OpenRun]:
-    """oha then caplab at each rate, repeats innermost so a disturbance shows as a spread."""
+BASELINE = "caplab (baseline)"
+
+
+def measure_rates(
+    bench: scenarios.Bench, rates: tuple[int, ...], repeats: int, baseline: str | None = None
+) -> list[OpenRun]:
+    """oha, then caplab (and the baseline build) at each rate, repeats innermost, so a
+    disturbance hits every tool alike and shows as a spread."""
     s, url = bench.settings, bench.url
     d = s.duration_s
+    executables = {"oha": bench.found.oha, "caplab": bench.found.caplab, BASELINE: baseline}
     runs = []
     for rate in rates:
         for repeat in range(1, repeats + 1):
-            commands = {
-                "oha": lambda exe, r=rate: tools.oha_open(exe, url, r, s.oha_connections, d),
-                "caplab": lambda exe, r=rate: tools.caplab_open(exe, url, r, d),
-            }
-            for tool, command_for in commands.items():
-                exe = bench.found.executable(tool)
+            for tool, exe in executables.items():
                 if exe is None:
-                    print(f"  {tool} not found, skipped", file=sys.stderr)
+                    if tool != BASELINE:
+                        print(f"  {tool} not found, skipped", file=sys.stderr)
                     continue
-                m = scenarios.measure(bench, tool, command_for(exe), d)
+                if tool == "oha":
+                    argv = tools.oha_open(exe, url, rate, s.oha_connections, d)
+                else:
+                    argv = tools.caplab_open(exe, url, rate, d)
+                m = scenarios.measure(bench, "oha" if tool == "oha" else "caplab", argv, d)
                 runs.append(OpenRun(tool, rate, repeat, m))
     return runs
 
 
 TABLE_HEAD = (
-    "| offered/s | tool | achieved/s | held | CPU µs/req | p99 ms | connections opened "
+    "| offered/s | tool | run | achieved/s | held | CPU µs/req | p99 ms | connections opened "
     "| saturated | send lateness p99 / max ms | busiest thread | other work CPU0/CPU1 |\n"
-    "|---:|---|---:|---|---:|---:|---:|---|---:|---:|---|"
+    "|---:|---|---:|---:|---|---:|---:|---:|---|---:|---:|---|"
 )
 
 
@@ -80,7 +89,8 @@ def render(title: str, runs: list[OpenRun], commands_note: str) -> str:
     """One Markdown section: the table, what each column means, and the exact commands."""
     rows = "\n".join(_row(r) for r in runs)
     commands = sorted({_command_shape(r) for r in runs})
-    failures = [f"- {r.tool} at {r.rate:,}/s FAILED: {r.measurement.error}" for r in runs if r.measurement.error]
+    failed = [r for r in runs if r.measurement.error]
+    failures = [f"- {r.tool} at {r.rate:,}/s FAILED: {r.measurement.error}" for r in failed]
     parts = [
         f"## {title}",
         "",
@@ -109,7 +119,7 @@ def render(title: str, runs: list[OpenRun], commands_note: str) -> str:
 def _row(r: OpenRun) -> str:
     m = r.measurement
     if m.report is None:
-        return f"| {r.rate:,} | {r.tool} | failed, see below | | | | | | | | |"
+        return f"| {r.rate:,} | {r.tool} | {r.repeat} | failed, see below | | | | | | | | |"
     gen = r.generator
     held = m.report.rps >= HELD_SHARE * r.rate
     lateness = "n/a"
@@ -119,10 +129,11 @@ def _row(r: OpenRun) -> str:
     cells = [
         f"{r.rate:,}",
         r.tool,
+        str(r.repeat),
         f"{m.report.rps:,.0f}",
         "yes" if held else "**no**",
-        report._fmt(m.cpu_us_per_request, ".2f"),
-        report._fmt(m.report.p99_ms, ".2f"),
+        _num(m.cpu_us_per_request),
+        _num(m.report.p99_ms),
         f"{m.observed.served.accepted_connections:,}",
         str(gen.get("saturated")) if gen else "n/a",
         lateness,
@@ -133,6 +144,7 @@ def _row(r: OpenRun) -> str:
 
 
 def _num(value: object) -> str:
+    """Two decimals, or n/a for a figure the tool did not report."""
     return f"{value:.2f}" if isinstance(value, float) else "n/a"
 
 
@@ -145,7 +157,9 @@ def _command_shape(r: OpenRun) -> str:
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     p.add_argument("--caplab", help="caplab executable (default: .venv/bin/caplab, then PATH)")
-    p.add_argument("--rates", default=",".join(map(str, DEFAULT_RATES)), help="offered rates, comma-separated")
+    p.add_argument("--baseline", help="another caplab build to run beside --caplab (before/after)")
+    rates = ",".join(map(str, DEFAULT_RATES))
+    p.add_argument("--rates", default=rates, help=f"offered rates, comma-separated [{rates}]")
     p.add_argument("--duration", type=int, default=5, help="seconds per run [5]")
     p.add_argument("--repeats", type=int, default=1, help="runs per tool and rate [1]")
     p.add_argument("--title", default="D. Open model at high rates: caplab vs oha")
@@ -154,11 +168,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def run_section(
-    bench: scenarios.Bench, rates: tuple[int, ...], repeats: int, title: str, invocation: str
+    bench: scenarios.Bench,
+    rates: tuple[int, ...],
+    repeats: int,
+    title: str,
+    invocation: str,
+    baseline: str | None = None,
 ) -> tuple[str, list[OpenRun]]:
     """Measure, then render with the machine facts taken before the first run."""
     machine = report.machine_facts()
-    runs = measure_rates(bench, rates, repeats)
+    runs = measure_rates(bench, rates, repeats, baseline)
     facts = "; ".join(f"{k}: {v}" for k, v in machine.items())
     note = f"- Produced by `{invocation}`; {PINNING}; {facts}."
     return render(title, runs, note), runs
@@ -177,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     invocation = shlex.join(["python", "bench/open_model.py", *raw])
     with nginx_target(found.nginx, SERVER_CPU) as target:
         bench = scenarios.Bench(found, target, settings)
-        text, runs = run_section(bench, rates, args.repeats, args.title, invocation)
+        text, runs = run_section(bench, rates, args.repeats, args.title, invocation, args.baseline)
     print(text)
     if args.out is not None:
         with args.out.open("a") as out:

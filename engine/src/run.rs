@@ -360,13 +360,18 @@ fn assemble(
     let open = matches!(plan.load, Load::Open { .. });
     let lateness = Summary::of(&total.lateness);
     let lateness_p99 = if open { lateness.p99.or(lateness.max) } else { None };
+    let held_rate = (open && measured_s > 0.0).then(|| total.left_in_window as f64 / measured_s);
+    let held = match (held_rate, plan.offered_rate()) {
+        (Some(held), Some(offered)) => format!("; it held {held:.0}/s of {offered:.0}/s offered"),
+        _ => String::new(),
+    };
     let saturation_reason = match lateness_p99 {
         Some(late) if late > plan.saturation_lateness_ms => Some(format!(
-            "sends ran {late:.1} ms behind schedule at p99 (limit {:.1} ms): the generator could not keep the offered rate",
+            "sends ran {late:.1} ms behind schedule at p99 (limit {:.1} ms): the generator could not keep the offered rate{held}",
             plan.saturation_lateness_ms
         )),
         _ if busiest >= BUSY_LIMIT => Some(format!(
-            "a worker thread was busy {:.0}% of the time: the generator may be the bottleneck; add threads or cores",
+            "a worker thread was busy {:.0}% of the time: the generator may be the bottleneck; add threads or cores{held}",
             busiest * 100.0
         )),
         _ => None,
@@ -400,6 +405,7 @@ fn assemble(
             cpu_us_per_request: (total.sent_all > 0).then(|| cpu_s * 1e6 / total.sent_all as f64),
             lateness_p99_ms: lateness_p99,
             lateness_max_ms: if open { lateness.max } else { None },
+            held_rate,
             busiest_thread: busiest,
             connections_opened: connects,
             saturated: saturation_reason.is_some(),
@@ -455,6 +461,52 @@ mod tests {
     fn run_faulty(plan: &Plan, panics_on: u64, panics_on_drop: bool) -> Result<RunResult, RunError> {
         let driver = || Ok(Faulty { panics_on, panics_on_drop, exchanges: Cell::new(0) });
         coordinate(plan, driver, Hooks { on_interval: &mut |_| {}, should_abort: &mut || false })
+    }
+
+    /// A driver whose first connection blocks its whole worker thread for `stall`, as a
+    /// generator starved of CPU would be; replies take 2 ms.
+    struct Stalling {
+        stall: Duration,
+        stalled: Cell<bool>,
+    }
+
+    impl Driver for Stalling {
+        type Conn = ();
+
+        async fn connect(&self) -> Result<(), ErrorKind> {
+            if !self.stalled.replace(true) {
+                std::thread::sleep(self.stall);
+            }
+            Ok(())
+        }
+
+        async fn exchange(&self, _: &mut (), _: usize, _: u64) -> Result<Reply, ErrorKind> {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            Ok(Reply { error: None, keep_alive: true })
+        }
+    }
+
+    #[test]
+    fn a_late_generator_catches_up_over_its_connections_instead_of_opening_one_per_send() {
+        // 2,000/s on one thread, stalled for 100 ms at the first connection: about 200 sends are
+        // overdue at once, while every connection is busy for 2 ms: opening one for each is what
+        // made a late generator spiral. The pool grows slowly instead (about 20 here).
+        let plan = plan(
+            r#"{"model": "open", "profile": [{"duration_s": 0.5, "rate_start": 2000, "rate_end": 2000}]}"#,
+        );
+        let plan = Plan { threads: Some(1), duration_s: 0.5, ..plan };
+        let driver = || Ok(Stalling { stall: Duration::from_millis(100), stalled: Cell::new(false) });
+        let r = coordinate(&plan, driver, Hooks { on_interval: &mut |_| {}, should_abort: &mut || false })
+            .unwrap();
+        assert!(r.sent >= 900 && r.completed == r.sent && r.dropped == 0, "{} sent", r.sent);
+        assert!(r.generator.connections_opened < 100, "{} connections", r.generator.connections_opened);
+        // The stall is the generator's, and the result says so, with the rate it held.
+        assert!(r.generator.lateness_max_ms.is_some_and(|late| late >= 90.0));
+        let reason = r.generator.saturation_reason.unwrap_or_default();
+        assert!(
+            r.generator.saturated && reason.contains("held") && reason.contains("/s of 2000/s"),
+            "{reason}"
+        );
     }
 
     const OPEN: &str =

@@ -193,6 +193,8 @@ class GeneratorFigures:
     connections_opened: int
     saturated: bool
     saturation_reason: str | None
+    held_rate: float | None = None
+    """Open model: requests per second that actually left in the measured window."""
 
 
 @dataclass(frozen=True)

@@ -218,7 +218,7 @@ impl<D: Driver> Worker<D> {
             if self.open_model {
                 stats.on_lateness(start.saturating_duration_since(intended));
             }
-            stats.on_sent(&self.clock, class, intended);
+            stats.on_sent(&self.clock, class, intended, start);
         }
         let outcome = match tokio::time::timeout(self.timeout, self.attempt(conn, class, seq)).await {
             Ok(outcome) => outcome,

@@ -6,12 +6,13 @@
 //!
 //! Requests go out over a pool of connections, one task each, that take due requests in order.
 //! A due request goes to an idle connection; if none is idle, a new one is opened for it, unless
-//! requests are already waiting: then the dispatcher is catching up in a burst (it fell behind)
-//! and busy connections free up within a reply's time, so the pool grows slowly: the wait before
-//! the next such opening grows with the pool (`BACKLOG_OPEN_SPACING` per connection). Opening in a burst is what made a late generator
-//! spiral: each connection costs more CPU than a request, making the next sends later still. A
-//! server that holds its connections (slow or frozen) still gets a new connection per send, since
-//! the dispatcher then finds no request waiting.
+//! requests are already waiting *and* the dispatcher is late: then it is catching up in a burst,
+//! and busy connections free up within a reply's time, so the pool grows only slowly (the wait
+//! before the next such opening grows with the pool, `BACKLOG_OPEN_SPACING` per connection).
+//! Opening in a burst is what made a late generator spiral: each connection costs more CPU than
+//! a request, making the next sends later still. An on-time dispatcher whose connections are all
+//! held by the server (slow or frozen) opens one per send, as a truly open load would; if that
+//! costs so much CPU that it falls behind, the slow-growth rule takes over.
 //!
 //! Waking up costs more CPU than sending (a context switch each time), so sends due within
 //! `slack` of one another share one wake-up: the loop sleeps until the first is due, exactly,
@@ -30,7 +31,9 @@ use tokio::sync::Notify;
 
 /// After this many back-to-back sends without sleeping, yield so replies get read.
 const BURST: u32 = 32;
-/// While requests wait for a connection, the pool of n grows by one at most every n × this:
+/// A dispatcher this far behind a request's intended time is catching up, not on schedule.
+const ON_TIME: Duration = Duration::from_millis(1);
+/// While a late dispatcher has requests waiting, the pool of n grows by one at most every n × this:
 /// quickly to the few dozen connections a fast server needs, then ever more slowly (about
 /// √(2t / spacing) connections after t), so a starved generator cannot open its way into a spiral.
 const BACKLOG_OPEN_SPACING: Duration = Duration::from_micros(100);
@@ -94,7 +97,7 @@ struct Pool {
 
 impl Pool {
     /// Queues a due request for the next free connection: an idle one, else a new one unless
-    /// requests are already waiting (see the module doc).
+    /// requests are already waiting for a late dispatcher (see the module doc).
     fn hand_over<D>(self: &Rc<Self>, w: &Rc<Worker<D>>, intended: Instant)
     where
         D: Driver + 'static,
@@ -108,7 +111,7 @@ impl Pool {
         if self.idle.get() > 0 {
             self.idle.set(self.idle.get() - 1);
             self.wake.notify_one();
-        } else if !backlog || self.may_grow_in_backlog() {
+        } else if !backlog || Instant::now() <= intended + ON_TIME || self.may_grow_in_backlog() {
             self.size.set(self.size.get() + 1);
             w.spawn(serve(w.clone(), self.clone()));
         }
