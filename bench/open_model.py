@@ -16,6 +16,7 @@ Prints the Markdown section on stdout (and appends it to --out); progress goes t
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from report import Measurement
 from target import nginx_target
 
 DEFAULT_RATES = (20_000, 50_000, 80_000, 100_000)
+TITLE = "D. Open model at high rates: caplab vs oha"
 HELD_SHARE = 0.99  # achieved / offered at or above this counts as holding the rate
 PINNING = f"generator on CPU {GENERATOR_CPU}, nginx (one worker) on CPU {SERVER_CPU} via taskset"
 
@@ -53,6 +55,24 @@ class OpenRun:
 BASELINE = "caplab (baseline)"
 
 
+PRIORITY_NICE = -19
+_priority: list[str] = []
+
+
+def bench_priority() -> list[str]:
+    """The `nice` prefix for generator commands when --priority was given, else nothing."""
+    return list(_priority)
+
+
+def raise_priority(server_pid: int) -> None:
+    """Let the generators and nginx win their CPUs over other work on a shared machine: nice −19
+    for every generator run and for nginx's processes (needs root)."""
+    _priority[:] = ["nice", "-n", str(PRIORITY_NICE)]
+    children = Path(f"/proc/{server_pid}/task/{server_pid}/children").read_text().split()
+    for pid in [server_pid, *map(int, children)]:
+        os.setpriority(os.PRIO_PROCESS, pid, PRIORITY_NICE)
+
+
 def measure_rates(
     bench: scenarios.Bench, rates: tuple[int, ...], repeats: int, baseline: str | None = None
 ) -> list[OpenRun]:
@@ -73,6 +93,7 @@ def measure_rates(
                     argv = tools.oha_open(exe, url, rate, s.oha_connections, d)
                 else:
                     argv = tools.caplab_open(exe, url, rate, d)
+                argv = [*bench_priority(), *argv]
                 m = scenarios.measure(bench, "oha" if tool == "oha" else "caplab", argv, d)
                 runs.append(OpenRun(tool, rate, repeat, m))
     return runs
@@ -162,9 +183,30 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--rates", default=rates, help=f"offered rates, comma-separated [{rates}]")
     p.add_argument("--duration", type=int, default=5, help="seconds per run [5]")
     p.add_argument("--repeats", type=int, default=1, help="runs per tool and rate [1]")
-    p.add_argument("--title", default="D. Open model at high rates: caplab vs oha")
+    p.add_argument("--title", default=TITLE)
     p.add_argument("--out", type=Path, help="append the section to this file")
+    p.add_argument(
+        "--priority", action="store_true", help="run generators and nginx at nice -19 (root; shared machines)"
+    )
     return p.parse_args(argv)
+
+
+def ceiling_note(bench: scenarios.Bench) -> str:
+    """wrk's closed loop on the same target just before: what this machine serves right now, the
+    yardstick for the rates above (it moves with the other work on a shared machine)."""
+    if bench.found.wrk is None:
+        return "- wrk not found: no closed-loop reference for this run"
+    s = bench.settings
+    argv = [*bench_priority(), *tools.wrk_closed(bench.found.wrk, bench.url, s.users, s.duration_s)]
+    m = scenarios.measure(bench, "wrk", argv, s.duration_s)
+    if m.report is None:
+        return f"- wrk closed-loop reference failed: {m.error}"
+    return (
+        f"- Reference: wrk's closed loop ({s.users} connections, one thread) reached "
+        f"{m.report.rps:,.0f}/s at p99 {_num(m.report.p99_ms)} ms just before these runs "
+        f"(other work CPU0/CPU1: {m.observed.generator_cpu_others:.0%} / "
+        f"{m.observed.server_cpu_others:.0%})."
+    )
 
 
 def run_section(
@@ -177,9 +219,11 @@ def run_section(
 ) -> tuple[str, list[OpenRun]]:
     """Measure, then render with the machine facts taken before the first run."""
     machine = report.machine_facts()
+    reference = ceiling_note(bench)
     runs = measure_rates(bench, rates, repeats, baseline)
     facts = "; ".join(f"{k}: {v}" for k, v in machine.items())
-    note = f"- Produced by `{invocation}`; {PINNING}; {facts}."
+    priority = f"; generators and nginx at nice {PRIORITY_NICE}" if _priority else ""
+    note = f"{reference}\n- Produced by `{invocation}`; {PINNING}{priority}; {facts}."
     return render(title, runs, note), runs
 
 
@@ -196,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     invocation = shlex.join(["python", "bench/open_model.py", *raw])
     with nginx_target(found.nginx, SERVER_CPU) as target:
         bench = scenarios.Bench(found, target, settings)
+        if args.priority:
+            raise_priority(target.pid)
         text, runs = run_section(bench, rates, args.repeats, args.title, invocation, args.baseline)
     print(text)
     if args.out is not None:

@@ -509,6 +509,44 @@ mod tests {
         );
     }
 
+    /// A server that accepts every connection and never answers.
+    struct Holding;
+
+    impl Driver for Holding {
+        type Conn = ();
+
+        async fn connect(&self) -> Result<(), ErrorKind> {
+            Ok(())
+        }
+
+        async fn exchange(&self, _: &mut (), _: usize, _: u64) -> Result<Reply, ErrorKind> {
+            std::future::pending().await
+        }
+    }
+
+    #[test]
+    fn a_server_holding_every_connection_gets_new_ones_at_a_bounded_rate() {
+        // 5,000/s for 0.2 s at a server that never answers: one new connection per send would be
+        // 1,000; the opening budget allows 200 at once and 2,000 a second, about 600 here. The
+        // rest wait for a connection and, never sent, end as drops; none of it is generator
+        // lateness. The run is stopped before the first request's timeout would reopen its slot.
+        let plan = plan(
+            r#"{"model": "open", "profile": [{"duration_s": 0.2, "rate_start": 5000, "rate_end": 5000}]}"#,
+        );
+        let plan = Plan { threads: Some(1), duration_s: 0.2, timeout_s: 5.0, ..plan };
+        let stop_at = Instant::now() + Duration::from_millis(600);
+        let mut abort = || Instant::now() >= stop_at;
+        let r =
+            coordinate(&plan, || Ok(Holding), Hooks { on_interval: &mut |_| {}, should_abort: &mut abort })
+                .unwrap();
+        let opened = r.generator.connections_opened;
+        assert!((550..=700).contains(&opened), "{opened} connections");
+        assert_eq!(r.sent, opened, "each connection carried one request, which never returned");
+        assert!(((r.sent + r.dropped) as f64 - 1000.0).abs() <= 2.0, "{} + {}", r.sent, r.dropped);
+        assert_eq!((r.completed, r.in_flight_at_end), (0, r.sent));
+        assert!(!r.generator.saturated, "{:?}", r.generator.saturation_reason);
+    }
+
     const OPEN: &str =
         r#"{"model": "open", "profile": [{"duration_s": 0.3, "rate_start": 2000, "rate_end": 2000}]}"#;
     const CLOSED: &str = r#"{"model": "closed", "users": 4}"#;

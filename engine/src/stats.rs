@@ -131,7 +131,7 @@ pub struct ThreadStats {
     /// Requests that actually left inside the measured window, whenever they were due: the
     /// rate the generator held, which a late generator reports below the offered rate.
     pub left_in_window: u64,
-    /// Open model: actual minus intended send time.
+    /// Open model: when each request was handed over minus its intended time (the generator's delay).
     pub lateness: Histogram<u64>,
     pub interval: IntervalPart,
 }

@@ -173,7 +173,6 @@ pub struct Worker<D: Driver> {
     next_seq: Cell<u64>,
     seq_step: u64,
     connects: Cell<u64>,
-    open_model: bool,
     sending_ended: Cell<Option<Instant>>,
 }
 
@@ -213,13 +212,7 @@ impl<D: Driver> Worker<D> {
         let seq = self.next_seq.get();
         self.next_seq.set(seq + self.seq_step);
         let start = Instant::now();
-        {
-            let mut stats = self.stats.borrow_mut();
-            if self.open_model {
-                stats.on_lateness(start.saturating_duration_since(intended));
-            }
-            stats.on_sent(&self.clock, class, intended, start);
-        }
+        self.stats.borrow_mut().on_sent(&self.clock, class, intended, start);
         let outcome = match tokio::time::timeout(self.timeout, self.attempt(conn, class, seq)).await {
             Ok(outcome) => outcome,
             Err(_) => {
@@ -316,7 +309,6 @@ where
         next_seq: Cell::new(setup.index as u64),
         seq_step: setup.threads as u64,
         connects: Cell::new(0),
-        open_model: matches!(setup.share, Share::Open { .. }),
         sending_ended: Cell::new(None),
     });
     let local = tokio::task::LocalSet::new();

@@ -5,14 +5,18 @@
 //! system under test shows as drops and latency instead of a slower offered rate.
 //!
 //! Requests go out over a pool of connections, one task each, that take due requests in order.
-//! A due request goes to an idle connection; if none is idle, a new one is opened for it, unless
-//! requests are already waiting *and* the dispatcher is late: then it is catching up in a burst,
-//! and busy connections free up within a reply's time, so the pool grows only slowly (the wait
-//! before the next such opening grows with the pool, `BACKLOG_OPEN_SPACING` per connection).
-//! Opening in a burst is what made a late generator spiral: each connection costs more CPU than
-//! a request, making the next sends later still. An on-time dispatcher whose connections are all
-//! held by the server (slow or frozen) opens one per send, as a truly open load would; if that
-//! costs so much CPU that it falls behind, the slow-growth rule takes over.
+//! A due request goes to an idle connection; if none is idle, a new one is opened for it while
+//! the dispatcher is on time, at most `OPEN_RATE` a second (bursts of `OPEN_BURST`): beyond
+//! that the request waits for a free connection, timed from its intended start. A late dispatcher
+//! that finds requests already waiting is catching up in a burst, and busy connections free up
+//! within a reply's time, so it grows the pool only slowly (the wait before the next such opening
+//! grows with the pool, `BACKLOG_OPEN_SPACING` per connection). Opening in bursts is what made a
+//! late generator spiral: each connection costs more CPU than a request, making the next sends
+//! later still.
+//!
+//! Send lateness is the dispatcher's: how long after its intended time a request was handed to
+//! the pool. That is the generator's own delay; a wait for a connection the server still holds
+//! is the server's, and shows in the latency (from the intended time), not in the lateness.
 //!
 //! Waking up costs more CPU than sending (a context switch each time), so sends due within
 //! `slack` of one another share one wake-up: the loop sleeps until the first is due, exactly,
@@ -31,6 +35,10 @@ use tokio::sync::Notify;
 
 /// After this many back-to-back sends without sleeping, yield so replies get read.
 const BURST: u32 = 32;
+/// New connections a second an on-time dispatcher may open, and how many at once: a server
+/// that holds every connection gets this many more a second, not one per send.
+const OPEN_RATE: f64 = 2_000.0;
+const OPEN_BURST: f64 = 200.0;
 /// A dispatcher this far behind a request's intended time is catching up, not on schedule.
 const ON_TIME: Duration = Duration::from_millis(1);
 /// While a late dispatcher has requests waiting, the pool of n grows by one at most every n × this:
@@ -78,9 +86,17 @@ where
             break;
         }
         w.in_flight.set(w.in_flight.get() + 1);
-        pool.hand_over(&w, intended);
+        let now = Instant::now();
+        w.stats.borrow_mut().on_lateness(now.saturating_duration_since(intended));
+        pool.hand_over(&w, intended, now);
     }
     w.drain().await;
+    // Requests still waiting for a connection when the drain ended were never sent.
+    let mut stats = w.stats.borrow_mut();
+    for intended in pool.due.borrow_mut().drain(..) {
+        stats.on_dropped(&w.clock, intended);
+        w.in_flight.set(w.in_flight.get() - 1);
+    }
 }
 
 /// Requests due but not yet sent, and the connection tasks idle until one is.
@@ -91,14 +107,17 @@ struct Pool {
     /// Connection tasks started.
     size: Cell<u32>,
     wake: Notify,
-    /// When a connection was last opened for a request that found others waiting.
+    /// When a late dispatcher last opened a connection for a request that found others waiting.
     last_backlog_open: Cell<Option<Instant>>,
+    /// Openings an on-time dispatcher may still make (a token bucket), as of `budget_at`.
+    budget: Cell<f64>,
+    budget_at: Cell<Option<Instant>>,
 }
 
 impl Pool {
-    /// Queues a due request for the next free connection: an idle one, else a new one unless
-    /// requests are already waiting for a late dispatcher (see the module doc).
-    fn hand_over<D>(self: &Rc<Self>, w: &Rc<Worker<D>>, intended: Instant)
+    /// Queues a due request for the next free connection: an idle one, else a new one within
+    /// the opening budget (see the module doc).
+    fn hand_over<D>(self: &Rc<Self>, w: &Rc<Worker<D>>, intended: Instant, now: Instant)
     where
         D: Driver + 'static,
         D::Conn: 'static,
@@ -111,7 +130,7 @@ impl Pool {
         if self.idle.get() > 0 {
             self.idle.set(self.idle.get() - 1);
             self.wake.notify_one();
-        } else if !backlog || Instant::now() <= intended + ON_TIME || self.may_grow_in_backlog() {
+        } else if self.may_open(!backlog || now <= intended + ON_TIME, now) {
             self.size.set(self.size.get() + 1);
             w.spawn(serve(w.clone(), self.clone()));
         }
@@ -119,8 +138,23 @@ impl Pool {
 }
 
 impl Pool {
-    fn may_grow_in_backlog(&self) -> bool {
-        let now = Instant::now();
+    /// Whether a request with no idle connection gets a new one: on time, within the opening
+    /// budget; late with others waiting, only after the backlog spacing.
+    fn may_open(&self, on_time: bool, now: Instant) -> bool {
+        let budget = match self.budget_at.get() {
+            None => OPEN_BURST,
+            Some(at) => {
+                let refill = now.saturating_duration_since(at).as_secs_f64() * OPEN_RATE;
+                (self.budget.get() + refill).min(OPEN_BURST)
+            }
+        };
+        self.budget_at.set(Some(now));
+        if on_time {
+            let open = budget >= 1.0;
+            self.budget.set(if open { budget - 1.0 } else { budget });
+            return open;
+        }
+        self.budget.set(budget);
         let spacing = BACKLOG_OPEN_SPACING * self.size.get();
         let due = self.last_backlog_open.get().is_none_or(|last| now >= last + spacing);
         if due {
