@@ -10,6 +10,7 @@ import shlex
 import sys
 from pathlib import Path
 
+import open_model
 import report
 import scenarios
 import tools
@@ -104,13 +105,21 @@ def main(argv: list[str] | None = None) -> int:
     engine = tools.caplab_engine_file(found.caplab) if found.caplab else None
     engine_before = tools.file_stamp(engine) if engine else "not found"
     with nginx_target(found.nginx, SERVER_CPU) as target:
-        results = run_all(scenarios.Bench(found, target, settings))
+        bench = scenarios.Bench(found, target, settings)
+        results = run_all(bench)
+        print("scenario: open model at high rates", file=sys.stderr, flush=True)
+        invocation = shlex.join(["python", "bench/run.py", *raw_argv])
+        rates_section, rate_runs = open_model.run_section(
+            bench, open_model.DEFAULT_RATES, 1, open_model.TITLE, invocation
+        )
     stamps = versions(found)
     stamps["caplab engine"] = engine_note(engine, engine_before)
     text = report.render(context_for(raw_argv, args.quick, stamps, target, machine), results)
+    text += "\n" + rates_section + "\n"
     args.out.write_text(text)
     print(text)
     failed = any(m.error for sc in results for m in sc.measurements)
+    failed = failed or any(r.measurement.error for r in rate_runs)
     return 1 if failed else 0
 
 

@@ -185,11 +185,12 @@ def test_in_flight_cap_drops_sends_instead_of_delaying_them(known_server: KnownS
 
 # --- a frozen server: what the corrected latency shows -----------------------------------------------
 #
-# The open executor never delays a send: it sends on schedule (on a new connection if none is idle;
-# the kernel completes the handshake into the listen backlog even while the server's event loop is
-# frozen) or, at the in-flight cap, drops it. So a request's latency from its intended time exceeds
-# its service time only by the generator's own send lateness; requests sent during the freeze wait
-# at the server, and both histograms show that wait. These two tests pin down that behaviour.
+# The open executor hands each send over on schedule: to an idle connection, else to a new one
+# (up to 2,000 new connections a second; the kernel completes the handshake into the listen backlog
+# even while the server's event loop is frozen), or, at the in-flight cap, drops it. At 200/s every
+# send gets its connection at once, so a request's latency from its intended time exceeds its
+# service time only by the generator's own send lateness; requests sent during the freeze wait at
+# the server, and both histograms show that wait. These two tests pin down that behaviour.
 
 
 def test_freeze_shows_in_corrected_latency_and_sends_stay_on_schedule(known_server: KnownServer) -> None:

@@ -20,7 +20,8 @@ pub struct Plan {
     /// Stop after this many requests were sent in the measured window (optional second stop condition).
     #[serde(default)]
     pub max_requests: Option<u64>,
-    /// Open model: most requests outstanding at once (one connection each). Default: rate × 1 s, fd-safe.
+    /// Open model: most requests outstanding at once (one connection each). Default: the peak
+    /// rate × 1 s (at least 100), within the descriptors the process may open.
     #[serde(default)]
     pub max_in_flight: Option<u32>,
     #[serde(default = "default_interval")]
@@ -289,7 +290,9 @@ impl Plan {
         Duration::from_secs_f64(self.warmup_s)
     }
 
-    /// The rate at the start of the profile (open model), used for the warm-up and the default cap.
+    /// The highest rate anywhere in the profile (open model): it sizes the default in-flight cap
+    /// and decides whether sends share wake-ups. (The warm-up runs at the first segment's start
+    /// rate instead; see `RateProfile::new`.)
     pub fn peak_rate(&self) -> Option<f64> {
         match &self.load {
             Load::Open { profile, .. } => {

@@ -3,7 +3,7 @@
 use crate::plan::Plan;
 use crate::run::{run, Hooks, RunError};
 use crate::stats::{decode, encode, new_histogram, Summary};
-use pyo3::exceptions::{PyConnectionError, PyKeyboardInterrupt, PyValueError};
+use pyo3::exceptions::{PyConnectionError, PyKeyboardInterrupt, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -19,6 +19,12 @@ pyo3::create_exception!(
     TargetUnreachable,
     PyConnectionError,
     "Nothing answers at the target address."
+);
+pyo3::create_exception!(
+    _engine,
+    WorkerFailed,
+    PyRuntimeError,
+    "A load-generating thread failed (the message says why); the run's counts are incomplete."
 );
 
 /// Runs a plan (JSON) and returns the result (JSON). `on_interval` receives each interval
@@ -66,6 +72,7 @@ fn run_plan(py: Python<'_>, plan_json: &str, on_interval: Option<Py<PyAny>>) -> 
         Ok(result) => Ok(serde_json::to_string(&result).expect("results serialise")),
         Err(RunError::Plan(e)) => Err(PlanError::new_err(e.to_string())),
         Err(RunError::Unreachable(m)) => Err(TargetUnreachable::new_err(m)),
+        Err(RunError::WorkerFailed(m)) => Err(WorkerFailed::new_err(m)),
     }
 }
 
@@ -105,6 +112,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(histogram_quantile, m)?)?;
     m.add("PlanError", m.py().get_type::<PlanError>())?;
     m.add("TargetUnreachable", m.py().get_type::<TargetUnreachable>())?;
+    m.add("WorkerFailed", m.py().get_type::<WorkerFailed>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -89,9 +89,15 @@ pub struct GeneratorFigures {
     pub cpu_s: f64,
     /// `cpu_s` per request sent (warm-up included, as the CPU is).
     pub cpu_us_per_request: Option<f64>,
-    /// Open model: how late sends left against their intended time.
+    /// Open model: how late the generator handed each request over against its intended time
+    /// (its own delay; a wait for a connection the server holds shows in the latency instead).
+    /// None in the closed model, which has no schedule to be late against; there
+    /// `busiest_thread` tells a starved generator.
     pub lateness_p99_ms: Option<f64>,
     pub lateness_max_ms: Option<f64>,
+    /// Open model: requests per second that actually left during the measured window. Below the
+    /// offered rate when the generator could not keep it (see `saturated`).
+    pub held_rate: Option<f64>,
     /// The busiest worker thread's CPU share of its wall time (1.0 = a whole core).
     pub busiest_thread: f64,
     pub connections_opened: u64,

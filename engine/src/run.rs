@@ -4,13 +4,14 @@
 use crate::driver::http::HttpDriver;
 use crate::driver::tcp::TcpDriver;
 use crate::driver::{Driver, ErrorKind};
-use crate::executor::{run_thread, Control, Message, Share, WorkerOutcome, WorkerSetup};
+use crate::executor::{panic_message, run_thread, Control, Message, Share, WorkerOutcome, WorkerSetup};
 use crate::plan::{Load, Plan, PlanError, Scheme, Url};
 use crate::result::{ClassResult, GeneratorFigures, IntervalSnapshot, RunResult};
 use crate::schedule::{RateProfile, Schedule};
 use crate::stats::{encode, IntervalPart, RunClock, Summary, ThreadStats};
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -28,13 +29,16 @@ pub enum RunError {
     Plan(PlanError),
     /// Nothing answers at the target; the message says what the OS said.
     Unreachable(String),
+    /// A worker thread or task failed (a panic, a thread that would not start): its counts are
+    /// missing, so the run has no result. The message says which and why.
+    WorkerFailed(String),
 }
 
 impl std::fmt::Display for RunError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             RunError::Plan(e) => write!(f, "{e}"),
-            RunError::Unreachable(m) => write!(f, "{m}"),
+            RunError::Unreachable(m) | RunError::WorkerFailed(m) => write!(f, "{m}"),
         }
     }
 }
@@ -111,16 +115,19 @@ where
         // Each thread holds at least one request, so more threads than the cap would exceed it.
         threads = threads.min(cap as usize).max(1);
     }
-    let control = Arc::new(Control { max_requests: plan.max_requests, ..Control::default() });
+    let control = Arc::new(Control::new(plan.max_requests));
     let interval = Duration::from_secs_f64(plan.interval_s);
     // Start a moment ahead so every thread is up before the first intended send.
     let start = Instant::now() + Duration::from_millis(20);
     let warmup_end = start + plan.warmup();
     let clock = RunClock { start, warmup_end, window_end: warmup_end + plan.duration(), interval };
+    // Every driver is built before any thread starts, so a bad plan never leaves load running.
+    let drivers =
+        (0..threads).map(|_| make_driver()).collect::<Result<Vec<D>, _>>().map_err(RunError::Plan)?;
     let cpu_before = crate::cpu::process_cpu_s();
     let (tx, rx) = mpsc::channel();
     let mut handles = Vec::with_capacity(threads);
-    for index in 0..threads {
+    for (index, driver) in drivers.into_iter().enumerate() {
         let setup = WorkerSetup {
             index,
             threads,
@@ -132,13 +139,21 @@ where
             seed: plan.seed.wrapping_add(index as u64 * 0x1000_0001),
             control: control.clone(),
         };
-        let driver = make_driver().map_err(RunError::Plan)?;
-        let tx = tx.clone();
-        let handle = std::thread::Builder::new()
-            .name(format!("caplab-worker-{index}"))
-            .spawn(move || run_thread(driver, setup, tx))
-            .expect("spawning a worker thread");
-        handles.push(handle);
+        let (tx, thread_control) = (tx.clone(), control.clone());
+        let spawned = std::thread::Builder::new().name(format!("caplab-worker-{index}")).spawn(move || {
+            // A panic outside any task (set-up, hand-over) stops the others at once, with its reason.
+            let body = AssertUnwindSafe(|| run_thread(driver, setup, tx));
+            if let Err(payload) = std::panic::catch_unwind(body) {
+                thread_control.fail(format!("worker thread {index} panicked: {}", panic_message(&*payload)));
+            }
+        });
+        match spawned {
+            Ok(handle) => handles.push(handle),
+            Err(e) => {
+                control.fail(format!("cannot start worker thread {index}: {e}"));
+                break;
+            }
+        }
     }
     drop(tx);
     let mut merger = IntervalMerger::new(clock, threads);
@@ -158,8 +173,19 @@ where
             control.abort.store(true, Ordering::Relaxed);
         }
     }
-    for h in handles {
-        let _ = h.join();
+    for (index, h) in handles.into_iter().enumerate() {
+        if let Err(payload) = h.join() {
+            control.fail(format!("worker thread {index} panicked: {}", panic_message(&*payload)));
+        }
+    }
+    if let Some(reason) = control.failure() {
+        return Err(RunError::WorkerFailed(reason));
+    }
+    if outcomes.len() != threads {
+        let missing = threads - outcomes.len();
+        return Err(RunError::WorkerFailed(format!(
+            "{missing} of {threads} worker threads ended without handing over their counts"
+        )));
     }
     let ended = Instant::now();
     merger.flush(ended, &mut on_interval);
@@ -334,13 +360,18 @@ fn assemble(
     let open = matches!(plan.load, Load::Open { .. });
     let lateness = Summary::of(&total.lateness);
     let lateness_p99 = if open { lateness.p99.or(lateness.max) } else { None };
+    let held_rate = (open && measured_s > 0.0).then(|| total.left_in_window as f64 / measured_s);
+    let held = match (held_rate, plan.offered_rate()) {
+        (Some(held), Some(offered)) => format!("; it held {held:.0}/s of {offered:.0}/s offered"),
+        _ => String::new(),
+    };
     let saturation_reason = match lateness_p99 {
         Some(late) if late > plan.saturation_lateness_ms => Some(format!(
-            "sends ran {late:.1} ms behind schedule at p99 (limit {:.1} ms): the generator could not keep the offered rate",
+            "sends ran {late:.1} ms behind schedule at p99 (limit {:.1} ms): the generator could not keep the offered rate{held}",
             plan.saturation_lateness_ms
         )),
         _ if busiest >= BUSY_LIMIT => Some(format!(
-            "a worker thread was busy {:.0}% of the time: the generator may be the bottleneck; add threads or cores",
+            "a worker thread was busy {:.0}% of the time: the generator may be the bottleneck; add threads or cores{held}",
             busiest * 100.0
         )),
         _ => None,
@@ -374,6 +405,7 @@ fn assemble(
             cpu_us_per_request: (total.sent_all > 0).then(|| cpu_s * 1e6 / total.sent_all as f64),
             lateness_p99_ms: lateness_p99,
             lateness_max_ms: if open { lateness.max } else { None },
+            held_rate,
             busiest_thread: busiest,
             connections_opened: connects,
             saturated: saturation_reason.is_some(),
@@ -381,5 +413,172 @@ fn assemble(
         },
         max_in_flight,
         interrupted,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::Reply;
+    use std::cell::Cell;
+
+    /// A driver with a bug: it panics on its `panics_on`-th exchange (0: never), or when dropped.
+    struct Faulty {
+        panics_on: u64,
+        panics_on_drop: bool,
+        exchanges: Cell<u64>,
+    }
+
+    impl Driver for Faulty {
+        type Conn = ();
+
+        async fn connect(&self) -> Result<(), ErrorKind> {
+            Ok(())
+        }
+
+        async fn exchange(&self, _: &mut (), _: usize, _: u64) -> Result<Reply, ErrorKind> {
+            let n = self.exchanges.get() + 1;
+            self.exchanges.set(n);
+            assert!(n != self.panics_on, "protocol bug on request {n}");
+            tokio::task::yield_now().await;
+            Ok(Reply { error: None, keep_alive: true })
+        }
+    }
+
+    impl Drop for Faulty {
+        fn drop(&mut self) {
+            assert!(!self.panics_on_drop, "driver state corrupt at shutdown");
+        }
+    }
+
+    fn plan(load: &str) -> Plan {
+        Plan::from_json(&format!(
+            r#"{{"target": {{"url": "http://127.0.0.1:9/"}}, "load": {load}, "duration_s": 0.3, "threads": 2}}"#
+        ))
+        .unwrap()
+    }
+
+    fn run_faulty(plan: &Plan, panics_on: u64, panics_on_drop: bool) -> Result<RunResult, RunError> {
+        let driver = || Ok(Faulty { panics_on, panics_on_drop, exchanges: Cell::new(0) });
+        coordinate(plan, driver, Hooks { on_interval: &mut |_| {}, should_abort: &mut || false })
+    }
+
+    /// A driver whose first connection blocks its whole worker thread for `stall`, as a
+    /// generator starved of CPU would be; replies take 2 ms.
+    struct Stalling {
+        stall: Duration,
+        stalled: Cell<bool>,
+    }
+
+    impl Driver for Stalling {
+        type Conn = ();
+
+        async fn connect(&self) -> Result<(), ErrorKind> {
+            if !self.stalled.replace(true) {
+                std::thread::sleep(self.stall);
+            }
+            Ok(())
+        }
+
+        async fn exchange(&self, _: &mut (), _: usize, _: u64) -> Result<Reply, ErrorKind> {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+            Ok(Reply { error: None, keep_alive: true })
+        }
+    }
+
+    #[test]
+    fn a_late_generator_catches_up_over_its_connections_instead_of_opening_one_per_send() {
+        // 2,000/s on one thread, stalled for 100 ms at the first connection: about 200 sends are
+        // overdue at once, while every connection is busy for 2 ms: opening one for each is what
+        // made a late generator spiral. The pool grows slowly instead (about 20 here).
+        let plan = plan(
+            r#"{"model": "open", "profile": [{"duration_s": 0.5, "rate_start": 2000, "rate_end": 2000}]}"#,
+        );
+        let plan = Plan { threads: Some(1), duration_s: 0.5, ..plan };
+        let driver = || Ok(Stalling { stall: Duration::from_millis(100), stalled: Cell::new(false) });
+        let r = coordinate(&plan, driver, Hooks { on_interval: &mut |_| {}, should_abort: &mut || false })
+            .unwrap();
+        assert!(r.sent >= 900 && r.completed == r.sent && r.dropped == 0, "{} sent", r.sent);
+        assert!(r.generator.connections_opened < 100, "{} connections", r.generator.connections_opened);
+        // The stall is the generator's, and the result says so, with the rate it held.
+        assert!(r.generator.lateness_max_ms.is_some_and(|late| late >= 90.0));
+        let reason = r.generator.saturation_reason.unwrap_or_default();
+        assert!(
+            r.generator.saturated && reason.contains("held") && reason.contains("/s of 2000/s"),
+            "{reason}"
+        );
+    }
+
+    /// A server that accepts every connection and never answers.
+    struct Holding;
+
+    impl Driver for Holding {
+        type Conn = ();
+
+        async fn connect(&self) -> Result<(), ErrorKind> {
+            Ok(())
+        }
+
+        async fn exchange(&self, _: &mut (), _: usize, _: u64) -> Result<Reply, ErrorKind> {
+            std::future::pending().await
+        }
+    }
+
+    #[test]
+    fn a_server_holding_every_connection_gets_new_ones_at_a_bounded_rate() {
+        // 5,000/s for 0.2 s at a server that never answers: one new connection per send would be
+        // 1,000; the opening budget allows 200 at once and 2,000 a second, about 600 here. The
+        // rest wait for a connection and, never sent, end as drops; none of it is generator
+        // lateness. The run is stopped before the first request's timeout would reopen its slot.
+        let plan = plan(
+            r#"{"model": "open", "profile": [{"duration_s": 0.2, "rate_start": 5000, "rate_end": 5000}]}"#,
+        );
+        let plan = Plan { threads: Some(1), duration_s: 0.2, timeout_s: 5.0, ..plan };
+        let stop_at = Instant::now() + Duration::from_millis(600);
+        let mut abort = || Instant::now() >= stop_at;
+        let r =
+            coordinate(&plan, || Ok(Holding), Hooks { on_interval: &mut |_| {}, should_abort: &mut abort })
+                .unwrap();
+        let opened = r.generator.connections_opened;
+        assert!((550..=700).contains(&opened), "{opened} connections");
+        assert_eq!(r.sent, opened, "each connection carried one request, which never returned");
+        assert!(((r.sent + r.dropped) as f64 - 1000.0).abs() <= 2.0, "{} + {}", r.sent, r.dropped);
+        assert_eq!((r.completed, r.in_flight_at_end), (0, r.sent));
+        assert!(!r.generator.saturated, "{:?}", r.generator.saturation_reason);
+    }
+
+    const OPEN: &str =
+        r#"{"model": "open", "profile": [{"duration_s": 0.3, "rate_start": 2000, "rate_end": 2000}]}"#;
+    const CLOSED: &str = r#"{"model": "closed", "users": 4}"#;
+
+    fn assert_fails_with(outcome: Result<RunResult, RunError>, message: &str) {
+        match outcome {
+            Err(RunError::WorkerFailed(m)) => {
+                assert!(m.contains("worker thread") && m.contains(message), "{m}")
+            }
+            Err(e) => panic!("expected a failed worker, got {e}"),
+            Ok(r) => panic!("a run with a panicking worker returned figures: {} sent", r.sent),
+        }
+    }
+
+    #[test]
+    fn a_worker_that_runs_clean_returns_its_counts() {
+        let r = run_faulty(&plan(r#"{"model": "closed", "users": 2}"#), 0, false);
+        assert!(r.is_ok_and(|r| r.completed > 0 && r.errors == 0));
+    }
+
+    #[test]
+    fn a_panicking_request_task_fails_the_open_run_with_its_message() {
+        assert_fails_with(run_faulty(&plan(OPEN), 50, false), "protocol bug on request 50");
+    }
+
+    #[test]
+    fn a_panicking_user_fails_the_closed_run_with_its_message() {
+        assert_fails_with(run_faulty(&plan(CLOSED), 50, false), "protocol bug on request 50");
+    }
+
+    #[test]
+    fn a_worker_thread_that_panics_outside_its_tasks_fails_the_run() {
+        assert_fails_with(run_faulty(&plan(CLOSED), 0, true), "driver state corrupt at shutdown");
     }
 }

@@ -128,7 +128,10 @@ pub struct ThreadStats {
     pub completed_in_window: u64,
     /// Every request sent, warm-up included (the denominator of CPU per request).
     pub sent_all: u64,
-    /// Open model: actual minus intended send time.
+    /// Requests that actually left inside the measured window, whenever they were due: the
+    /// rate the generator held, which a late generator reports below the offered rate.
+    pub left_in_window: u64,
+    /// Open model: when each request was handed over minus its intended time (the generator's delay).
     pub lateness: Histogram<u64>,
     pub interval: IntervalPart,
 }
@@ -141,13 +144,17 @@ impl ThreadStats {
             dropped: 0,
             completed_in_window: 0,
             sent_all: 0,
+            left_in_window: 0,
             lateness: new_histogram(),
             interval: IntervalPart::new(0),
         }
     }
 
-    pub fn on_sent(&mut self, clock: &RunClock, class: usize, intended: Instant) {
+    pub fn on_sent(&mut self, clock: &RunClock, class: usize, intended: Instant, start: Instant) {
         self.sent_all += 1;
+        if clock.in_window(start) {
+            self.left_in_window += 1;
+        }
         self.interval.sent += 1;
         if clock.measured(intended) {
             self.classes[class].sent += 1;
@@ -214,6 +221,7 @@ impl ThreadStats {
         self.dropped += other.dropped;
         self.completed_in_window += other.completed_in_window;
         self.sent_all += other.sent_all;
+        self.left_in_window += other.left_in_window;
         add(&mut self.lateness, &other.lateness);
     }
 }

@@ -10,6 +10,9 @@ class PlanError(ValueError):
 class TargetUnreachable(ConnectionError):
     """Nothing answers at the target address."""
 
+class WorkerFailed(RuntimeError):
+    """A load-generating thread failed (the message says why); the run's counts are incomplete."""
+
 def run_plan(plan_json: str, on_interval: Callable[[str], bool | None] | None = None) -> str: ...
 def merge_histograms(encoded: list[str]) -> str: ...
 def summarize_histogram(encoded: str) -> str: ...

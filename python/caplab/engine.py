@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from caplab import _engine
-from caplab._engine import PlanError, TargetUnreachable
+from caplab._engine import PlanError, TargetUnreachable, WorkerFailed
 
 __all__ = [
     "DEFAULT_INTERVAL_S",
@@ -36,6 +36,7 @@ __all__ = [
     "Think",
     "UsageProblem",
     "build_plan",
+    "WorkerFailed",
     "merge_histograms",
     "run",
     "summarize_histogram",
@@ -205,6 +206,8 @@ class GeneratorFigures:
     connections_opened: int
     saturated: bool
     saturation_reason: str | None
+    held_rate: float | None = None
+    """Open model: requests per second that actually left in the measured window."""
 
 
 @dataclass(frozen=True)
@@ -263,7 +266,8 @@ class RunResult:
 
 
 def run(plan: Plan, on_interval: Callable[[IntervalSnapshot], bool | None] | None = None) -> RunResult:
-    """Runs one trial. Raises PlanError (bad plan) or TargetUnreachable (nothing listening).
+    """Runs one trial. Raises PlanError (bad plan), TargetUnreachable (nothing listening) or
+    WorkerFailed (a generator thread failed, so the counts would be incomplete).
 
     ``on_interval`` sees every interval snapshot; returning False stops the run early (the result
     is kept, with ``interrupted`` set), as Ctrl-C does."""

@@ -18,7 +18,7 @@ where
 {
     for u in 0..users {
         let rng = Rng::new(seed.wrapping_add(u as u64 * 7919));
-        tokio::task::spawn_local(user(w.clone(), think, rng));
+        w.spawn(user(w.clone(), think, rng));
     }
     let end = w.clock.window_end;
     while !w.stopping(Instant::now()) {

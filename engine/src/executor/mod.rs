@@ -10,30 +10,88 @@ use crate::plan::Think;
 use crate::schedule::{Rng, Schedule};
 use crate::stats::{IntervalPart, RequestRecord, RunClock, ThreadStats};
 use std::cell::{Cell, RefCell};
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::Sender;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-/// What the coordinator and the workers share: the stop signal and the request budget.
+/// What the coordinator and the workers share: the stop signal, the request budget, and the
+/// first failure that makes the run's figures untrustworthy.
 #[derive(Debug, Default)]
 pub struct Control {
-    /// Ctrl-C or a failing callback: stop sending, do not wait for replies.
+    /// Ctrl-C, a failing callback or a failed worker: stop sending, do not wait for replies.
     pub abort: AtomicBool,
     /// Measured-window sends so far, when the plan sets `max_requests`.
     pub budget_used: AtomicU64,
     pub max_requests: Option<u64>,
+    failure: Mutex<Option<String>>,
 }
 
 impl Control {
+    pub fn new(max_requests: Option<u64>) -> Control {
+        Control { max_requests, ..Control::default() }
+    }
+
     fn aborted(&self) -> bool {
         self.abort.load(Ordering::Relaxed)
+    }
+
+    /// Records why the run cannot be trusted (the first reason wins) and stops every worker:
+    /// counts lost with a failed task or thread would make the result quietly wrong.
+    pub fn fail(&self, reason: String) {
+        let mut failure = self.failure.lock().unwrap_or_else(|p| p.into_inner());
+        failure.get_or_insert(reason);
+        self.abort.store(true, Ordering::Relaxed);
+    }
+
+    /// The recorded failure, if any.
+    pub fn failure(&self) -> Option<String> {
+        self.failure.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
     /// True once `max_requests` measured requests have been claimed.
     pub fn budget_spent(&self) -> bool {
         self.max_requests.is_some_and(|max| self.budget_used.load(Ordering::Relaxed) >= max)
+    }
+}
+
+/// The text a panic was raised with, for the run's failure reason.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic without a message".to_string()
+    }
+}
+
+/// A task that fails the run if it panics. Tokio would otherwise drop the task quietly, and
+/// with it the request it was timing, its connection and its place in the in-flight count.
+struct FailsRunOnPanic<F> {
+    task: Pin<Box<F>>,
+    control: Arc<Control>,
+    thread: usize,
+}
+
+impl<F: Future<Output = ()>> Future for FailsRunOnPanic<F> {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let polled = std::panic::catch_unwind(AssertUnwindSafe(|| self.task.as_mut().poll(cx)));
+        match polled {
+            Ok(poll) => poll,
+            Err(payload) => {
+                let reason = format!("worker thread {} panicked: {}", self.thread, panic_message(&*payload));
+                self.control.fail(reason);
+                Poll::Ready(())
+            }
+        }
     }
 }
 
@@ -110,15 +168,21 @@ pub struct Worker<D: Driver> {
     pub control: Arc<Control>,
     pub timeout: Duration,
     pub drain: Duration,
+    index: usize,
     mix: RefCell<Mix>,
     next_seq: Cell<u64>,
     seq_step: u64,
     connects: Cell<u64>,
-    open_model: bool,
     sending_ended: Cell<Option<Instant>>,
 }
 
 impl<D: Driver> Worker<D> {
+    /// Starts a task on this thread; a panic inside it fails the run with its message.
+    pub fn spawn(&self, task: impl Future<Output = ()> + 'static) {
+        let control = self.control.clone();
+        tokio::task::spawn_local(FailsRunOnPanic { task: Box::pin(task), control, thread: self.index });
+    }
+
     /// True when no further request should be started.
     pub fn stopping(&self, now: Instant) -> bool {
         now >= self.clock.window_end || self.control.aborted() || self.control.budget_spent()
@@ -148,13 +212,7 @@ impl<D: Driver> Worker<D> {
         let seq = self.next_seq.get();
         self.next_seq.set(seq + self.seq_step);
         let start = Instant::now();
-        {
-            let mut stats = self.stats.borrow_mut();
-            if self.open_model {
-                stats.on_lateness(start.saturating_duration_since(intended));
-            }
-            stats.on_sent(&self.clock, class, intended);
-        }
+        self.stats.borrow_mut().on_sent(&self.clock, class, intended, start);
         let outcome = match tokio::time::timeout(self.timeout, self.attempt(conn, class, seq)).await {
             Ok(outcome) => outcome,
             Err(_) => {
@@ -246,16 +304,16 @@ where
         control: setup.control,
         timeout: setup.timeout,
         drain: setup.drain,
+        index: setup.index,
         mix: RefCell::new(Mix::new(&setup.weights, setup.seed ^ 0x5EED)),
         next_seq: Cell::new(setup.index as u64),
         seq_step: setup.threads as u64,
         connects: Cell::new(0),
-        open_model: matches!(setup.share, Share::Open { .. }),
         sending_ended: Cell::new(None),
     });
     let local = tokio::task::LocalSet::new();
     local.block_on(&runtime, async {
-        tokio::task::spawn_local(report_intervals(worker.clone(), tx.clone()));
+        worker.spawn(report_intervals(worker.clone(), tx.clone()));
         match setup.share {
             Share::Open { schedule, max_in_flight, slack } => {
                 open::run(worker.clone(), schedule, max_in_flight, slack).await
@@ -266,6 +324,7 @@ where
     let in_flight_at_end = worker.in_flight.get();
     let sending_ended = worker.sending_ended.get().unwrap_or_else(Instant::now);
     let last = worker.stats.borrow_mut().take_interval(in_flight_at_end);
+    // A send fails only once the coordinator has gone, and then nobody is left to tell.
     let _ = tx.send(Message::Interval(last));
     drop(local);
     drop(runtime);

@@ -4,6 +4,20 @@
 //! the in-flight cap reached is counted `dropped` at once rather than queued, so a backlog in the
 //! system under test shows as drops and latency instead of a slower offered rate.
 //!
+//! Requests go out over a pool of connections, one task each, that take due requests in order.
+//! A due request goes to an idle connection; if none is idle, a new one is opened for it while
+//! the dispatcher is on time, at most `OPEN_RATE` a second (bursts of `OPEN_BURST`): beyond
+//! that the request waits for a free connection, timed from its intended start. A late dispatcher
+//! that finds requests already waiting is catching up in a burst, and busy connections free up
+//! within a reply's time, so it grows the pool only slowly (the wait before the next such opening
+//! grows with the pool, `BACKLOG_OPEN_SPACING` per connection). Opening in bursts is what made a
+//! late generator spiral: each connection costs more CPU than a request, making the next sends
+//! later still.
+//!
+//! Send lateness is the dispatcher's: how long after its intended time a request was handed to
+//! the pool. That is the generator's own delay; a wait for a connection the server still holds
+//! is the server's, and shows in the latency (from the intended time), not in the lateness.
+//!
 //! Waking up costs more CPU than sending (a context switch each time), so sends due within
 //! `slack` of one another share one wake-up: the loop sleeps until the first is due, exactly,
 //! and sends the rest up to `slack` early. An early send is timed from when it left, so batching
@@ -13,12 +27,24 @@ use super::Worker;
 use crate::driver::Driver;
 use crate::schedule::Schedule;
 use crate::timer::PreciseTimer;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
+use tokio::sync::Notify;
 
 /// After this many back-to-back sends without sleeping, yield so replies get read.
 const BURST: u32 = 32;
+/// New connections a second an on-time dispatcher may open, and how many at once: a server
+/// that holds every connection gets this many more a second, not one per send.
+const OPEN_RATE: f64 = 2_000.0;
+const OPEN_BURST: f64 = 200.0;
+/// A dispatcher this far behind a request's intended time is catching up, not on schedule.
+const ON_TIME: Duration = Duration::from_millis(1);
+/// While a late dispatcher has requests waiting, the pool of n grows by one at most every n × this:
+/// quickly to the few dozen connections a fast server needs, then ever more slowly (about
+/// √(2t / spacing) connections after t), so a starved generator cannot open its way into a spiral.
+const BACKLOG_OPEN_SPACING: Duration = Duration::from_micros(100);
 
 pub async fn run<D>(w: Rc<Worker<D>>, mut schedule: Schedule, max_in_flight: u64, slack: Duration)
 where
@@ -26,7 +52,7 @@ where
     D::Conn: 'static,
 {
     let timer = PreciseTimer::new().ok();
-    let idle: Rc<RefCell<Vec<D::Conn>>> = Rc::new(RefCell::new(Vec::new()));
+    let pool = Rc::new(Pool::default());
     let mut burst = 0;
     while let Some(offset) = schedule.next_offset() {
         let intended = w.clock.start + offset;
@@ -60,18 +86,101 @@ where
             break;
         }
         w.in_flight.set(w.in_flight.get() + 1);
-        let conn = idle.borrow_mut().pop();
-        let (w2, idle2) = (w.clone(), idle.clone());
-        tokio::task::spawn_local(async move {
-            let mut conn = conn;
-            let _ = w2.issue(&mut conn, intended).await;
-            if let Some(c) = conn {
-                idle2.borrow_mut().push(c);
-            }
-            w2.in_flight.set(w2.in_flight.get() - 1);
-        });
+        let now = Instant::now();
+        w.stats.borrow_mut().on_lateness(now.saturating_duration_since(intended));
+        pool.hand_over(&w, intended, now);
     }
     w.drain().await;
+    // Requests still waiting for a connection when the drain ended were never sent.
+    let mut stats = w.stats.borrow_mut();
+    for intended in pool.due.borrow_mut().drain(..) {
+        stats.on_dropped(&w.clock, intended);
+        w.in_flight.set(w.in_flight.get() - 1);
+    }
+}
+
+/// Requests due but not yet sent, and the connection tasks idle until one is.
+#[derive(Default)]
+struct Pool {
+    due: RefCell<VecDeque<Instant>>,
+    idle: Cell<usize>,
+    /// Connection tasks started.
+    size: Cell<u32>,
+    wake: Notify,
+    /// When a late dispatcher last opened a connection for a request that found others waiting.
+    last_backlog_open: Cell<Option<Instant>>,
+    /// Openings an on-time dispatcher may still make (a token bucket), as of `budget_at`.
+    budget: Cell<f64>,
+    budget_at: Cell<Option<Instant>>,
+}
+
+impl Pool {
+    /// Queues a due request for the next free connection: an idle one, else a new one within
+    /// the opening budget (see the module doc).
+    fn hand_over<D>(self: &Rc<Self>, w: &Rc<Worker<D>>, intended: Instant, now: Instant)
+    where
+        D: Driver + 'static,
+        D::Conn: 'static,
+    {
+        let backlog = {
+            let mut due = self.due.borrow_mut();
+            due.push_back(intended);
+            due.len() > 1
+        };
+        if self.idle.get() > 0 {
+            self.idle.set(self.idle.get() - 1);
+            self.wake.notify_one();
+        } else if self.may_open(!backlog || now <= intended + ON_TIME, now) {
+            self.size.set(self.size.get() + 1);
+            w.spawn(serve(w.clone(), self.clone()));
+        }
+    }
+}
+
+impl Pool {
+    /// Whether a request with no idle connection gets a new one: on time, within the opening
+    /// budget; late with others waiting, only after the backlog spacing.
+    fn may_open(&self, on_time: bool, now: Instant) -> bool {
+        let budget = match self.budget_at.get() {
+            None => OPEN_BURST,
+            Some(at) => {
+                let refill = now.saturating_duration_since(at).as_secs_f64() * OPEN_RATE;
+                (self.budget.get() + refill).min(OPEN_BURST)
+            }
+        };
+        self.budget_at.set(Some(now));
+        if on_time {
+            let open = budget >= 1.0;
+            self.budget.set(if open { budget - 1.0 } else { budget });
+            return open;
+        }
+        self.budget.set(budget);
+        let spacing = BACKLOG_OPEN_SPACING * self.size.get();
+        let due = self.last_backlog_open.get().is_none_or(|last| now >= last + spacing);
+        if due {
+            self.last_backlog_open.set(Some(now));
+        }
+        due
+    }
+}
+
+/// One connection's task: sends due requests one at a time until the run ends.
+async fn serve<D: Driver>(w: Rc<Worker<D>>, pool: Rc<Pool>) {
+    let mut conn = None;
+    while !w.control.aborted() {
+        let next = pool.due.borrow_mut().pop_front();
+        match next {
+            Some(intended) => {
+                // The outcome is already in the statistics; a broken connection is reopened.
+                let _ = w.issue(&mut conn, intended).await;
+                w.in_flight.set(w.in_flight.get() - 1);
+            }
+            None => {
+                pool.idle.set(pool.idle.get() + 1);
+                pool.wake.notified().await;
+            }
+        }
+    }
 }
 
 fn count_unsent<D: Driver>(w: &Worker<D>, first: Instant, schedule: &mut Schedule) {
