@@ -94,22 +94,11 @@ fn summarize_histogram(encoded: &str) -> PyResult<String> {
     Ok(serde_json::to_string(&Summary::of(&h)).expect("summaries serialise"))
 }
 
-/// Value at a quantile (0..1) of a V2 histogram, in milliseconds.
-#[pyfunction]
-fn histogram_quantile(encoded: &str, quantile: f64) -> PyResult<f64> {
-    if !(0.0..=1.0).contains(&quantile) {
-        return Err(PyValueError::new_err("quantile must be within 0..1"));
-    }
-    let h = decode(encoded).map_err(PyValueError::new_err)?;
-    Ok(h.value_at_quantile(quantile) as f64 / 1000.0)
-}
-
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_plan, m)?)?;
     m.add_function(wrap_pyfunction!(merge_histograms, m)?)?;
     m.add_function(wrap_pyfunction!(summarize_histogram, m)?)?;
-    m.add_function(wrap_pyfunction!(histogram_quantile, m)?)?;
     m.add("PlanError", m.py().get_type::<PlanError>())?;
     m.add("TargetUnreachable", m.py().get_type::<TargetUnreachable>())?;
     m.add("WorkerFailed", m.py().get_type::<WorkerFailed>())?;

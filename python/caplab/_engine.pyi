@@ -2,6 +2,16 @@
 
 from collections.abc import Callable
 
+__all__ = [
+    "PlanError",
+    "TargetUnreachable",
+    "WorkerFailed",
+    "__version__",
+    "merge_histograms",
+    "run_plan",
+    "summarize_histogram",
+]
+
 __version__: str
 
 class PlanError(ValueError):
@@ -16,4 +26,3 @@ class WorkerFailed(RuntimeError):
 def run_plan(plan_json: str, on_interval: Callable[[str], bool | None] | None = None) -> str: ...
 def merge_histograms(encoded: list[str]) -> str: ...
 def summarize_histogram(encoded: str) -> str: ...
-def histogram_quantile(encoded: str, quantile: float) -> float: ...
