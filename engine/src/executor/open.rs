@@ -51,6 +51,7 @@ where
     D: Driver + 'static,
     D::Conn: 'static,
 {
+    // Without a timerfd (not on Linux) tokio's millisecond timer serves; the lateness shows it.
     let timer = PreciseTimer::new().ok();
     let pool = Rc::new(Pool::default());
     let mut burst = 0;
@@ -129,7 +130,8 @@ impl Pool {
         };
         if self.idle.get() > 0 {
             self.idle.set(self.idle.get() - 1);
-            self.wake.notify_one();
+            // The connection idle the shortest time: a few stay warm, the rest stay asleep.
+            self.wake.notify_last();
         } else if self.may_open(!backlog || now <= intended + ON_TIME, now) {
             self.size.set(self.size.get() + 1);
             w.spawn(serve(w.clone(), self.clone()));
