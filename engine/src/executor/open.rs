@@ -1,8 +1,9 @@
 //! The open model: requests leave on the schedule's intended times whatever the replies do.
 //!
 //! Each send is timed from its intended time (coordinated-omission corrected); a send that finds
-//! the in-flight cap reached is counted `dropped` at once rather than queued, so a backlog in the
-//! system under test shows as drops and latency instead of a slower offered rate.
+//! the in-flight cap reached (requests sent or waiting for a connection, not yet answered) is
+//! counted `dropped` at once, so a backlog in the system under test shows as drops and latency
+//! instead of a slower offered rate.
 //!
 //! Requests go out over a pool of connections, one task each, that take due requests in order.
 //! A due request goes to an idle connection; if none is idle, a new one is opened for it while
@@ -137,9 +138,7 @@ impl Pool {
             w.spawn(serve(w.clone(), self.clone()));
         }
     }
-}
 
-impl Pool {
     /// Whether a request with no idle connection gets a new one: on time, within the opening
     /// budget; late with others waiting, only after the backlog spacing.
     fn may_open(&self, on_time: bool, now: Instant) -> bool {
