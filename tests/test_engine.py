@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import pytest
 
+from caplab import engine
 from caplab.engine import (
     ClosedLoad,
     IntervalSnapshot,
@@ -27,6 +28,7 @@ from caplab.engine import (
     Target,
     TargetUnreachable,
     Think,
+    WorkerFailed,
     merge_histograms,
     run,
     summarize_histogram,
@@ -95,6 +97,11 @@ def test_open_model_keeps_the_offered_rate(plain_server: RunningServer) -> None:
     assert r.sent / 3.0 == pytest.approx(2000, rel=0.02)
     assert r.dropped == 0 and r.errors == 0
     assert not r.generator.saturated, r.generator.saturation_reason
+    # The generator's own figures, which a verdict of "generator-limited" reads, are all there.
+    g = r.generator
+    assert g.held_rate == pytest.approx(2000, rel=0.02)
+    assert g.lateness_p99_ms is not None and g.lateness_max_ms is not None
+    assert g.lateness_p99_ms <= g.lateness_max_ms and 0 < g.busiest_thread <= 1.5
     accounted(r)
 
 
@@ -259,6 +266,7 @@ def test_closed_model_throughput_is_users_over_cycle_time(
     assert r.model == "closed" and r.offered_rate is None and r.users == 4
     assert r.throughput == pytest.approx(expected, rel=0.10)
     assert r.generator.connections_opened == 4, "each user keeps its connection"
+    assert r.generator.lateness_p99_ms is None and r.generator.held_rate is None, "no schedule to keep"
     assert r.latency_ms.p50 is not None and r.latency_ms.p50 >= 20
     assert r.errors == 0 and r.dropped == 0
 
@@ -401,6 +409,12 @@ def test_a_server_that_hangs_up_counts_as_reset(framed_server: FramedFactory) ->
 def test_unreachable_target_raises_before_the_run(closed_port: int) -> None:
     with pytest.raises(TargetUnreachable, match="connection refused"):
         run(open_plan(Target(f"http://127.0.0.1:{closed_port}/"), 10, 1.0))
+
+
+def test_a_failed_worker_is_an_error_callers_can_catch_by_kind() -> None:
+    # The engine's own tests make a worker panic (engine/src/run.rs); here: the Python face.
+    assert issubclass(WorkerFailed, RuntimeError)
+    assert "WorkerFailed" in engine.__all__
 
 
 @pytest.mark.parametrize(

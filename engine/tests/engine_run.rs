@@ -110,7 +110,7 @@ fn open_model_keeps_the_rate_and_counts_per_interval() {
             "duration_s": 1.0, "warmup_s": 0.5, "interval_s": 0.25}}"#
     ))
     .unwrap();
-    assert!((r.sent as f64 - 400.0).abs() <= 4.0, "sent {}", r.sent);
+    assert!((r.sent as f64 - 400.0).abs() <= 4.0, "sent {} dropped {} {:?}", r.sent, r.dropped, r.generator);
     assert_eq!(r.completed, r.sent);
     assert!(!r.generator.saturated, "{:?}", r.generator);
     let warm: Vec<_> = r.intervals.iter().filter(|i| i.warmup).collect();

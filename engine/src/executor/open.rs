@@ -1,8 +1,9 @@
 //! The open model: requests leave on the schedule's intended times whatever the replies do.
 //!
 //! Each send is timed from its intended time (coordinated-omission corrected); a send that finds
-//! the in-flight cap reached is counted `dropped` at once rather than queued, so a backlog in the
-//! system under test shows as drops and latency instead of a slower offered rate.
+//! the in-flight cap reached (requests sent or waiting for a connection, not yet answered) is
+//! counted `dropped` at once, so a backlog in the system under test shows as drops and latency
+//! instead of a slower offered rate.
 //!
 //! Requests go out over a pool of connections, one task each, that take due requests in order.
 //! A due request goes to an idle connection; if none is idle, a new one is opened for it while
@@ -51,6 +52,7 @@ where
     D: Driver + 'static,
     D::Conn: 'static,
 {
+    // Without a timerfd (not on Linux) tokio's millisecond timer serves; the lateness shows it.
     let timer = PreciseTimer::new().ok();
     let pool = Rc::new(Pool::default());
     let mut burst = 0;
@@ -129,15 +131,14 @@ impl Pool {
         };
         if self.idle.get() > 0 {
             self.idle.set(self.idle.get() - 1);
-            self.wake.notify_one();
+            // The connection idle the shortest time: a few stay warm, the rest stay asleep.
+            self.wake.notify_last();
         } else if self.may_open(!backlog || now <= intended + ON_TIME, now) {
             self.size.set(self.size.get() + 1);
             w.spawn(serve(w.clone(), self.clone()));
         }
     }
-}
 
-impl Pool {
     /// Whether a request with no idle connection gets a new one: on time, within the opening
     /// budget; late with others waiting, only after the backlog spacing.
     fn may_open(&self, on_time: bool, now: Instant) -> bool {
