@@ -582,14 +582,16 @@ def _check_files(path: Path, lines: dict[Path_, int], config: StudyConfig) -> No
 
 
 def _check_hardware(
-    path: Path, lines: dict[Path_, int], config: StudyConfig, cell: dict[str, Scalar]
+    path: Path, lines: dict[Path_, int], config: StudyConfig, data: Any, cell: dict[str, Scalar]
 ) -> None:
     """Profiles name classes that exist, roles name profiles that exist, and every
     ``{volume.NAME}`` / ``{address.ROLE}`` has a volume or link behind it."""
 
     def fail(loc: Path_, message: str) -> SpecError:
         field = ".".join(str(p) for p in loc)
-        where = f" (in the cell where {', '.join(f'{k}={v}' for k, v in cell.items())})" if cell else ""
+        raw = _raw_at(data, loc)
+        refers = isinstance(raw, str) and any(m.group(1) in cell for m in _REF.finditer(raw))
+        where = f" (in the cell where {', '.join(f'{k}={v}' for k, v in cell.items())})" if refers else ""
         return SpecError(f"{path}:{_line_of(lines, loc)}: {field}: {message}{where}")
 
     for name, profile in config.profiles.items():
@@ -672,7 +674,7 @@ def load_study(path: str | Path) -> Study:
             first = next((x for x in errors if x["type"] == "extra_forbidden"), errors[0])
             raise SpecError(_format_error(path, lines, first, data, factors)) from e
         _check_files(path, lines, config)
-        _check_hardware(path, lines, config, factors)
+        _check_hardware(path, lines, config, data, factors)
         cells.append(Cell(index, factors, config))
     names = list(matrix[0]) if matrix else []
     goal = cells[0].config.goal if cells else None

@@ -5,21 +5,29 @@ nothing caplab made (cgroups, loop devices, namespaces) may be left after the ru
 
 from __future__ import annotations
 
+import shlex
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from caplab.profiles import Profile, check_support
+from caplab.profiles import Profile, VolumeClass, check_support
 from support.profiles import leftovers
 from support.studies import caplab, free_port, json_out, knownserver, write_study
 
 pytestmark = pytest.mark.slow
 
 
-def test_half_a_core_carries_half_the_load(tmp_path: Path) -> None:
-    missing = check_support([Profile.build("probe", cpus=1)])
+def require(*profiles: Profile) -> None:
+    """Skips the test naming exactly the mechanism this machine lacks for the profiles."""
+    missing = check_support(profiles)
     if missing:
         pytest.skip("; ".join(missing))
+
+
+def test_half_a_core_carries_half_the_load(tmp_path: Path) -> None:
+    require(Profile.build("probe", cpus=1))
     before = set(leftovers())
     port = free_port()
     study = {
@@ -65,3 +73,159 @@ def test_half_a_core_carries_half_the_load(tmp_path: Path) -> None:
     assert not (tmp_path / ".caplab-hardware").exists()
     left = [item for item in leftovers() if item not in before]
     assert not left, f"left behind: {left}"
+
+
+WRITER = (
+    "import os, sys, time  # volume-writer\n"
+    "path = os.path.join(sys.argv[1], 'log')\n"
+    "with open(path, 'wb') as f:\n"
+    "    while True:\n"
+    "        f.write(b'x' * 4096); f.flush(); os.fsync(f.fileno()); time.sleep(0.005)\n"
+)
+HOG = (
+    "import time  # memory-hog\n"
+    "time.sleep(1.5)\n"
+    "hog = bytearray(256 << 20)\n"
+    "for i in range(0, len(hog), 4096): hog[i] = 1\n"
+    "time.sleep(60)\n"
+)
+
+
+def two_roles(tmp_path: Path, port: int, helper: str, helper_role: dict[str, Any]) -> dict[str, Any]:
+    """A study whose one start command launches two roles: knownserver, and a helper script that
+    becomes the SUT's main process (so its death fails the cell)."""
+    script = tmp_path / "helper.py"
+    script.write_text(helper)
+    start = f"{knownserver(port)} & exec {shlex.join([sys.executable, str(script)])} {{volume.log}}"
+    return {
+        "name": "two roles",
+        "target": {"http": {"url": f"http://127.0.0.1:{port}/"}},
+        "profiles": {
+            "app": {"cpus": 1, "memory": "256M"},
+            "disk": {"volumes": {"log": "slow"}, "memory": "64M"},
+        },
+        "volumes": {"slow": {"size": "64M", "write_iops": 40}},
+        "sut": {
+            "start": start,
+            "ready": {"port": port, "timeout": "20s"},
+            "roles": {
+                "server": {"match": f"knownserver --port {port}", "profile": "app"},
+                "helper": helper_role,
+            },
+        },
+        "load": {"rate": 20, "duration": "3s"},
+    }
+
+
+def test_roles_of_one_start_command_are_attached_to_their_profiles(tmp_path: Path) -> None:
+    """Each role's processes are moved onto its profile as they appear (and the results say they
+    ran outside it until then); the volume's IO is reported under its name, the role's memory
+    against its limit; everything is removed after the cell."""
+    port = free_port()
+    study = two_roles(tmp_path, port, WRITER, {"match": "helper.py", "profile": "disk"})
+    require(Profile.build("disk", memory="64M", volumes={"log": "slow"}, volume_classes={"slow": _slow()}))
+    before = set(leftovers())
+    done = caplab(
+        "run",
+        write_study(tmp_path / "s.yaml", study),
+        "--db",
+        f"sqlite:///{tmp_path / 'c.db'}",
+        "--json",
+        "-o",
+        tmp_path / "r",
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    cell = json_out(done)["cells"][0]
+    hardware = cell["metrics"]["hardware"]
+    assert "launched_under" not in hardware
+    assert set(hardware["ran_outside"]) == {"server", "helper"}, hardware
+    assert hardware["roles"]["helper"][1:] == [
+        "64M memory, no swap",
+        "log (slow): 40 write IOPS throttle on a 64M loop volume",
+    ]
+    volume = cell["resources"]["volume:log"]
+    # fsync'd 4 KiB writes throttled to 40 IOPS: the volume sees writes, never more than its class.
+    assert 5 < volume["write_iops"] <= 40 * 1.2, volume
+    server = cell["resources"]["server"]
+    assert server["mem_limit_mb"] == pytest.approx(256)
+    assert 0 < server["mem_percent"] < 50 and server["quota_cpus"] == 1
+    assert [item for item in leftovers() if item not in before] == []
+
+
+def test_an_oom_kill_fails_the_cell_with_that_reason(tmp_path: Path) -> None:
+    port = free_port()
+    study = two_roles(tmp_path, port, HOG, {"match": "helper.py", "profile": "disk"})
+    require(Profile.build("disk", memory="64M", volumes={"log": "slow"}, volume_classes={"slow": _slow()}))
+    before = set(leftovers())
+    done = caplab(
+        "run",
+        write_study(tmp_path / "s.yaml", study),
+        "--db",
+        f"sqlite:///{tmp_path / 'c.db'}",
+        "--json",
+        "-o",
+        tmp_path / "r",
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr[-3000:]
+    cell = json_out(done)["cells"][0]
+    assert cell["status"] == "failed"
+    assert "role helper ran out of memory: the OOM killer killed" in cell["error"], cell["error"]
+    assert [item for item in leftovers() if item not in before] == []
+
+
+def _slow() -> VolumeClass:
+    return VolumeClass(64 << 20, write_iops=40)
+
+
+BASE = """name: hw
+target:
+  http:
+    url: http://127.0.0.1:8080/
+profiles:
+  small: {cpus: 2, memory: 4G, volumes: {data: hdd}}
+volumes:
+  hdd: {size: 2G, write_iops: 180}
+links:
+  1gbit: {rate: 1gbit}
+factors: {profile: [small]}
+sut:
+  start: ./server --data {volume.data}
+  roles:
+    app: {match: server, profile: "{profile}"}
+load: {rate: 10}
+"""
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (("cpus: 2", "cpus: 0"), ":6: profiles.small.cpus: Input should be greater than 0"),
+        (("memory: 4G", "memory: lots"), ":6: profiles.small.memory: 'lots' is not a size"),
+        (
+            ("data: hdd", "data: nvme"),
+            ":6: profiles.small.volumes.data: unknown volume class 'nvme' (defined: hdd)",
+        ),
+        (
+            ("{cpus: 2,", "{link: 10gbit, cpus: 2,"),
+            ":6: profiles.small.link: unknown link class '10gbit' (defined: 1gbit)",
+        ),
+        (("[small]", "[large]"), ":15: sut.roles.app.profile: unknown profile 'large' (profiles: small)"),
+        (
+            ("{volume.data}", "{volume.logs}"),
+            ":13: sut.start: {volume.logs}: no role's profile has that volume",
+        ),
+        (("rate: 1gbit", "rate: fast"), ":10: links.1gbit.rate: 'fast' is not a link rate"),
+    ],
+    ids=["cpus-0", "memory", "volume-class", "link-class", "profile", "volume-ref", "link-rate"],
+)
+def test_a_bad_hardware_section_names_file_line_and_field(
+    tmp_path: Path, change: tuple[str, str], expected: str
+) -> None:
+    path = tmp_path / "study.yaml"
+    path.write_text(BASE.replace(*change))
+    done = caplab("run", path, "--db", f"sqlite:///{tmp_path / 'c.db'}")
+    assert done.returncode == 2, done.stderr
+    assert f"{path}{expected}" in done.stderr
+    assert "Traceback" not in done.stderr
