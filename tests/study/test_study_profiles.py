@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from caplab.profiles import Profile, VolumeClass, check_support
+from caplab.profiles import LinkClass, Profile, VolumeClass, check_support
 from support.profiles import leftovers
 from support.studies import caplab, free_port, json_out, knownserver, write_study
 
@@ -229,3 +229,40 @@ def test_a_bad_hardware_section_names_file_line_and_field(
     assert done.returncode == 2, done.stderr
     assert f"{path}{expected}" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_role_with_a_link_is_reached_at_its_address(tmp_path: Path) -> None:
+    """The start command runs in the role's namespace; the ready check and the target reach it at
+    ``{address.ROLE}`` through the shaped link; the namespace goes with the cell."""
+    port = free_port()
+    study = {
+        "name": "link",
+        "target": {"http": {"url": f"http://{{address.server}}:{port}/"}},
+        "profiles": {"web": {"link": "lan"}},
+        "links": {"lan": {"rate": "100mbit", "mtu": 1500}},
+        "sut": {
+            "start": f"exec {knownserver(port)} --host {{address.server}}",
+            "ready": {"port": port, "host": "{address.server}", "timeout": "20s"},
+            "roles": {"server": {"match": f"knownserver --port {port}", "profile": "web"}},
+        },
+        "load": {"rate": 20, "duration": "1s"},
+    }
+    require(Profile.build("web", link="lan", link_classes={"lan": LinkClass.parse("100mbit")}))
+    before = set(leftovers())
+    done = caplab(
+        "run",
+        write_study(tmp_path / "s.yaml", study),
+        "--db",
+        f"sqlite:///{tmp_path / 'c.db'}",
+        "--json",
+        "-o",
+        tmp_path / "r",
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    cell = json_out(done)["cells"][0]
+    assert cell["metrics"]["errors"] == 0 and cell["metrics"]["sent"] >= 15, cell["metrics"]
+    hardware = cell["metrics"]["hardware"]
+    assert hardware["launched_under"] == "server"
+    assert hardware["roles"]["server"] == ["profile web", "lan: 100 Mbit/s link, MTU 1500"]
+    assert [item for item in leftovers() if item not in before] == []

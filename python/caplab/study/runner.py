@@ -309,6 +309,9 @@ class StudyRunner:
         config = bind(cell.config, hw)
         if config.replicates > 1:
             self.progress.note(f"replicate {replicate + 1} of {config.replicates}")
+        if hw is not None and replicate == 0:
+            for role, lines in hw.describe().items():
+                self.progress.note(f"{role} on {', '.join(lines)}")
         launched = launched_role(config, hw) if hw is not None else None
         prefix = hw.launch_prefix(launched) if hw is not None and launched is not None else []
         sut = Sut(config.sut, self.study.directory, prefix, launched) if config.sut else None
