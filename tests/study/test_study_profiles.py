@@ -5,8 +5,12 @@ nothing caplab made (cgroups, loop devices, namespaces) may be left after the ru
 
 from __future__ import annotations
 
+import re
 import shlex
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +18,21 @@ import pytest
 
 from caplab.profiles import LinkClass, Profile, VolumeClass, check_support
 from support.profiles import leftovers
-from support.studies import caplab, free_port, json_out, knownserver, write_study
+from support.servers import default_sigint
+from support.studies import CAPLAB, caplab, free_port, json_out, knownserver, listening, write_study
 
 pytestmark = pytest.mark.slow
+
+
+def left_behind(before: set[str]) -> list[str]:
+    """What caplab runs that have ended left behind (other jobs on this machine make caplab-*
+    resources too: those of a live process are theirs, still in use)."""
+
+    def ended(item: str) -> bool:
+        owner = re.search(r"caplab-(\d+)-", item)
+        return owner is None or not Path(f"/proc/{owner.group(1)}").exists()
+
+    return [item for item in leftovers() if item not in before and ended(item)]
 
 
 def require(*profiles: Profile) -> None:
@@ -71,8 +87,7 @@ def test_half_a_core_carries_half_the_load(tmp_path: Path) -> None:
         assert any(line.startswith(words) for line in hardware["roles"]["server"]), hardware
         assert hardware["launched_under"] == "server"
     assert not (tmp_path / ".caplab-hardware").exists()
-    left = [item for item in leftovers() if item not in before]
-    assert not left, f"left behind: {left}"
+    assert left_behind(before) == []
 
 
 WRITER = (
@@ -150,7 +165,7 @@ def test_roles_of_one_start_command_are_attached_to_their_profiles(tmp_path: Pat
     server = cell["resources"]["server"]
     assert server["mem_limit_mb"] == pytest.approx(256)
     assert 0 < server["mem_percent"] < 50 and server["quota_cpus"] == 1
-    assert [item for item in leftovers() if item not in before] == []
+    assert left_behind(before) == []
 
 
 def test_an_oom_kill_fails_the_cell_with_that_reason(tmp_path: Path) -> None:
@@ -172,7 +187,7 @@ def test_an_oom_kill_fails_the_cell_with_that_reason(tmp_path: Path) -> None:
     cell = json_out(done)["cells"][0]
     assert cell["status"] == "failed"
     assert "role helper ran out of memory: the OOM killer killed" in cell["error"], cell["error"]
-    assert [item for item in leftovers() if item not in before] == []
+    assert left_behind(before) == []
 
 
 def _slow() -> VolumeClass:
@@ -265,4 +280,51 @@ def test_a_role_with_a_link_is_reached_at_its_address(tmp_path: Path) -> None:
     hardware = cell["metrics"]["hardware"]
     assert hardware["launched_under"] == "server"
     assert hardware["roles"]["server"] == ["profile web", "lan: 100 Mbit/s link, MTU 1500"]
-    assert [item for item in leftovers() if item not in before] == []
+    assert left_behind(before) == []
+
+
+def test_ctrl_c_mid_cell_removes_the_cells_hardware(tmp_path: Path) -> None:
+    """Ctrl-C during a trial: the study stops (exit 130) and the cell's cgroup, volume and
+    namespace are gone with it."""
+    port = free_port()
+    study = {
+        "name": "interrupted",
+        "target": {"http": {"url": f"http://127.0.0.1:{port}/"}},
+        "profiles": {"box": {"cpus": 1, "memory": "128M", "volumes": {"data": "small"}}},
+        "volumes": {"small": {"size": "32M"}},
+        "sut": {
+            "start": f"exec {knownserver(port)}",
+            "ready": {"port": port, "timeout": "20s"},
+            "profile": "box",
+        },
+        "load": {"rate": 20, "duration": "20s"},
+    }
+    require(Profile.build("box", cpus=1, memory="128M", volumes={"data": "s"}, volume_classes={"s": _slow()}))
+    before = set(leftovers())
+    path = write_study(tmp_path / "s.yaml", study)
+    proc = subprocess.Popen(
+        [str(CAPLAB), "run", str(path), "--db", f"sqlite:///{tmp_path / 'c.db'}"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
+    )
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:  # bounded: the SUT's ready timeout or the trial ends the output
+            if "sut on profile box" in line:
+                break
+        deadline = time.monotonic() + 30
+        while not listening(port) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+        time.sleep(1.0)  # into the trial
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=10)
+    assert proc.returncode == 130, err[-2000:]
+    assert left_behind(before) == []
+    assert not (tmp_path / ".caplab-hardware").exists()

@@ -68,7 +68,7 @@ def cell_hardware(config: StudyConfig, workdir: Path) -> Iterator[CellHardware |
         with CellHardware(workdir, roles, config.scale.cpu) as hw:
             yield hw
     finally:
-        for directory in (workdir / "volumes", workdir):  # the volumes' own files went with them
+        for directory in (workdir / "volumes", workdir, workdir.parent):  # volumes took their files
             with contextlib.suppress(OSError):
                 for child in directory.iterdir():
                     if child.is_dir():
