@@ -633,6 +633,8 @@ def _check_hardware(
         target = getattr(config.target, kind)
         if target is not None:
             texts.append((("target", kind, "url"), target.url))
+    if sut.metrics is not None:
+        texts.append((("sut", "metrics", "url"), sut.metrics.url))
     for loc, text in texts:
         if text:
             try:

@@ -91,7 +91,12 @@ def bind(config: StudyConfig, hw: CellHardware | None) -> StudyConfig:
         ready = ready.model_copy(
             update={"url": sub(ready.url), "command": sub(ready.command), "host": sub(ready.host)}
         )
-    sut = sut.model_copy(update={"start": sub(sut.start), "stop": sub(sut.stop), "ready": ready})
+    metrics = sut.metrics
+    if metrics is not None:
+        metrics = metrics.model_copy(update={"url": sub(metrics.url)})
+    sut = sut.model_copy(
+        update={"start": sub(sut.start), "stop": sub(sut.stop), "ready": ready, "metrics": metrics}
+    )
     target = config.target
     for kind in ("http", "tcp"):
         payload = getattr(target, kind)
