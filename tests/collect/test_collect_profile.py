@@ -35,7 +35,9 @@ def test_profile_figures_per_role_and_volume() -> None:
             "volume:data": {"reads": 0, "writes": 140, "write_sectors": 1120, "write_ms": 90, "io_ms": 30},
         },
     ]
-    collector = ProfileCollector("db", ProfileSource(lambda: readings.pop(0), {"data": "db.data"}))
+    collector = ProfileCollector(
+        "db", ProfileSource(lambda: readings.pop(0), {"data": "db.data"}, {"data": {"write_iops": 40.0}})
+    )
     collector.start()
     got = {(s.scope, s.metric): s.value for s in collector.sample(0.5)}
     assert got[("role:db", "quota_cpus")] == 0.5
@@ -43,4 +45,5 @@ def test_profile_figures_per_role_and_volume() -> None:
     assert got[("role:db", "mem_percent")] == 50.0 and got[("role:db", "mem_limit_mb")] == 256.0
     assert got[("role:db", "oom_kills")] == 1 and got[("role:db", "mem_limit_hits")] == 2
     assert got[("volume:db.data", "await_ms")] == 1.0  # 40 ms over 40 writes
-    assert got[("volume:db.data", "write_iops")] > 0
+    iops = got[("volume:db.data", "write_iops")]
+    assert iops > 0 and got[("volume:db.data", "throttle_percent")] == 100.0 * iops / 40

@@ -163,6 +163,7 @@ def test_roles_of_one_start_command_are_attached_to_their_profiles(tmp_path: Pat
     volume = cell["resources"]["volume:log"]
     # fsync'd 4 KiB writes throttled to 40 IOPS: the volume sees writes, never more than its class.
     assert 5 < volume["write_iops"] <= 40 * 1.2, volume
+    assert volume["throttle_percent"] == pytest.approx(100 * volume["write_iops"] / 40, rel=0.05)
     server = cell["resources"]["server"]
     assert server["mem_limit_mb"] == pytest.approx(256)
     assert 0 < server["mem_percent"] < 50 and server["quota_cpus"] == 1

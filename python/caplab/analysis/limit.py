@@ -60,6 +60,9 @@ def demands(throughput: float, scopes: dict[str, dict[str, float]], roles: list[
         if scope.startswith(("disk:", "volume:")) and m.get("read_iops", 0.0) + m.get("write_iops", 0.0) > 0:
             busy = m.get("busy_percent", 0.0) / 100.0
             note = f"busy {busy:.0%}, queue {m.get('avg_queue', 0.0):.1f}"
+            throttled = m.get("throttle_percent", 0.0) / 100.0  # a volume against its class's ceiling
+            if throttled > busy:
+                busy, note = throttled, f"at {throttled:.0%} of its class's IOPS/bandwidth ceiling"
             out.append(_demand(scope, busy, throughput, note))
         if scope.startswith("net:") and m.get("link_mb_s"):
             use = max(m.get("rx_mb_s", 0.0), m.get("tx_mb_s", 0.0)) / m["link_mb_s"]

@@ -6,7 +6,8 @@ needs nothing of how the profile was applied.
 Scopes: ``role:NAME`` gains ``quota_cpus`` (host CPUs the quota grants), ``cpu_throttled_percent``
 (share of quota periods that ran out), ``mem_used_mb``, ``mem_peak_mb``, ``mem_limit_mb``,
 ``mem_percent`` (of the limit), ``mem_limit_hits`` and ``oom_kills`` (counted since the trial
-started); ``volume:LABEL`` gets the disk figures of ``disk:DEV`` under the volume's own name.
+started); ``volume:LABEL`` gets the disk figures of ``disk:DEV`` under the volume's own name, and
+``throttle_percent``: its busiest figure against its class's ceiling.
 """
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ class ProfileSource:
 
     usage: Callable[[], RoleUsage]
     volume_labels: Mapping[str, str] = field(default_factory=dict)
+    volume_limits: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    """Each volume's throttle ceilings by figure (``write_iops``, ``write_mb_s`` …): a throttled
+    request waits before the device, so busy % alone never shows a volume at its ceiling."""
 
 
 def _counters(u: Mapping[str, int | float | str]) -> DiskCounters:
@@ -106,6 +110,10 @@ class ProfileCollector:
             name = key.removeprefix("volume:")
             label = self.source.volume_labels.get(name, name)
             rates = disk_rates(_counters(self._prev[key]), _counters(volume), wall)
+            ceilings = self.source.volume_limits.get(name, {})
+            shares = [rates[k] / limit for k, limit in ceilings.items() if k in rates and limit > 0]
+            if shares:
+                rates["throttle_percent"] = 100.0 * max(shares)
             for metric, value in rates.items():
                 add(f"volume:{label}", metric, value)
         self._prev, self._last = now, now_t

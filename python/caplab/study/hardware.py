@@ -126,7 +126,20 @@ def profile_source(hw: CellHardware, role: str) -> ProfileSource:
     ``ROLE.VOLUME`` when two roles have a volume of that name."""
     names = [key.split("/", 1)[1] for key in hw.volume_paths]
     labels = {v: v if names.count(v) == 1 else f"{role}.{v}" for v in hw.profiles[role].volumes}
-    return ProfileSource(lambda: hw.usage(role), labels)
+    limits = {
+        name: {
+            figure: value if figure.endswith("iops") else value / 1e6  # bytes/s → MB/s, as collected
+            for figure, value in (
+                ("read_iops", v.read_iops),
+                ("write_iops", v.write_iops),
+                ("read_mb_s", v.read_bw),
+                ("write_mb_s", v.write_bw),
+            )
+            if value is not None
+        }
+        for name, v in hw.profiles[role].volumes.items()
+    }
+    return ProfileSource(lambda: hw.usage(role), labels, limits)
 
 
 def with_profiles(roles: list[RoleSpec], hw: CellHardware | None) -> list[RoleSpec]:
