@@ -23,7 +23,9 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "store": frozenset({"collect", "engine"}),
     "results": frozenset({"store"}),
     "experiments": frozenset({"analysis", "collect", "engine", "spec", "units"}),
-    "study": frozenset({"analysis", "collect", "engine", "experiments", "profiles", "spec", "store", "units"}),
+    "study": frozenset(
+        {"analysis", "collect", "engine", "experiments", "profiles", "spec", "store", "units"}
+    ),
     "report": frozenset({"analysis", "collect", "engine", "store", "units"}),
     "profiles": frozenset({"units"}),
     "systems": frozenset(),
