@@ -255,4 +255,5 @@ def cell_result(
         "limit": limit,
         "search": _search(raw),
         "trials": _trials(cell),
+        "hardware": (raw.get("hardware") or {}).get("roles"),
     }
