@@ -18,12 +18,14 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "units": frozenset({"store"}),
     "engine": frozenset({"_engine"}),
     "analysis": frozenset({"engine", "units"}),
-    "spec": frozenset({"analysis", "units"}),
+    "spec": frozenset({"analysis", "profiles", "units"}),
     "collect": frozenset({"engine", "units"}),
     "store": frozenset({"collect", "engine"}),
     "results": frozenset({"store"}),
     "experiments": frozenset({"analysis", "collect", "engine", "spec", "units"}),
-    "study": frozenset({"analysis", "collect", "engine", "experiments", "spec", "store", "units"}),
+    "study": frozenset(
+        {"analysis", "collect", "engine", "experiments", "profiles", "spec", "store", "units"}
+    ),
     "report": frozenset({"analysis", "collect", "engine", "store", "units"}),
     "profiles": frozenset({"units"}),
     "systems": frozenset(),

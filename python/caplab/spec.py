@@ -28,6 +28,8 @@ from pydantic import (
     model_validator,
 )
 
+from caplab.profiles import LinkClass, Profile, VolumeClass, parse_rate, parse_size
+from caplab.profiles.placeholders import check_placeholders
 from caplab.units import parse_duration
 
 Scalar = int | float | str | bool
@@ -116,11 +118,13 @@ def _ready(value: Any) -> Any:
 
 
 class RoleSpecModel(Strict):
-    """A process group whose resources are attributed: by pid, command-line substring or cgroup."""
+    """A process group whose resources are attributed: by pid, command-line substring or cgroup;
+    ``profile`` names the hardware it runs on (a key of the study's ``profiles:``)."""
 
     pid: int | None = Field(default=None, ge=1)
     match: str | None = Field(default=None, pattern=r"\S")
     cgroup: str | None = Field(default=None, pattern=r"\S")
+    profile: str | None = Field(default=None, pattern=r"\S")
 
     @model_validator(mode="after")
     def _one(self) -> RoleSpecModel:
@@ -171,6 +175,15 @@ class SutSpec(Strict):
     ready: Annotated[ReadySpec | None, BeforeValidator(_ready)] = None
     roles: Annotated[dict[str, RoleSpecModel], BeforeValidator(_role_names)] = Field(default_factory=dict)
     metrics: MetricsSpec | None = None
+    profile: str | None = Field(default=None, pattern=r"\S")
+    """The profile of every role that names none (of the SUT itself when it declares no roles)."""
+
+    def role_profiles(self) -> dict[str, str]:
+        """``{role: profile name}`` for every role on a profile; without roles, the role ``sut``."""
+        if not self.roles:
+            return {"sut": self.profile} if self.profile else {}
+        named = {name: role.profile or self.profile for name, role in self.roles.items()}
+        return {name: profile for name, profile in named.items() if profile}
 
 
 class LoadSection(Strict):
@@ -263,6 +276,63 @@ class StorageBaselineSpec(Strict):
     block: str = Field(default="8k", pattern=r"^\d+[kKmM]?$")
 
 
+def _size(value: Any) -> Any:
+    if isinstance(value, str | int) and not isinstance(value, bool):
+        try:
+            return parse_size(value, "size")
+        except ValueError:
+            raise ValueError(f"{value!r} is not a size (examples: 256M, 4G, 1048576)") from None
+    return value
+
+
+def _rate(value: Any) -> Any:
+    if isinstance(value, str | int) and not isinstance(value, bool):
+        try:
+            return parse_rate(value, "rate")
+        except ValueError:
+            raise ValueError(f"{value!r} is not a link rate (examples: 100mbit, 1gbit)") from None
+    return value
+
+
+Size = Annotated[int, BeforeValidator(_size)]
+Iops = Annotated[int, Field(gt=0)]
+
+
+class ProfileSpec(Strict):
+    """One hardware profile: cores (a CPU quota, ``scale.cpu`` host cores each), memory, named
+    volumes of a class in ``volumes:`` and a link of a class in ``links:``."""
+
+    cpus: float | None = Field(default=None, gt=0)
+    cpuset: str | None = Field(default=None, pattern=r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+    memory: Annotated[int, BeforeValidator(_size), Field(ge=4 << 20)] | None = None
+    swap: bool = False
+    volumes: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+$")], str] = Field(default_factory=dict)
+    link: str | None = None
+
+
+class VolumeSpec(Strict):
+    """A class of disk: an ext4 image of ``size`` on a loop device, throttled per second."""
+
+    size: Annotated[int, BeforeValidator(_size), Field(ge=16 << 20)]
+    read_iops: Iops | None = None
+    write_iops: Iops | None = None
+    read_bw: Size | None = None
+    write_bw: Size | None = None
+    dwpd: float | None = Field(default=None, gt=0)
+    years: float | None = Field(default=None, gt=0)
+    tbw: float | None = Field(default=None, gt=0)
+
+
+class LinkSpec(Strict):
+    rate: Annotated[int, BeforeValidator(_rate), Field(ge=8000)]
+    mtu: int = Field(default=1500, ge=576, le=65535)
+
+
+class ScaleSpec(Strict):
+    cpu: float = Field(default=1.0, gt=0)
+    """Host cores per profile core: 0.25 lets two host cores carry an 8-core profile."""
+
+
 class StudyConfig(Strict):
     """One cell's fully substituted configuration."""
 
@@ -276,9 +346,35 @@ class StudyConfig(Strict):
     goal: GoalSpec | None = None
     storage_baseline: StorageBaselineSpec | None = None
     cost: dict[str, Any] | None = None
+    profiles: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")], ProfileSpec] = Field(
+        default_factory=dict
+    )
+    scale: ScaleSpec = Field(default_factory=ScaleSpec)
+    volumes: dict[str, VolumeSpec] = Field(default_factory=dict)
+    links: dict[str, LinkSpec] = Field(default_factory=dict)
     replicates: int = Field(default=1, ge=1, le=20)
     """How many times each cell's capacity is searched, each with a fresh start of the system: the
     cell's interval comes from these, since runs vary more than trials within one run."""
+
+    def hardware(self) -> dict[str, Profile]:
+        """``{role: Profile}`` for every role the SUT puts on a profile (checked at load time)."""
+        volume_classes = {n: VolumeClass(**v.model_dump()) for n, v in self.volumes.items()}
+        link_classes = {n: LinkClass(v.rate, v.mtu) for n, v in self.links.items()}
+        out: dict[str, Profile] = {}
+        for role, name in (self.sut.role_profiles() if self.sut else {}).items():
+            p = self.profiles[name]
+            out[role] = Profile.build(
+                name,
+                cpus=p.cpus,
+                cpuset=p.cpuset,
+                memory=p.memory,
+                swap=p.swap,
+                volumes=dict(p.volumes),
+                link=p.link,
+                volume_classes=volume_classes,
+                link_classes=link_classes,
+            )
+        return out
 
     @property
     def slos(self) -> list[str]:
@@ -436,7 +532,19 @@ _TYPE_TAGS = frozenset(
     {"int", "float", "str", "bool", "none", "list", "dict"}
     | {
         cls.__name__
-        for cls in (HttpTarget, TcpTarget, TargetSpec, ReadySpec, RoleSpecModel, SutSpec, LoadSection)
+        for cls in (
+            HttpTarget,
+            TcpTarget,
+            TargetSpec,
+            ReadySpec,
+            RoleSpecModel,
+            SutSpec,
+            LoadSection,
+            ProfileSpec,
+            VolumeSpec,
+            LinkSpec,
+            ScaleSpec,
+        )
     }
 )
 
@@ -473,6 +581,68 @@ def _check_files(path: Path, lines: dict[Path_, int], config: StudyConfig) -> No
                 )
 
 
+def _check_hardware(
+    path: Path, lines: dict[Path_, int], config: StudyConfig, data: Any, cell: dict[str, Scalar]
+) -> None:
+    """Profiles name classes that exist, roles name profiles that exist, and every
+    ``{volume.NAME}`` / ``{address.ROLE}`` has a volume or link behind it."""
+
+    def fail(loc: Path_, message: str) -> SpecError:
+        field = ".".join(str(p) for p in loc)
+        raw = _raw_at(data, loc)
+        refers = isinstance(raw, str) and any(m.group(1) in cell for m in _REF.finditer(raw))
+        where = f" (in the cell where {', '.join(f'{k}={v}' for k, v in cell.items())})" if refers else ""
+        return SpecError(f"{path}:{_line_of(lines, loc)}: {field}: {message}{where}")
+
+    for name, profile in config.profiles.items():
+        for volume, vclass in profile.volumes.items():
+            if vclass not in config.volumes:
+                known = ", ".join(sorted(config.volumes)) or "none: add a volumes: section"
+                raise fail(
+                    ("profiles", name, "volumes", volume),
+                    f"unknown volume class {vclass!r} (defined: {known})",
+                )
+        if profile.link is not None and profile.link not in config.links:
+            known = ", ".join(sorted(config.links)) or "none: add a links: section"
+            raise fail(("profiles", name, "link"), f"unknown link class {profile.link!r} (defined: {known})")
+    sut = config.sut
+    if sut is None:
+        return
+    known = ", ".join(sorted(config.profiles)) or "none: add a profiles: section"
+    if sut.profile is not None and sut.profile not in config.profiles:
+        raise fail(("sut", "profile"), f"unknown profile {sut.profile!r} (profiles: {known})")
+    for role, spec in sut.roles.items():
+        if spec.profile is not None and spec.profile not in config.profiles:
+            raise fail(
+                ("sut", "roles", role, "profile"), f"unknown profile {spec.profile!r} (profiles: {known})"
+            )
+        if role in sut.role_profiles() and not re.fullmatch(r"[A-Za-z0-9_.-]+", role):
+            raise fail(
+                ("sut", "roles", role), "a role on a profile is named with letters, digits, _ . - only"
+            )
+    try:
+        hardware = config.hardware()
+    except ValueError as e:
+        raise fail(("profiles",), str(e)) from e
+    volumes = {f"{r}/{v}": None for r, p in hardware.items() for v in p.volumes}
+    addresses = {r: None for r, p in hardware.items() if p.link is not None}
+    texts: list[tuple[Path_, str | None]] = [(("sut", "start"), sut.start), (("sut", "stop"), sut.stop)]
+    if sut.ready is not None:
+        texts += [(("sut", "ready", k), getattr(sut.ready, k)) for k in ("url", "command", "host")]
+    for kind in ("http", "tcp"):
+        target = getattr(config.target, kind)
+        if target is not None:
+            texts.append((("target", kind, "url"), target.url))
+    if sut.metrics is not None:
+        texts.append((("sut", "metrics", "url"), sut.metrics.url))
+    for loc, text in texts:
+        if text:
+            try:
+                check_placeholders(text, volumes, addresses)
+            except ValueError as e:
+                raise fail(loc, str(e)) from e
+
+
 def load_study(path: str | Path) -> Study:
     """Reads and validates a study file; raises SpecError with ``file:line: field: message``."""
     path = Path(path)
@@ -506,6 +676,7 @@ def load_study(path: str | Path) -> Study:
             first = next((x for x in errors if x["type"] == "extra_forbidden"), errors[0])
             raise SpecError(_format_error(path, lines, first, data, factors)) from e
         _check_files(path, lines, config)
+        _check_hardware(path, lines, config, data, factors)
         cells.append(Cell(index, factors, config))
     names = list(matrix[0]) if matrix else []
     goal = cells[0].config.goal if cells else None

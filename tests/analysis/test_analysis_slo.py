@@ -92,9 +92,9 @@ def test_a_role_keeps_its_case() -> None:
         ("errors<=0.1", "must be a percentage"),
         ("cpu<=75", "must be a percentage"),
         ("errors<=lots%", "is not a percentage"),
-        ("p99[server]<=50ms", "only cpu and app take a [name]"),
-        ("errors[server]<=1%", "only cpu and app take a [name]"),
-        ("throughput[server]>=5/s", "only cpu and app take a [name]"),
+        ("p99[server]<=50ms", "only cpu, mem and app take a [name]"),
+        ("errors[server]<=1%", "only cpu, mem and app take a [name]"),
+        ("throughput[server]>=5/s", "only cpu, mem and app take a [name]"),
         ("throughput>=lots", "the bound must be a rate (500/s) or a share (0.99*offered)"),
     ],
 )

@@ -6,6 +6,10 @@ role's CPU is utilised either as a share of the host's cores or, for a single bu
 share of one core — a single-threaded server is CPU-bound at one core on a machine that looks half
 idle. When no resource is near saturation at capacity the limit is software (locks, pools,
 serialisation, round trips), and the evidence says which signals point there.
+
+A role on a hardware profile is measured against its profile, not the host: its CPU against the
+host CPUs its quota grants (``quota_cpus``), and its memory against its limit — a role near its
+limit that hit it or lost a process to the OOM killer is named ``memory:ROLE`` whatever its CPU.
 """
 
 from __future__ import annotations
@@ -37,9 +41,12 @@ def demands(throughput: float, scopes: dict[str, dict[str, float]], roles: list[
         m = scopes.get(f"role:{role}", {})
         if "cpu_percent" not in m:
             continue
-        share = m["cpu_percent"] / (100.0 * cores)
+        quota = m.get("quota_cpus")
+        share = m["cpu_percent"] / (100.0 * (quota or cores))
         thread = m.get("max_thread_cpu_percent", 0.0) / 100.0
-        if thread > share:
+        if quota and share >= thread:
+            note = f"{m['cpu_percent']:.0f}% of a core against its profile's quota of {quota:g} host CPUs"
+        elif thread > share:
             note = f"busiest thread at {thread:.0%} of one core ({m['cpu_percent']:.0f}% of a core in all)"
         else:
             note = f"{m['cpu_percent']:.0f}% of a core over {cores:g} cores"
@@ -50,14 +57,39 @@ def demands(throughput: float, scopes: dict[str, dict[str, float]], roles: list[
         used = host["cpu_percent"] / (100.0 * cores)
         out.append(_demand("cpu:host", used, throughput, f"all processes, {cores:g} cores"))
     for scope, m in scopes.items():
-        if scope.startswith("disk:") and m.get("read_iops", 0.0) + m.get("write_iops", 0.0) > 0:
+        if scope.startswith(("disk:", "volume:")) and m.get("read_iops", 0.0) + m.get("write_iops", 0.0) > 0:
             busy = m.get("busy_percent", 0.0) / 100.0
             note = f"busy {busy:.0%}, queue {m.get('avg_queue', 0.0):.1f}"
+            throttled = m.get("throttle_percent", 0.0) / 100.0  # a volume against its class's ceiling
+            if throttled > busy:
+                busy, note = throttled, f"at {throttled:.0%} of its class's IOPS/bandwidth ceiling"
             out.append(_demand(scope, busy, throughput, note))
         if scope.startswith("net:") and m.get("link_mb_s"):
             use = max(m.get("rx_mb_s", 0.0), m.get("tx_mb_s", 0.0)) / m["link_mb_s"]
             out.append(_demand(scope, use, throughput, f"{use:.0%} of a {m['link_mb_s']:g} MB/s link"))
     return sorted(out, key=lambda d: d.utilization, reverse=True)
+
+
+def memory_pressure(scopes: dict[str, dict[str, float]], roles: list[str]) -> dict[str, Any] | None:
+    """The role most pressed against its profile's memory limit, if one is: an OOM kill, or use
+    near the limit with the limit hit (reclaim). None when no role is."""
+    pressed = []
+    for role in roles:
+        m = scopes.get(f"role:{role}", {})
+        if "mem_percent" not in m:
+            continue
+        share, hits, kills = m["mem_percent"] / 100.0, m.get("mem_limit_hits", 0.0), m.get("oom_kills", 0.0)
+        if kills > 0 or (share >= NEAR_SATURATION and hits > 0):
+            pressed.append((kills > 0, share, role, hits, kills, m.get("mem_limit_mb")))
+    if not pressed:
+        return None
+    _, share, role, hits, kills, limit = max(pressed)
+    evidence = [f"{share:.0%} of its {limit or 0:,.0f} MB limit"]
+    if hits > 0:
+        evidence.append("the limit was hit (the kernel reclaimed to stay under it)")
+    if kills > 0:
+        evidence.append("the OOM killer killed a process")
+    return {"resource": f"memory:{role}", "utilization": share, "evidence": evidence}
 
 
 def _demand(resource: str, utilization: float, throughput: float, note: str) -> Demand:
@@ -93,6 +125,17 @@ def find_limit(
             "evidence": evidence,
             "summary": "unknown: no SUT process was named (a role, --sut-pid or --sut-match), so resource "
             "use cannot be attributed to the system under test",
+        }
+    memory = memory_pressure(scopes, roles)
+    if memory is not None:
+        evidence["memory"] = memory["evidence"]
+        return {
+            "resource": memory["resource"],
+            "kind": "hardware",
+            "utilization": memory["utilization"],
+            "bound_rps": None,
+            "evidence": evidence,
+            "summary": f"{memory['resource']}: " + "; ".join(memory["evidence"]),
         }
     # The SUT's own resources first: the host's CPU includes everything else on the machine (the
     # generator too), so it is named only when no resource of the SUT's explains the limit.

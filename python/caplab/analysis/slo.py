@@ -5,6 +5,7 @@ errors <= 0.1%       failed / sent
 throughput >= 0.99*offered   achieved against offered (implied for open-model searches)
 cpu <= 75%           host CPU, share of all cores
 cpu[server] <= 75%   a role's CPU, 100 % = one core (as top shows it)
+mem[db] <= 80%       a role's memory, share of its hardware profile's limit
 disk_busy <= 90%     the busiest disk
 app[processed_per_s] >= 0.99*offered   one of the SUT's own figures (sut.metrics: in a study),
 app[queue_depth] <= 1000               against a number or a share of the offered rate
@@ -87,7 +88,7 @@ class Slo:
     def unit(self) -> str:
         if self.metric in _LATENCY:
             return "ms"
-        if self.metric in ("errors", "cpu", "disk_busy"):
+        if self.metric in ("errors", "cpu", "disk_busy", "mem"):
             return "%"
         if self.metric == "app":
             return ""
@@ -106,6 +107,8 @@ class Slo:
             host = t.resources.get("host") or {}
             cpu = host.get("cpu_percent")
             return cpu / max(t.cores, 1) if cpu is not None else None
+        if self.metric == "mem" and self.role is not None:
+            return (t.resources.get(self.role) or {}).get("mem_percent")
         if self.metric == "disk_busy":
             return (t.resources.get("host") or {}).get("disk_busy_percent")
         if self.metric == "app" and self.role is not None:
@@ -136,6 +139,12 @@ def parse_slo(text: str) -> Slo:
         if metric != "cpu":
             _no_role(text, role)
         return Slo(text, metric, role, op, _percent(text, raw))
+    if metric == "mem":
+        if not role:
+            raise SloError(
+                f"{text!r}: mem takes a role on a hardware profile, e.g. mem[db]<=80% (of its limit)"
+            )
+        return Slo(text, metric, role, op, _percent(text, raw))
     if metric == "throughput":
         _no_role(text, role)
         return _rate_slo(text, metric, None, op, raw)
@@ -143,7 +152,9 @@ def parse_slo(text: str) -> Slo:
         if not role or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", role):
             raise SloError(f"{text!r}: app takes the name of a figure, e.g. app[processed_per_s]")
         return _rate_slo(text, metric, role, op, raw)
-    known = ", ".join([*_LATENCY, "errors", "throughput", "cpu", "cpu[ROLE]", "disk_busy", "app[FIGURE]"])
+    known = ", ".join(
+        [*_LATENCY, "errors", "throughput", "cpu", "cpu[ROLE]", "mem[ROLE]", "disk_busy", "app[FIGURE]"]
+    )
     raise SloError(f"{text!r}: unknown metric {metric!r} (known: {known})")
 
 
@@ -160,7 +171,7 @@ def _rate_slo(text: str, metric: str, role: str | None, op: str, raw: str) -> Sl
 
 def _no_role(text: str, role: str | None) -> None:
     if role is not None:
-        raise SloError(f"{text!r}: only cpu and app take a [name]")
+        raise SloError(f"{text!r}: only cpu, mem and app take a [name]")
 
 
 def _percent(text: str, raw: str) -> float:

@@ -17,6 +17,7 @@ from caplab.cli.progress import StudyProgress, scaling_line, summary_table
 from caplab.report import write_report
 from caplab.spec import SpecError, load_study
 from caplab.store import Store, StoreError, default_url
+from caplab.study.hardware import HardwareUnavailable
 from caplab.study.runner import StudyRunner
 
 DEMO_STUDY = "biztalk-scaleout"
@@ -126,6 +127,9 @@ def cmd_run(
     progress = StudyProgress()
     try:
         outcome = StudyRunner(study, store, progress).run(resume=resume)
+    except HardwareUnavailable as e:
+        click.echo(f"caplab: {e}", err=True)
+        return exits.FAILED
     finally:
         progress.close()
     document = store.study_document(outcome.study_id)

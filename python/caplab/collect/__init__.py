@@ -18,6 +18,7 @@ from caplab.collect.disks import DiskCollector
 from caplab.collect.generator import GeneratorCollector
 from caplab.collect.host import HostCollector
 from caplab.collect.network import NetworkCollector
+from caplab.collect.profile import ProfileCollector, ProfileSource
 from caplab.collect.prometheus import MetricsSource, PrometheusCollector
 from caplab.collect.roles import RoleCollector, RoleSpec
 from caplab.collect.summary import cell_resources, summarize
@@ -30,6 +31,8 @@ __all__ = [
     "HostCollector",
     "MetricsSource",
     "NetworkCollector",
+    "ProfileCollector",
+    "ProfileSource",
     "PrometheusCollector",
     "ResourceSample",
     "RoleCollector",
@@ -104,7 +107,10 @@ class CollectorSet:
 
 
 def default_collectors(roles: Iterable[RoleSpec], metrics: MetricsSource | None = None) -> CollectorSet:
-    """Host, disks, network, the generator, one collector per SUT role and the SUT's own counters."""
+    """Host, disks, network, the generator, one collector per SUT role (and per role's hardware
+    profile) and the SUT's own counters."""
+    roles = list(roles)
     base: list[Collector] = [HostCollector(), DiskCollector(), NetworkCollector(), GeneratorCollector()]
     app: list[Collector] = [PrometheusCollector(metrics)] if metrics is not None else []
-    return CollectorSet([*base, *(RoleCollector(spec) for spec in roles), *app])
+    profiles = [ProfileCollector(s.name, s.profile) for s in roles if s.profile is not None]
+    return CollectorSet([*base, *(RoleCollector(spec) for spec in roles), *profiles, *app])

@@ -25,12 +25,13 @@ import contextlib
 import os
 import time
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 
 from caplab.collect.base import ResourceSample
+from caplab.collect.profile import ProfileSource
 
 __all__ = ["RoleCollector", "RoleSpec", "cgroup_dir"]
 
@@ -51,6 +52,8 @@ class RoleSpec:
     pid: int | None = None
     match: str | None = None
     cgroup: str | None = None
+    profile: ProfileSource | None = field(default=None, compare=False)
+    """The role's hardware profile, when a study put it on one: its figures are collected too."""
 
     def __post_init__(self) -> None:
         given = [k for k in ("pid", "match", "cgroup") if getattr(self, k) is not None]

@@ -54,8 +54,9 @@ def summarize(
 def cell_resources(
     samples: Iterable[ResourceSample], t_from: float | None = None, t_to: float | None = None
 ) -> dict[str, dict[str, float]]:
-    """``{ROLE: {…role metrics}, "host": {…}, "generator": {…}, "app": {…}}``, means over
-    ``t > t_from``; ``app`` holds the SUT's own counters (collect/prometheus.py) when it has any.
+    """``{ROLE: {…role metrics}, "host": {…}, "generator": {…}, "app": {…}, "volume:NAME": {…}}``,
+    means over ``t > t_from``; ``app`` holds the SUT's own counters (collect/prometheus.py) when it
+    has any, ``volume:NAME`` each hardware profile's volume (collect/profile.py).
 
     Host keys: cpu_percent, cpu_util_percent, iowait_percent, mem_used_mb, load1 (from the host
     scope); disk_busy_percent and disk_avg_queue (the busiest disk's, since one saturated disk
@@ -72,6 +73,9 @@ def cell_resources(
     for scope in ("generator", "app"):
         if scope in means:
             out[scope] = dict(means[scope])
+    for scope, metrics in means.items():
+        if scope.startswith("volume:"):  # a profile's volume, by its name (its IO is also its disk's)
+            out[scope] = dict(metrics)
 
     host: dict[str, float] = {k: v for k, v in means.get("host", {}).items() if k in HOST_METRICS}
     disks = {scope.removeprefix("disk:"): m for scope, m in means.items() if scope.startswith("disk:")}

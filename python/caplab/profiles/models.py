@@ -302,4 +302,6 @@ def describe_cpus(limit: CpuLimit, scale: float = 1.0) -> str:
     pinned = f" on host CPUs {limit.cpuset}" if limit.cpuset else ""
     if scale == 1.0:
         return f"{cores} ({limit.cpus:g} host CPUs{pinned})"
-    return f"{cores}, emulated as {scale_cpu(limit.cpus, scale):.1f} host CPUs{pinned}"
+    host = scale_cpu(limit.cpus, scale)
+    shown = f"{host:.1f}" if round(host, 1) == host else f"{host:.3g}"  # 2.0, but 0.25 not 0.2
+    return f"{cores}, emulated as {shown} host CPUs{pinned}"

@@ -26,10 +26,21 @@ from caplab.engine import (
 from caplab.experiments.base import Experiment, Interrupted, TrialRecord, run_trial
 from caplab.experiments.capacity import CapacityExperiment, GeneratorSaturated, combine_replicates
 from caplab.experiments.fixed import FixedLoad
+from caplab.profiles import CellHardware, ProfileError
 from caplab.spec import Cell, Study, StudyConfig
 from caplab.store import CellRow, Store
 from caplab.study.baseline import baseline_line, storage_baseline
 from caplab.study.environment import environment
+from caplab.study.hardware import (
+    Attacher,
+    bind,
+    cell_hardware,
+    describe,
+    launched_role,
+    oom_kills,
+    preflight,
+    with_profiles,
+)
 from caplab.study.metrics import cell_metrics
 from caplab.study.observer import StudyObserver
 from caplab.study.sut import Sut, SutFailed
@@ -98,14 +109,28 @@ class CellRun:
     """One cell's run: the `CellContext` its experiment works through."""
 
     def __init__(
-        self, runner: StudyRunner, cell: Cell, row: CellRow, sut: Sut | None, kept: list[TrialRecord]
+        self,
+        runner: StudyRunner,
+        cell: Cell,
+        row: CellRow,
+        sut: Sut | None,
+        kept: list[TrialRecord],
+        config: StudyConfig | None = None,
+        hardware: CellHardware | None = None,
+        attacher: Attacher | None = None,
     ) -> None:
         self.runner = runner
         self.cell = cell
+        self.config = config or cell.config
+        """The cell's configuration bound to its hardware (volumes' paths, links' addresses)."""
         self.row = row
         self.sut = sut
-        self.roles = roles_of(cell.config, sut)
-        self.metrics = metrics_of(cell.config)
+        self.hardware = hardware
+        self.attacher = attacher
+        self.oom_baseline = oom_kills(hardware) if hardware is not None else {}
+        self.oom_reason: str | None = None
+        self.roles = with_profiles(roles_of(self.config, sut), hardware)
+        self.metrics = metrics_of(self.config)
         self.collectors = default_collectors(self.roles, self.metrics)
         self.records = kept
         """Every trial of the cell so far, across its replicates (shared by their runs)."""
@@ -113,11 +138,34 @@ class CellRun:
         self.progress = runner.progress
 
     def stop(self) -> None:
+        if self.attacher is not None:
+            self.attacher.stop()
         if self.sut is not None:
             self.sut.stop()
 
     def load_spec(self) -> LoadSpec:
-        return load_spec_for(self.cell.config, self.runner.study.directory)
+        return load_spec_for(self.config, self.runner.study.directory)
+
+    def oom_killed(self) -> str | None:
+        """Why the trial failed if the OOM killer killed a process of a role on a memory limit."""
+        if self.hardware is None or self.oom_reason is not None:
+            return self.oom_reason
+        for role, kills in oom_kills(self.hardware).items():
+            new = kills - self.oom_baseline.get(role, 0)
+            if new > 0:
+                limit = self.hardware.profiles[role].memory
+                size = f" of {limit.limit_bytes / 2**20:,.0f} MB" if limit is not None else ""
+                self.oom_reason = (
+                    f"role {role} ran out of memory: the OOM killer killed {new}"
+                    f" process(es) at its profile's limit{size}"
+                )
+        return self.oom_reason
+
+    def hardware_summary(self) -> dict[str, Any] | None:
+        if self.hardware is None:
+            return None
+        launched = self.sut.launched_role if self.sut is not None else None
+        return describe(self.config, self.hardware, launched, self.attacher)
 
     def plan(self) -> Plan:
         return build_plan(self.load_spec())
@@ -133,12 +181,15 @@ class CellRun:
         """Shows progress; stops the trial at once when the SUT has died (no point measuring
         connection errors for the rest of it)."""
         self.progress.interval(snapshot, samples)
+        if self.oom_killed():
+            return False
         return self.sut is None or self.sut.alive()
 
     def keep(self, record: TrialRecord) -> None:
         """Stores a finished trial, then stops the cell if it was interrupted or the SUT died."""
         index = sum(1 for r in self.records if r.kind == record.kind)
-        died = self.sut is not None and not self.sut.alive()
+        oom = self.oom_killed()
+        died = oom is not None or (self.sut is not None and not self.sut.alive())
         interrupted = record.result.interrupted and not died
         status = "failed" if died else "interrupted" if interrupted else "complete"
         store = self.runner.store
@@ -146,6 +197,8 @@ class CellRun:
         self.records.append(record)
         if interrupted:
             raise Interrupted()
+        if oom is not None:
+            raise SutFailed(f"{oom} (trial {len(self.records)})")
         if died:
             assert self.sut is not None
             raise SutFailed(self.sut.exit_message(f"during trial {len(self.records)}"))
@@ -158,6 +211,10 @@ class StudyRunner:
         self.progress = progress
 
     def run(self, resume: bool = False) -> StudyOutcome:
+        """Runs the study's pending cells; raises ``HardwareUnavailable`` before anything is stored
+        when the machine cannot apply the study's hardware profiles."""
+        for swept in preflight(self.study):
+            self.progress.note(f"removed a leftover of an earlier run: {swept}")
         study_id = self.store.find_resumable(self.study.name, self.study.text) if resume else None
         if study_id is None:
             study_id = self.store.create_study(
@@ -207,20 +264,26 @@ class StudyRunner:
         kept: list[TrialRecord] = []
         records: list[TrialRecord] = []
         summaries: list[dict[str, Any]] = []
+        hardware: dict[str, Any] | None = None
         try:
             for replicate in range(config.replicates):
                 # A fresh start of the system per replicate: what varies from run to run is what
-                # an interval a decision rests on must contain.
-                ctx = self._replicate(cell, row, kept, replicate)
-                experiment: Experiment = (
-                    CapacityExperiment(config) if config.search else FixedLoad(config.load.repeat)
-                )
-                try:
-                    records += experiment.run(ctx)
-                finally:
-                    ctx.stop()
+                # an interval a decision rests on must contain. Its hardware is made before the
+                # system starts and removed after it stops, whatever happens in between.
+                with cell_hardware(config, self._hardware_dir(cell)) as hw:
+                    ctx = self._replicate(cell, row, kept, replicate, hw)
+                    experiment: Experiment = (
+                        CapacityExperiment(config) if config.search else FixedLoad(config.load.repeat)
+                    )
+                    try:
+                        records += experiment.run(ctx)
+                    finally:
+                        ctx.stop()
+                        hardware = ctx.hardware_summary() or hardware
                 summaries.append(ctx.summary)
             metrics = {**cell_metrics([r.result for r in records]), **combine_replicates(summaries)}
+            if hardware is not None:
+                metrics["hardware"] = hardware
             samples = [s for r in records for s in r.samples]
             resources = cell_resources(samples, config.load.warmup, config.load.warmup + config.load.duration)
             if "app" in resources:
@@ -228,32 +291,65 @@ class StudyRunner:
             self.store.set_cell_status(row.id, "complete", metrics=metrics, resources=resources)
             self.progress.cell_finished(cell, "complete", metrics, resources)
             return True
-        except (SutFailed, TargetUnreachable, PlanError, UsageProblem, GeneratorSaturated) as e:
-            self._fail(study_id, cell, row, str(e), kept)
+        except (SutFailed, TargetUnreachable, PlanError, UsageProblem, GeneratorSaturated, ProfileError) as e:
+            self._fail(study_id, cell, row, str(e), kept, hardware)
             return False
         except (Interrupted, KeyboardInterrupt):
             self.store.set_cell_status(row.id, "interrupted", error="interrupted by Ctrl-C")
             raise
 
-    def _replicate(self, cell: Cell, row: CellRow, kept: list[TrialRecord], replicate: int) -> CellRun:
-        """Starts the system for one replicate of the cell; the `CellRun` stops it."""
-        config = cell.config
+    def _hardware_dir(self, cell: Cell) -> Path:
+        """Where a cell's volumes are made: under the study's directory, removed after the cell."""
+        return self.study.directory / ".caplab-hardware" / f"cell-{cell.index}"
+
+    def _replicate(
+        self, cell: Cell, row: CellRow, kept: list[TrialRecord], replicate: int, hw: CellHardware | None
+    ) -> CellRun:
+        """Starts the system for one replicate of the cell on its hardware; the `CellRun` stops it."""
+        config = bind(cell.config, hw)
         if config.replicates > 1:
             self.progress.note(f"replicate {replicate + 1} of {config.replicates}")
-        sut = Sut(config.sut, self.study.directory) if config.sut else None
+        if hw is not None and replicate == 0:
+            for role, lines in hw.describe().items():
+                self.progress.note(f"{role} on {', '.join(lines)}")
+        launched = launched_role(config, hw) if hw is not None else None
+        prefix = hw.launch_prefix(launched) if hw is not None and launched is not None else []
+        sut = Sut(config.sut, self.study.directory, prefix, launched) if config.sut else None
+        attacher = None
+        if hw is not None and config.sut is not None:
+            matches = {
+                role: spec.match
+                for role, spec in config.sut.roles.items()
+                if role in hw.profiles and role != launched and spec.match
+            }
+            attacher = Attacher(hw, matches) if matches else None
         try:
             if sut is not None:
                 sut.start()
+                if attacher is not None:
+                    attacher.start()
                 sut.wait_ready()
         except BaseException:
+            if attacher is not None:
+                attacher.stop()
             if sut is not None:
                 sut.stop()
             raise
-        return CellRun(self, cell, row, sut, kept)
+        return CellRun(self, cell, row, sut, kept, config, hw, attacher)
 
-    def _fail(self, study_id: int, cell: Cell, row: CellRow, reason: str, records: list[TrialRecord]) -> None:
+    def _fail(
+        self,
+        study_id: int,
+        cell: Cell,
+        row: CellRow,
+        reason: str,
+        records: list[TrialRecord],
+        hardware: dict[str, Any] | None = None,
+    ) -> None:
         """Records a failed cell, keeping the metrics of any trials it completed."""
         metrics: dict[str, Any] | None = cell_metrics([r.result for r in records]) if records else None
+        if hardware is not None:
+            metrics = {**(metrics or {}), "hardware": hardware}
         self.store.set_cell_status(row.id, "failed", error=reason, metrics=metrics)
         self.store.add_event(study_id, "cell_failed", reason, cell_id=row.id)
         self.progress.cell_finished(cell, "failed", metrics or {}, {}, reason)

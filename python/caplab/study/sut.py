@@ -37,9 +37,19 @@ def sut_environment() -> dict[str, str]:
 
 
 class Sut:
-    def __init__(self, spec: SutSpec, cwd: Path) -> None:
+    def __init__(
+        self,
+        spec: SutSpec,
+        cwd: Path,
+        launch_prefix: list[str] | None = None,
+        launched_role: str | None = None,
+    ) -> None:
         self.spec = spec
         self.cwd = cwd
+        self.launch_prefix = list(launch_prefix or [])
+        """An argv the start command runs under (a hardware profile's cgroups and namespace)."""
+        self.launched_role = launched_role if self.launch_prefix else None
+        """The role whose profile the start command (and all it starts) runs on, if one does."""
         self.process: subprocess.Popen[str] | None = None
         self._tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
         self._reader: threading.Thread | None = None
@@ -53,10 +63,13 @@ class Sut:
         if not self.spec.start:
             return
         self._refuse_occupied()
+        command: str | list[str] = self.spec.start
+        if self.launch_prefix:
+            command = [*self.launch_prefix, "/bin/sh", "-c", self.spec.start]
         try:
             self.process = subprocess.Popen(
-                self.spec.start,
-                shell=True,
+                command,
+                shell=not self.launch_prefix,
                 cwd=self.cwd,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,

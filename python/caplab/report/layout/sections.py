@@ -215,7 +215,18 @@ def matrix(results: Results) -> Section:
     text = f"{m['cells']} cells ({states})" + (
         f" from the factors {factors}." if factors else ": one configuration."
     )
-    return Section("Test matrix", "matrix", [Para(text), matrix_table(results)])
+    blocks: list[Block | Section] = [Para(text), matrix_table(results)]
+    hardware = [
+        (
+            f"#{c['index']} {c['label']}".strip(),
+            "; ".join(f"{role}: {', '.join(lines)}" for role, lines in hw.items()),
+        )
+        for c in results["cells"]
+        if (hw := c.get("hardware"))
+    ]
+    if hardware:
+        blocks.append(kv_table(hardware, "Hardware each cell's roles ran on (emulated on this host)"))
+    return Section("Test matrix", "matrix", blocks)
 
 
 def _chart(charts: dict[str, Chart], key: str) -> list[ChartBlock]:

@@ -44,7 +44,7 @@ def samples_by_trial(rows: list[dict[str, Any]]) -> dict[TrialKey, list[Resource
 
 
 def roles_of(resources: Resources) -> list[str]:
-    return [r for r in resources if r not in NOT_ROLES]
+    return [r for r in resources if r not in NOT_ROLES and ":" not in r]  # volume:NAME is no role
 
 
 def _latency(summary: object) -> Latency:
@@ -255,4 +255,5 @@ def cell_result(
         "limit": limit,
         "search": _search(raw),
         "trials": _trials(cell),
+        "hardware": (raw.get("hardware") or {}).get("roles"),
     }

@@ -260,6 +260,9 @@ class CellResult(TypedDict):
     limit: Limit | None
     search: Search | None
     trials: list[TrialRow]
+    hardware: dict[str, list[str]] | None
+    """Each role's hardware profile in words (``8 cores, emulated as 2.0 host CPUs``), when the
+    study put its roles on profiles."""
 
 
 # --- across cells ------------------------------------------------------------------------------

@@ -1,0 +1,123 @@
+"""A role's hardware profile as the kernel counts it: the CPU quota it runs under and how often it
+was throttled, its memory against the limit (with limit hits and OOM kills), and each of its
+volumes' IO — read from the role's cgroups and loop devices through a callable, so this package
+needs nothing of how the profile was applied.
+
+Scopes: ``role:NAME`` gains ``quota_cpus`` (host CPUs the quota grants), ``cpu_throttled_percent``
+(share of quota periods that ran out), ``mem_used_mb``, ``mem_peak_mb``, ``mem_limit_mb``,
+``mem_percent`` (of the limit), ``mem_limit_hits`` and ``oom_kills`` (counted since the trial
+started); ``volume:LABEL`` gets the disk figures of ``disk:DEV`` under the volume's own name, and
+``throttle_percent``: its busiest figure against its class's ceiling.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from caplab.collect.base import ResourceSample
+from caplab.collect.disks import DiskCounters, disk_rates
+
+__all__ = ["ProfileCollector", "ProfileSource", "RoleUsage"]
+
+MIB = 1024 * 1024
+RoleUsage = Mapping[str, Mapping[str, int | float | str]]
+"""``{"cpu": {…}, "memory": {…}, "volume:data": {…}}``: what the kernel counted for one role."""
+
+
+@dataclass(frozen=True)
+class ProfileSource:
+    """Where a role's profile figures come from: ``usage`` reads them now; ``volume_labels`` maps
+    each of the role's volumes to the name its figures are stored under (``data``, or ``db.data``
+    when two roles have a volume of that name)."""
+
+    usage: Callable[[], RoleUsage]
+    volume_labels: Mapping[str, str] = field(default_factory=dict)
+    volume_limits: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    """Each volume's throttle ceilings by figure (``write_iops``, ``write_mb_s`` …): a throttled
+    request waits before the device, so busy % alone never shows a volume at its ceiling."""
+
+
+def _counters(u: Mapping[str, int | float | str]) -> DiskCounters:
+    def n(key: str) -> int:
+        value = u.get(key, 0)
+        return int(value) if isinstance(value, int | float) else 0
+
+    return DiskCounters(
+        reads=n("reads"),
+        read_sectors=n("read_sectors"),
+        read_ms=n("read_ms"),
+        writes=n("writes"),
+        write_sectors=n("write_sectors"),
+        write_ms=n("write_ms"),
+        io_ms=n("io_ms"),
+        weighted_ms=n("queue_ms"),
+    )
+
+
+def _num(u: Mapping[str, int | float | str], key: str) -> float:
+    value = u.get(key, 0)
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
+class ProfileCollector:
+    """One role's profile figures, sampled on the load's clock."""
+
+    def __init__(self, role: str, source: ProfileSource) -> None:
+        self.role = role
+        self.source = source
+        self.name = f"profile:{role}"
+        self._start: RoleUsage = {}
+        self._prev: RoleUsage = {}
+        self._last = 0.0
+
+    def start(self) -> None:
+        self._start = self._prev = self.source.usage()
+        self._last = time.monotonic()
+
+    def sample(self, t: float) -> list[ResourceSample]:
+        now = self.source.usage()
+        now_t = time.monotonic()
+        wall = now_t - self._last
+        scope = f"role:{self.role}"
+        out: list[ResourceSample] = []
+
+        def add(where: str, metric: str, value: float) -> None:
+            out.append(ResourceSample(t, where, metric, value))
+
+        cpu, before = now.get("cpu"), self._prev.get("cpu")
+        if cpu is not None:
+            add(scope, "quota_cpus", _num(cpu, "quota_host_cpus"))
+            if before is not None:
+                periods = _num(cpu, "periods") - _num(before, "periods")
+                throttled = _num(cpu, "throttled_periods") - _num(before, "throttled_periods")
+                if periods > 0:
+                    add(scope, "cpu_throttled_percent", 100.0 * max(0.0, throttled) / periods)
+        memory, first = now.get("memory"), self._start.get("memory") or {}
+        if memory is not None:
+            used, limit = _num(memory, "usage_bytes"), _num(memory, "limit_bytes")
+            add(scope, "mem_used_mb", used / MIB)
+            add(scope, "mem_peak_mb", _num(memory, "peak_bytes") / MIB)
+            if limit > 0:
+                add(scope, "mem_limit_mb", limit / MIB)
+                add(scope, "mem_percent", 100.0 * used / limit)
+            add(scope, "mem_limit_hits", _num(memory, "limit_hits") - _num(first, "limit_hits"))
+            add(scope, "oom_kills", _num(memory, "oom_kills") - _num(first, "oom_kills"))
+        for key, volume in now.items():
+            if not key.startswith("volume:") or key not in self._prev:
+                continue
+            name = key.removeprefix("volume:")
+            label = self.source.volume_labels.get(name, name)
+            rates = disk_rates(_counters(self._prev[key]), _counters(volume), wall)
+            ceilings = self.source.volume_limits.get(name, {})
+            shares = [rates[k] / limit for k, limit in ceilings.items() if k in rates and limit > 0]
+            if shares:
+                rates["throttle_percent"] = 100.0 * max(shares)
+            for metric, value in rates.items():
+                add(f"volume:{label}", metric, value)
+        self._prev, self._last = now, now_t
+        return out
+
+    def stop(self) -> None:
+        self._prev = self._start = {}

@@ -1,0 +1,237 @@
+"""A cell's hardware as the study runner applies it: each role's profile made before the SUT
+starts and removed after it stops (also on failure and Ctrl-C), the SUT's commands and the target
+bound to the cell's volumes and addresses, and the processes of each role put into its profile.
+
+How processes get there: when one role is plainly the one the start command launches (the only
+role, or the only one with a link), the command runs under that role's launch prefix, so every
+process is on the profile from its first instruction. Otherwise each role's ``match`` is polled
+every 100 ms during the cell and what it finds is attached (its children follow from fork); the
+results say how long a process ran outside its profile before that.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from caplab.collect import ProfileSource, RoleSpec
+from caplab.profiles import CellHardware, Profile, ProfileError, check_support, sweep_leftovers
+from caplab.profiles.placeholders import fill
+from caplab.spec import Study, StudyConfig
+
+ATTACH_POLL_S = 0.1
+
+
+class HardwareUnavailable(Exception):
+    """This machine lacks a mechanism the study's profiles need; nothing was applied."""
+
+
+def study_profiles(study: Study) -> list[Profile]:
+    """Every profile some cell puts a role on."""
+    seen: dict[str, Profile] = {}
+    for cell in study.cells:
+        for profile in cell.config.hardware().values():
+            seen.setdefault(profile.name, profile)
+    return list(seen.values())
+
+
+def preflight(study: Study) -> list[str]:
+    """Checks the machine can apply every profile the study uses, then removes what crashed runs
+    left behind (their loop devices and cgroups would skew this one). Returns what was swept;
+    raises ``HardwareUnavailable`` naming each missing mechanism."""
+    profiles = study_profiles(study)
+    if not profiles:
+        return []
+    problems = check_support(profiles)
+    if problems:
+        raise HardwareUnavailable(
+            "this study's hardware profiles cannot be applied on this machine: " + "; ".join(problems)
+        )
+    return sweep_leftovers()
+
+
+@contextlib.contextmanager
+def cell_hardware(config: StudyConfig, workdir: Path) -> Iterator[CellHardware | None]:
+    """The cell's hardware for the life of the block (None when no role is on a profile)."""
+    roles = config.hardware()
+    if not roles:
+        yield None
+        return
+    try:
+        with CellHardware(workdir, roles, config.scale.cpu) as hw:
+            yield hw
+    finally:
+        for directory in (workdir / "volumes", workdir, workdir.parent):  # volumes took their files
+            with contextlib.suppress(OSError):
+                for child in directory.iterdir():
+                    if child.is_dir():
+                        child.rmdir()
+                directory.rmdir()
+
+
+def bind(config: StudyConfig, hw: CellHardware | None) -> StudyConfig:
+    """The cell's configuration with ``{volume.NAME}`` and ``{address.ROLE}`` filled in."""
+    if hw is None or config.sut is None:
+        return config
+    volumes, addresses = hw.volume_paths, hw.addresses
+
+    def sub(text: str | None) -> str | None:
+        return fill(text, volumes, addresses) if text else text
+
+    sut = config.sut
+    ready = sut.ready
+    if ready is not None:
+        ready = ready.model_copy(
+            update={"url": sub(ready.url), "command": sub(ready.command), "host": sub(ready.host)}
+        )
+    metrics = sut.metrics
+    if metrics is not None:
+        metrics = metrics.model_copy(update={"url": sub(metrics.url)})
+    sut = sut.model_copy(
+        update={"start": sub(sut.start), "stop": sub(sut.stop), "ready": ready, "metrics": metrics}
+    )
+    target = config.target
+    for kind in ("http", "tcp"):
+        payload = getattr(target, kind)
+        if payload is not None:
+            target = target.model_copy(update={kind: payload.model_copy(update={"url": sub(payload.url)})})
+    return config.model_copy(update={"sut": sut, "target": target})
+
+
+def launched_role(config: StudyConfig, hw: CellHardware) -> str | None:
+    """The role whose launch prefix the start command runs under, if one plainly owns it."""
+    linked = [role for role, p in hw.profiles.items() if p.link is not None]
+    if len(linked) > 1:
+        raise ProfileError(
+            f"roles {', '.join(linked)} each have a link, but one start command runs in one network "
+            "namespace: give a link to one role only"
+        )
+    if linked:
+        return linked[0]
+    declared = config.sut.roles if config.sut else {}
+    if len(hw.profiles) == 1 and len(declared) <= 1:
+        return next(iter(hw.profiles))
+    return None
+
+
+def profile_source(hw: CellHardware, role: str) -> ProfileSource:
+    """What the collectors read for a role; volume figures are named by the volume, or
+    ``ROLE.VOLUME`` when two roles have a volume of that name."""
+    names = [key.split("/", 1)[1] for key in hw.volume_paths]
+    labels = {v: v if names.count(v) == 1 else f"{role}.{v}" for v in hw.profiles[role].volumes}
+    limits = {
+        name: {
+            figure: value if figure.endswith("iops") else value / 1e6  # bytes/s → MB/s, as collected
+            for figure, value in (
+                ("read_iops", v.read_iops),
+                ("write_iops", v.write_iops),
+                ("read_mb_s", v.read_bw),
+                ("write_mb_s", v.write_bw),
+            )
+            if value is not None
+        }
+        for name, v in hw.profiles[role].volumes.items()
+    }
+    return ProfileSource(lambda: hw.usage(role), labels, limits)
+
+
+def with_profiles(roles: list[RoleSpec], hw: CellHardware | None) -> list[RoleSpec]:
+    """The roles, each on a profile carrying its profile's figures to the collectors."""
+    if hw is None:
+        return roles
+    return [
+        RoleSpec(r.name, r.pid, r.match, r.cgroup, profile_source(hw, r.name)) if r.name in hw.profiles else r
+        for r in roles
+    ]
+
+
+def oom_kills(hw: CellHardware) -> dict[str, int]:
+    """OOM kills so far per role with a memory limit."""
+    out: dict[str, int] = {}
+    for role, profile in hw.profiles.items():
+        if profile.memory is not None:
+            with contextlib.suppress(ProfileError, OSError):
+                kills = hw.usage(role).get("memory", {}).get("oom_kills", 0)
+                out[role] = int(kills) if isinstance(kills, int | float) else 0
+    return out
+
+
+class Attacher:
+    """Puts the processes each role's ``match`` finds into the role's profile, polling every
+    100 ms until stopped; remembers how long each ran outside it first."""
+
+    def __init__(self, hw: CellHardware, matches: dict[str, str]) -> None:
+        self.hw = hw
+        self.matches = matches
+        self.outside: dict[str, dict[str, float]] = {}
+        """``{role: {"processes": n, "longest_s": s}}`` of processes found outside their profile."""
+        self.errors: list[str] = []
+        self._done: set[int] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="caplab-attach", daemon=True)
+        self._skip = {os.getpid(), *(p.pid for p in psutil.Process().parents())}
+
+    def start(self) -> None:
+        self.attach_now()
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.wait(ATTACH_POLL_S):
+            self.attach_now()
+
+    def attach_now(self) -> None:
+        """One pass: every matching process not yet on its role's profile is attached."""
+        procs = list(psutil.process_iter(["pid", "cmdline", "create_time"]))
+        for role, match in self.matches.items():
+            try:
+                inside = set(self.hw.pids(role))
+            except (ProfileError, OSError):
+                continue
+            for p in procs:
+                pid, cmdline = p.info["pid"], " ".join(p.info["cmdline"] or ())
+                if pid in self._skip or pid in inside or pid in self._done or match not in cmdline:
+                    continue
+                self._attach(role, pid, float(p.info["create_time"] or time.time()))
+
+    def _attach(self, role: str, pid: int, created: float) -> None:
+        try:
+            self.hw.attach(role, pid)
+        except (ProfileError, OSError) as exc:
+            if psutil.pid_exists(pid) and len(self.errors) < 10:
+                self.errors.append(f"role {role}: {exc}")
+            return
+        self._done.add(pid)
+        seen = self.outside.setdefault(role, {"processes": 0, "longest_s": 0.0})
+        seen["processes"] += 1
+        seen["longest_s"] = max(seen["longest_s"], max(0.0, time.time() - created))
+
+
+def describe(
+    config: StudyConfig, hw: CellHardware, launched: str | None, attacher: Attacher | None
+) -> dict[str, Any]:
+    """What the cell ran on, for its metrics: each role's profile in words, the CPU scale, how
+    the processes got onto their profiles and whether any ran outside first."""
+    out: dict[str, Any] = {"scale": {"cpu": config.scale.cpu}, "roles": hw.describe()}
+    if launched is not None:
+        out["launched_under"] = launched
+    if attacher is not None:
+        out["ran_outside"] = {
+            role: f"{int(v['processes'])} process(es) ran outside the profile for up to "
+            f"{v['longest_s']:.2f}s before being attached"
+            for role, v in attacher.outside.items()
+        }
+        if attacher.errors:
+            out["attach_errors"] = attacher.errors
+    return out

@@ -1,0 +1,58 @@
+"""A role on a hardware profile is judged against its profile: ``mem[ROLE]`` against its memory
+limit, its CPU against its quota, and a role pressed against its memory limit is the limit."""
+
+from __future__ import annotations
+
+import pytest
+
+from caplab.analysis.limit import find_limit
+from caplab.analysis.slo import SloError, TrialFigures, parse_slo
+
+
+def figures(resources: dict[str, dict[str, float]]) -> TrialFigures:
+    return TrialFigures(100.0, 100.0, 100, 0, {"p99": 10.0}, resources, 2)
+
+
+def test_mem_role_is_a_share_of_the_roles_limit() -> None:
+    slo = parse_slo("mem[db]<=80%")
+    assert slo.evaluate(figures({"db": {"mem_percent": 79.0}})).passed
+    verdict = slo.evaluate(figures({"db": {"mem_percent": 93.0}}))
+    assert not verdict.passed and verdict.reason == "mem[db]<=80%: 93% fails <= 80%"
+    assert not slo.evaluate(figures({"db": {"rss_mb": 10.0}})).passed, "no limit: no data, not a pass"
+
+
+def test_mem_needs_a_role() -> None:
+    with pytest.raises(SloError, match=r"mem takes a role on a hardware profile"):
+        parse_slo("mem<=80%")
+
+
+def test_a_roles_cpu_is_measured_against_its_quota() -> None:
+    scopes = {
+        "host": {"cores": 2.0, "cpu_percent": 60.0},
+        "role:app": {"cpu_percent": 47.0, "quota_cpus": 0.5},
+    }
+    limit = find_limit(200.0, scopes, ["app"])
+    assert limit["resource"] == "cpu:app" and limit["utilization"] == pytest.approx(0.94)
+    assert "against its profile's quota of 0.5 host CPUs" in limit["summary"]
+
+
+def test_a_role_at_its_memory_limit_is_named_memory_with_the_evidence() -> None:
+    scopes = {
+        "host": {"cores": 2.0, "cpu_percent": 100.0},
+        "role:db": {
+            "cpu_percent": 95.0,
+            "quota_cpus": 1.0,
+            "mem_percent": 97.0,
+            "mem_limit_mb": 256.0,
+            "mem_limit_hits": 12.0,
+            "oom_kills": 0.0,
+        },
+    }
+    limit = find_limit(200.0, scopes, ["db"])
+    assert limit["resource"] == "memory:db" and limit["kind"] == "hardware"
+    assert limit["evidence"]["memory"] == [
+        "97% of its 256 MB limit",
+        "the limit was hit (the kernel reclaimed to stay under it)",
+    ]
+    scopes["role:db"] |= {"mem_percent": 50.0, "mem_limit_hits": 0.0}
+    assert find_limit(200.0, scopes, ["db"])["resource"] == "cpu:db", "far from its limit: not memory"

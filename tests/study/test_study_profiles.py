@@ -1,0 +1,332 @@
+"""Hardware as a factor of a study, against the real kernel: a single-threaded server of fixed CPU
+per request on a profile of one core, then of half a core, must carry half the load on the half
+core (its whole cost is CPU inside the profile), the limit must be named as the role's CPU, and
+nothing caplab made (cgroups, loop devices, namespaces) may be left after the run."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from caplab.profiles import LinkClass, Profile, VolumeClass, check_support
+from support.profiles import leftovers
+from support.servers import default_sigint
+from support.studies import CAPLAB, caplab, free_port, json_out, knownserver, listening, write_study
+
+pytestmark = pytest.mark.slow
+
+
+def left_behind(before: set[str]) -> list[str]:
+    """What caplab runs that have ended left behind (other jobs on this machine make caplab-*
+    resources too: those of a live process are theirs, still in use)."""
+
+    def ended(item: str) -> bool:
+        owner = re.search(r"caplab-(\d+)-", item)
+        return owner is None or not Path(f"/proc/{owner.group(1)}").exists()
+
+    return [item for item in leftovers() if item not in before and ended(item)]
+
+
+def require(*profiles: Profile) -> None:
+    """Skips the test naming exactly the mechanism this machine lacks for the profiles."""
+    missing = check_support(profiles)
+    if missing:
+        pytest.skip("; ".join(missing))
+
+
+def test_half_a_core_carries_half_the_load(tmp_path: Path) -> None:
+    require(Profile.build("probe", cpus=1))
+    before = set(leftovers())
+    port = free_port()
+    study = {
+        "name": "cores",
+        "target": {"http": {"url": f"http://127.0.0.1:{port}/"}},
+        # One profile core is half a host core: a quota the server gets in full even when other
+        # jobs keep the machine's two cores busy (a whole host core it would not).
+        "profiles": {"one": {"cpus": 1}, "half": {"cpus": 0.5}},
+        "scale": {"cpu": 0.5},
+        "factors": {"profile": ["one", "half"]},
+        "sut": {
+            "start": f"exec {knownserver(port, '--cpu-us', '2000')}",
+            "ready": {"port": port, "timeout": "20s"},
+            "roles": {"server": {"match": f"knownserver --port {port}", "profile": "{profile}"}},
+        },
+        "load": {"duration": "1s", "warmup": "300ms"},
+        "slo": ["p99<=100ms"],
+        "search": {"precision": "5%", "trial": "1s", "repeats": 1, "start": 100},
+    }
+    path = write_study(tmp_path / "study.yaml", study)
+    done = caplab(
+        "run", path, "--db", f"sqlite:///{tmp_path / 'c.db'}", "--json", "-o", tmp_path / "r", timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    cells = {c["factors"]["profile"]: c for c in json_out(done)["cells"]}
+    one, half = (cells[p]["metrics"] for p in ("one", "half"))
+    ratio = half["capacity"]["capacity_rps"] / one["capacity"]["capacity_rps"]
+    capacities = (
+        f"one core {one['capacity']['capacity_rps']:.0f}/s, half {half['capacity']['capacity_rps']:.0f}/s"
+    )
+    # 0.5 ± 0.1, not ± 0.05: the machine's two cores are shared with other jobs, whose bursts cost
+    # the server some of its quota in one trial and not in another (measured: 0.47).
+    print(f"{capacities}, ratio {ratio:.3f}")  # shown with pytest -s
+    assert ratio == pytest.approx(0.5, abs=0.1), f"{capacities}, ratio {ratio:.3f}"
+    for metrics, words in (
+        (one, "1 core, emulated as 0.5 host CPUs"),
+        (half, "0.5 cores, emulated as 0.25 host CPUs"),
+    ):
+        assert metrics["limit"]["resource"] == "cpu:server", metrics["limit"]
+        hardware = metrics["hardware"]
+        assert hardware["scale"] == {"cpu": 0.5}
+        assert any(line.startswith(words) for line in hardware["roles"]["server"]), hardware
+        assert hardware["launched_under"] == "server"
+    assert not (tmp_path / ".caplab-hardware").exists()
+    assert left_behind(before) == []
+
+
+WRITER = (
+    "import os, sys, time  # volume-writer\n"
+    "path = os.path.join(sys.argv[1], 'log')\n"
+    "with open(path, 'wb') as f:\n"
+    "    while True:\n"
+    "        f.write(b'x' * 4096); f.flush(); os.fsync(f.fileno()); time.sleep(0.005)\n"
+)
+HOG = (
+    "import time  # memory-hog\n"
+    "time.sleep(1.5)\n"
+    "hog = bytearray(256 << 20)\n"
+    "for i in range(0, len(hog), 4096): hog[i] = 1\n"
+    "time.sleep(60)\n"
+)
+
+
+def two_roles(tmp_path: Path, port: int, helper: str, helper_role: dict[str, Any]) -> dict[str, Any]:
+    """A study whose one start command launches two roles: knownserver, and a helper script that
+    becomes the SUT's main process (so its death fails the cell)."""
+    script = tmp_path / "helper.py"
+    script.write_text(helper)
+    start = f"{knownserver(port)} & exec {shlex.join([sys.executable, str(script)])} {{volume.log}}"
+    return {
+        "name": "two roles",
+        "target": {"http": {"url": f"http://127.0.0.1:{port}/"}},
+        "profiles": {
+            "app": {"cpus": 1, "memory": "256M"},
+            "disk": {"volumes": {"log": "slow"}, "memory": "64M"},
+        },
+        "volumes": {"slow": {"size": "64M", "write_iops": 40}},
+        "sut": {
+            "start": start,
+            "ready": {"port": port, "timeout": "20s"},
+            "roles": {
+                "server": {"match": f"knownserver --port {port}", "profile": "app"},
+                "helper": helper_role,
+            },
+        },
+        "load": {"rate": 20, "duration": "3s"},
+    }
+
+
+def test_roles_of_one_start_command_are_attached_to_their_profiles(tmp_path: Path) -> None:
+    """Each role's processes are moved onto its profile as they appear (and the results say they
+    ran outside it until then); the volume's IO is reported under its name, the role's memory
+    against its limit; everything is removed after the cell."""
+    port = free_port()
+    study = two_roles(tmp_path, port, WRITER, {"match": "helper.py", "profile": "disk"})
+    require(Profile.build("disk", memory="64M", volumes={"log": "slow"}, volume_classes={"slow": _slow()}))
+    before = set(leftovers())
+    done = caplab(
+        "run",
+        write_study(tmp_path / "s.yaml", study),
+        "--db",
+        f"sqlite:///{tmp_path / 'c.db'}",
+        "--json",
+        "-o",
+        tmp_path / "r",
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    cell = json_out(done)["cells"][0]
+    hardware = cell["metrics"]["hardware"]
+    assert "launched_under" not in hardware
+    assert set(hardware["ran_outside"]) == {"server", "helper"}, hardware
+    assert hardware["roles"]["helper"][1:] == [
+        "64M memory, no swap",
+        "log (slow): 40 write IOPS throttle on a 64M loop volume",
+    ]
+    volume = cell["resources"]["volume:log"]
+    # fsync'd 4 KiB writes throttled to 40 IOPS: the volume sees writes, never more than its class.
+    assert 5 < volume["write_iops"] <= 40 * 1.2, volume
+    assert volume["throttle_percent"] == pytest.approx(100 * volume["write_iops"] / 40, rel=0.05)
+    server = cell["resources"]["server"]
+    assert server["mem_limit_mb"] == pytest.approx(256)
+    assert 0 < server["mem_percent"] < 50 and server["quota_cpus"] == 1
+    assert left_behind(before) == []
+
+
+def test_an_oom_kill_fails_the_cell_with_that_reason(tmp_path: Path) -> None:
+    port = free_port()
+    study = two_roles(tmp_path, port, HOG, {"match": "helper.py", "profile": "disk"})
+    require(Profile.build("disk", memory="64M", volumes={"log": "slow"}, volume_classes={"slow": _slow()}))
+    before = set(leftovers())
+    done = caplab(
+        "run",
+        write_study(tmp_path / "s.yaml", study),
+        "--db",
+        f"sqlite:///{tmp_path / 'c.db'}",
+        "--json",
+        "-o",
+        tmp_path / "r",
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr[-3000:]
+    cell = json_out(done)["cells"][0]
+    assert cell["status"] == "failed"
+    assert "role helper ran out of memory: the OOM killer killed" in cell["error"], cell["error"]
+    assert left_behind(before) == []
+
+
+def _slow() -> VolumeClass:
+    return VolumeClass(64 << 20, write_iops=40)
+
+
+BASE = """name: hw
+target:
+  http:
+    url: http://127.0.0.1:8080/
+profiles:
+  small: {cpus: 2, memory: 4G, volumes: {data: hdd}}
+volumes:
+  hdd: {size: 2G, write_iops: 180}
+links:
+  1gbit: {rate: 1gbit}
+factors: {profile: [small]}
+sut:
+  start: ./server --data {volume.data}
+  roles:
+    app: {match: server, profile: "{profile}"}
+load: {rate: 10}
+"""
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (("cpus: 2", "cpus: 0"), ":6: profiles.small.cpus: Input should be greater than 0"),
+        (("memory: 4G", "memory: lots"), ":6: profiles.small.memory: 'lots' is not a size"),
+        (
+            ("data: hdd", "data: nvme"),
+            ":6: profiles.small.volumes.data: unknown volume class 'nvme' (defined: hdd)",
+        ),
+        (
+            ("{cpus: 2,", "{link: 10gbit, cpus: 2,"),
+            ":6: profiles.small.link: unknown link class '10gbit' (defined: 1gbit)",
+        ),
+        (("[small]", "[large]"), ":15: sut.roles.app.profile: unknown profile 'large' (profiles: small)"),
+        (
+            ("{volume.data}", "{volume.logs}"),
+            ":13: sut.start: {volume.logs}: no role's profile has that volume",
+        ),
+        (("rate: 1gbit", "rate: fast"), ":10: links.1gbit.rate: 'fast' is not a link rate"),
+    ],
+    ids=["cpus-0", "memory", "volume-class", "link-class", "profile", "volume-ref", "link-rate"],
+)
+def test_a_bad_hardware_section_names_file_line_and_field(
+    tmp_path: Path, change: tuple[str, str], expected: str
+) -> None:
+    path = tmp_path / "study.yaml"
+    path.write_text(BASE.replace(*change))
+    done = caplab("run", path, "--db", f"sqlite:///{tmp_path / 'c.db'}")
+    assert done.returncode == 2, done.stderr
+    assert f"{path}{expected}" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_role_with_a_link_is_reached_at_its_address(tmp_path: Path) -> None:
+    """The start command runs in the role's namespace; the ready check and the target reach it at
+    ``{address.ROLE}`` through the shaped link; the namespace goes with the cell."""
+    port = free_port()
+    study = {
+        "name": "link",
+        "target": {"http": {"url": f"http://{{address.server}}:{port}/"}},
+        "profiles": {"web": {"link": "lan"}},
+        "links": {"lan": {"rate": "100mbit", "mtu": 1500}},
+        "sut": {
+            "start": f"exec {knownserver(port)} --host {{address.server}}",
+            "ready": {"port": port, "host": "{address.server}", "timeout": "20s"},
+            "roles": {"server": {"match": f"knownserver --port {port}", "profile": "web"}},
+        },
+        "load": {"rate": 20, "duration": "1s"},
+    }
+    require(Profile.build("web", link="lan", link_classes={"lan": LinkClass.parse("100mbit")}))
+    before = set(leftovers())
+    done = caplab(
+        "run",
+        write_study(tmp_path / "s.yaml", study),
+        "--db",
+        f"sqlite:///{tmp_path / 'c.db'}",
+        "--json",
+        "-o",
+        tmp_path / "r",
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    cell = json_out(done)["cells"][0]
+    assert cell["metrics"]["errors"] == 0 and cell["metrics"]["sent"] >= 15, cell["metrics"]
+    hardware = cell["metrics"]["hardware"]
+    assert hardware["launched_under"] == "server"
+    assert hardware["roles"]["server"] == ["profile web", "lan: 100 Mbit/s link, MTU 1500"]
+    assert left_behind(before) == []
+
+
+def test_ctrl_c_mid_cell_removes_the_cells_hardware(tmp_path: Path) -> None:
+    """Ctrl-C during a trial: the study stops (exit 130) and the cell's cgroup, volume and
+    namespace are gone with it."""
+    port = free_port()
+    study = {
+        "name": "interrupted",
+        "target": {"http": {"url": f"http://127.0.0.1:{port}/"}},
+        "profiles": {"box": {"cpus": 1, "memory": "128M", "volumes": {"data": "small"}}},
+        "volumes": {"small": {"size": "32M"}},
+        "sut": {
+            "start": f"exec {knownserver(port)}",
+            "ready": {"port": port, "timeout": "20s"},
+            "profile": "box",
+        },
+        "load": {"rate": 20, "duration": "20s"},
+    }
+    require(Profile.build("box", cpus=1, memory="128M", volumes={"data": "s"}, volume_classes={"s": _slow()}))
+    before = set(leftovers())
+    path = write_study(tmp_path / "s.yaml", study)
+    proc = subprocess.Popen(
+        [str(CAPLAB), "run", str(path), "--db", f"sqlite:///{tmp_path / 'c.db'}"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
+    )
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:  # bounded: the SUT's ready timeout or the trial ends the output
+            if "sut on profile box" in line:
+                break
+        deadline = time.monotonic() + 30
+        while not listening(port) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+        time.sleep(1.0)  # into the trial
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=10)
+    assert proc.returncode == 130, err[-2000:]
+    assert left_behind(before) == []
+    assert not (tmp_path / ".caplab-hardware").exists()
