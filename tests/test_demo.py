@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.slow  # the quick demo, end to end
+
 CAPLAB = Path(sys.executable).parent / "caplab"
 DEMO_TIMEOUT_S = 600
 

@@ -68,6 +68,7 @@ def test_noise_free_data_is_recovered_exactly() -> None:
     assert f.peak_n == pytest.approx(t.peak_n, rel=1e-3)
 
 
+@pytest.mark.slow  # hundreds of bootstrapped fits
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_estimates_recover_the_truth_in_most_seeds(fits: dict[str, list[UslFit]], scenario: str) -> None:
     t = SCENARIOS[scenario]

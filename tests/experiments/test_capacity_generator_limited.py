@@ -17,6 +17,8 @@ import pytest
 from caplab.profiles import CellHardware, Profile, check_support
 from caplab.systems.process import RunningServer
 
+pytestmark = pytest.mark.slow  # a whole search under a CPU quota
+
 STARVED = Profile.build("generator", cpus=0.3)
 
 

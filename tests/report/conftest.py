@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -50,3 +51,11 @@ def study_samples(built: Built) -> list[dict[str, Any]]:
 
     with Store(built.db_url) as store:
         return store.resource_samples(1)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every report test reads the two studies the session runs first: end to end, so slow."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(item.path).parents:
+            item.add_marker(pytest.mark.slow)

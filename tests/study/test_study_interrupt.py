@@ -103,6 +103,7 @@ def interrupt_in_second_cell(proc: subprocess.Popen[str]) -> tuple[str, str]:
     return stdout, "".join(seen)
 
 
+@pytest.mark.slow
 def test_sigint_keeps_finished_cells_and_resume_completes_the_study(
     setup: Setup, running: subprocess.Popen[str]
 ) -> None:

@@ -17,6 +17,8 @@ import pytest
 from caplab.collect.prometheus import parse_exposition
 from support.idsync import StoreDirs, answer, free_port, idsync, ldap_count, ldap_entry, require_slapd
 
+pytestmark = pytest.mark.slow  # real servers seeded and driven end to end
+
 PEOPLE = 2000
 PEOPLE_BASE = "ou=people,dc=idsync,dc=test"
 EXPORT_BASE = "ou=export,dc=idsync,dc=test"

@@ -12,11 +12,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import psutil
+import pytest
 
 from caplab.systems.pgpair import Pair, PasswordRefused
 from caplab.systems.pgpair.nodes import connect
 
 StartPair = Callable[..., Pair]
+pytestmark = pytest.mark.slow  # real servers seeded and driven end to end
+
 MODULE = [sys.executable, "-m", "caplab.systems.pgpair"]
 
 

@@ -15,6 +15,8 @@ from caplab.systems.pgpair import Pair, Server, failover
 from caplab.systems.pgpair.nodes import connect
 
 StartPair = Callable[..., Pair]
+pytestmark = pytest.mark.slow  # real servers seeded and driven end to end
+
 WAIT_S = 30.0
 
 
