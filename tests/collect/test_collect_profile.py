@@ -4,6 +4,8 @@ started, the quota's throttling and each volume's IO under the volume's name."""
 
 from __future__ import annotations
 
+import pytest
+
 from caplab.collect import ProfileCollector, ProfileSource
 from caplab.collect.profile import RoleUsage
 
@@ -46,4 +48,4 @@ def test_profile_figures_per_role_and_volume() -> None:
     assert got[("role:db", "oom_kills")] == 1 and got[("role:db", "mem_limit_hits")] == 2
     assert got[("volume:db.data", "await_ms")] == 1.0  # 40 ms over 40 writes
     iops = got[("volume:db.data", "write_iops")]
-    assert iops > 0 and got[("volume:db.data", "throttle_percent")] == 100.0 * iops / 40
+    assert iops > 0 and got[("volume:db.data", "throttle_percent")] == pytest.approx(100.0 * iops / 40)
