@@ -15,12 +15,12 @@ PACKAGE = Path(caplab.__file__).parent
 
 MAY_IMPORT: dict[str, frozenset[str]] = {
     "_engine": frozenset(),
-    "units": frozenset({"store"}),
+    "units": frozenset(),
     "engine": frozenset({"_engine"}),
     "analysis": frozenset({"engine", "units"}),
     "spec": frozenset({"analysis", "profiles", "units"}),
     "collect": frozenset({"engine", "units"}),
-    "store": frozenset({"collect", "engine"}),
+    "store": frozenset({"collect", "engine", "units"}),
     "results": frozenset({"store"}),
     "experiments": frozenset({"analysis", "collect", "engine", "spec", "units"}),
     "study": frozenset(

@@ -8,8 +8,6 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TypeGuard
 
-from caplab.store.urls import scrub
-
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|µs|ms|s|m|h)?\s*$")
 _SECONDS = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
@@ -37,6 +35,18 @@ def format_duration(seconds: float) -> str:
     if seconds < 120:
         return f"{seconds:g}s"
     return f"{seconds / 60:g}m"
+
+
+# scheme://user:password@ — the password part is everything up to the last '@' of the authority.
+_URL_PASSWORD = re.compile(
+    r"""(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:)(?P<pw>[^\s/"'<>]*)(?P<at>@)"""
+)
+
+
+def scrub(text: str) -> str:
+    """Replaces the password of every ``scheme://user:password@`` URL inside free text: whatever
+    caplab prints, stores or reports passes through here first."""
+    return _URL_PASSWORD.sub(lambda m: f"{m['head']}***{m['at']}", text)
 
 
 def is_number(value: object) -> TypeGuard[int | float]:

@@ -68,7 +68,7 @@ def test_noise_free_data_is_recovered_exactly() -> None:
     assert f.peak_n == pytest.approx(t.peak_n, rel=1e-3)
 
 
-@pytest.mark.slow  # hundreds of bootstrapped fits
+@pytest.mark.slow  # every seed's bootstrapped fits (the `fits` fixture)
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_estimates_recover_the_truth_in_most_seeds(fits: dict[str, list[UslFit]], scenario: str) -> None:
     t = SCENARIOS[scenario]
@@ -79,11 +79,13 @@ def test_estimates_recover_the_truth_in_most_seeds(fits: dict[str, list[UslFit]]
     assert all(f.r2 > 0.95 for f in runs)
 
 
+@pytest.mark.slow  # every seed's bootstrapped fits (the `fits` fixture)
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_lambda_interval_covers_the_truth(fits: dict[str, list[UslFit]], scenario: str) -> None:
     assert covered(fits[scenario], "lambda", SCENARIOS[scenario].lam) >= 8
 
 
+@pytest.mark.slow  # every seed's bootstrapped fits (the `fits` fixture)
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_sigma_and_kappa_intervals_cover_the_truth_in_most_seeds(
     fits: dict[str, list[UslFit]], scenario: str
@@ -94,6 +96,7 @@ def test_sigma_and_kappa_intervals_cover_the_truth_in_most_seeds(
     assert covered(fits[scenario], "kappa", t.kappa) >= 6
 
 
+@pytest.mark.slow  # every seed's bootstrapped fits (the `fits` fixture)
 @pytest.mark.parametrize("scenario", SCENARIOS)
 def test_sigma_and_kappa_intervals_are_calibrated(fits: dict[str, list[UslFit]], scenario: str) -> None:
     t = SCENARIOS[scenario]
@@ -101,6 +104,7 @@ def test_sigma_and_kappa_intervals_are_calibrated(fits: dict[str, list[UslFit]],
     assert covered(fits[scenario], "kappa", t.kappa) >= 8
 
 
+@pytest.mark.slow  # every seed's bootstrapped fits (the `fits` fixture)
 def test_intervals_contain_their_estimates(fits: dict[str, list[UslFit]]) -> None:
     for f in (f for runs in fits.values() for f in runs):
         for name, value in (("lambda", f.lam), ("sigma", f.sigma), ("kappa", f.kappa)):
@@ -109,6 +113,7 @@ def test_intervals_contain_their_estimates(fits: dict[str, list[UslFit]]) -> Non
             assert low * 0.9 <= value <= high * 1.1 + 1e-12, (name, value, low, high)
 
 
+@pytest.mark.slow  # every seed's bootstrapped fits (the `fits` fixture)
 def test_peak_follows_from_the_fitted_parameters(fits: dict[str, list[UslFit]]) -> None:
     for f in fits["3%"]:
         assert f.peak_n is not None

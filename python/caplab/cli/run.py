@@ -6,19 +6,17 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from caplab import studies
-from caplab.analysis.scaling import study_scaling
 from caplab.cli import consoles, exits
 from caplab.cli.options import DB_HELP
-from caplab.cli.progress import StudyProgress, scaling_line, summary_table
-from caplab.report import write_report
 from caplab.spec import SpecError, load_study
-from caplab.store import Store, StoreError, default_url
-from caplab.study.hardware import HardwareUnavailable
-from caplab.study.runner import StudyRunner
+
+if TYPE_CHECKING:
+    from caplab.store import Store
 
 DEMO_STUDY = "biztalk-scaleout"
 DEMO_FULL = "study.yaml"
@@ -101,6 +99,8 @@ def cmd_demo(quick: bool, workdir: Path, db: str | None, report_dir: Path | None
 
 def write_study_report(store: Store, study_id: int, report_dir: Path | None) -> Path | None:
     """Writes the sizing report; a failure to write it costs the report, never the results."""
+    from caplab.report import write_report
+
     try:
         files = write_report(store, study_id, report_dir)
     except OSError as e:
@@ -119,6 +119,14 @@ def cmd_run(
     except SpecError as e:
         click.echo(f"caplab: {e}", err=True)
         return exits.USAGE
+    # The runner, the store, the fits and the report load scipy, pandas and the plotting
+    # libraries: only once the study file has parsed, so a bad file is answered at once.
+    from caplab.analysis.scaling import study_scaling
+    from caplab.cli.progress import StudyProgress, scaling_line, summary_table
+    from caplab.store import Store, StoreError, default_url
+    from caplab.study.hardware import HardwareUnavailable
+    from caplab.study.runner import StudyRunner
+
     try:
         store = Store(db or default_url())
     except StoreError as e:

@@ -7,18 +7,15 @@ through ``redact_url``/``scrub`` first: a password must never reach a terminal, 
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
 from caplab.store.codec import json_safe
+from caplab.units import scrub
 
-# scheme://user:password@ — the password part is everything up to the last '@' of the authority.
-_URL_PASSWORD = re.compile(
-    r"""(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]*://[^/\s:@]*:)(?P<pw>[^\s/"'<>]*)(?P<at>@)"""
-)
+__all__ = ["describe", "engine_url", "redact_url", "scrub", "scrub_json", "sqlite_path"]
 
 
 def redact_url(url: str) -> str:
@@ -28,11 +25,6 @@ def redact_url(url: str) -> str:
         return make_url(masked).render_as_string(hide_password=True)
     except ArgumentError:
         return masked
-
-
-def scrub(text: str) -> str:
-    """Replaces the password of every ``scheme://user:password@`` URL inside free text."""
-    return _URL_PASSWORD.sub(lambda m: f"{m['head']}***{m['at']}", text)
 
 
 def scrub_json(value: Any) -> Any:
