@@ -15,6 +15,8 @@ import pytest
 
 from caplab.profiles import CellHardware, LinkClass, Profile, ProfileError
 
+pytestmark = pytest.mark.slow  # known-answer measurements through the kernel, several seconds each
+
 PORT = 5001
 IP_MTU_DISCOVER, IP_PMTUDISC_DO = 10, 2  # <linux/in.h>; the socket module names them from 3.12
 SENDER = f"""

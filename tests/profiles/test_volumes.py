@@ -15,6 +15,8 @@ import pytest
 
 from caplab.profiles import CellHardware, Profile, ProfileError, VolumeClass, parse_size
 
+pytestmark = pytest.mark.slow  # known-answer measurements through the kernel, several seconds each
+
 HDD = VolumeClass(size=parse_size("128M"), write_iops=200, read_iops=200)
 UNTHROTTLED = VolumeClass(size=parse_size("128M"))
 

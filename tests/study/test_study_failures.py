@@ -15,6 +15,8 @@ from caplab.store import Store
 from caplab.systems.process import start_module
 from support.studies import caplab, free_port, json_out, knownserver, listening, write_study
 
+pytestmark = pytest.mark.slow  # whole studies, end to end
+
 DIE_AFTER_S = 1.0
 TRIAL_S = 2.0
 

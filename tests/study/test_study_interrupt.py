@@ -29,6 +29,8 @@ from support.studies import (
     write_study,
 )
 
+pytestmark = pytest.mark.slow  # whole studies, end to end
+
 CELLS = 3
 INTO_SECOND_CELL_S = 0.6
 """How long after the first cell completes to interrupt: inside the second cell (its SUT takes a

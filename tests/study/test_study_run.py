@@ -20,6 +20,8 @@ import pytest
 from caplab.store import Store
 from support.studies import caplab, free_port, json_out, knownserver, listening, write_study
 
+pytestmark = pytest.mark.slow  # whole studies, end to end
+
 SCHEMA = json.loads((Path(__file__).parents[1] / "schema" / "load-result.schema.json").read_text())
 CPU_US = [200, 2000]
 """Per-request CPU of the two cells: at 100/s, about 2 % and 20 % of a core."""

@@ -12,6 +12,8 @@ import pytest
 from caplab.store import Store
 from support.studies import caplab, free_port, json_out, write_study
 
+pytestmark = pytest.mark.slow  # whole studies, end to end
+
 PASSWORD = "s3cret-Pw"
 DSN = f"postgresql://app:{PASSWORD}@db.example/orders"
 
