@@ -79,3 +79,11 @@ def test_a_closed_loop_far_faster_at_the_same_concurrency_clears_the_system() ->
     assert reason is not None and "4.5× the open-loop capacity of 42,000/s" in reason
     assert "not the system's" in reason
     assert closed_loop_gap(42_000.0, 4, 45_000.0) is None, "the same system at the same concurrency"
+
+
+def test_a_generator_its_cpu_quota_throttled_is_inconclusive_whatever_its_lateness() -> None:
+    throttled = {"generator": {"throttled_percent": 35.0}}
+    reason = generator_limited(figures(0.1, late_ms=0.01), [slo("p99<=2ms")], throttled)
+    assert reason is not None and "throttled it in 35% of periods" in reason
+    calm = {"generator": {"throttled_percent": 2.0}}
+    assert generator_limited(figures(0.1, late_ms=0.01), [slo("p99<=2ms")], calm) is None

@@ -43,4 +43,9 @@ def test_a_starved_generator_is_named_as_the_limit_not_the_server(
     assert answer["capacity_rps"] is None
     assert answer["limit"]["kind"] == "generator", answer["limit"]
     assert "server" not in answer["limit"]["summary"]
-    assert "the generator was the limit at 2000" in answer["message"], answer["message"]
+    # Where it stops depends on how often the quota bites; that it names the generator does not.
+    assert "the generator was the limit at" in answer["message"], answer["message"]
+    floor = answer["capacity_at_least"]
+    assert floor is None or answer["message"].startswith(
+        f"capacity ≥ {floor:,.0f}/s (the generator's limit here)"
+    )

@@ -48,7 +48,14 @@ judged has distorted the latency it measured: a failure at that load is not the 
 LATENCY_METRICS = frozenset({"p50", "p90", "p99", "p999", "max", "mean"})
 
 
-def generator_limited(generator: GeneratorFigures, slos: list[Slo]) -> str | None:
+THROTTLED_SHARE = 10.0
+"""A generator whose CPU quota throttled it in this share of its periods (%) stalled often enough,
+sends and reads of replies alike, to make a latency failure its own."""
+
+
+def generator_limited(
+    generator: GeneratorFigures, slos: list[Slo], resources: dict[str, dict[str, float]] | None = None
+) -> str | None:
     """Why a failed trial says more about the generator than about the system, or None.
 
     Latency is timed from the intended send, so every millisecond the generator sends late is
@@ -56,6 +63,12 @@ def generator_limited(generator: GeneratorFigures, slos: list[Slo]) -> str | Non
     a 2 ms p99), a failure proves nothing about the system: the trial is inconclusive. A generator
     flagged saturated by the engine is judged by `crowded_out` and the search's stall rule."""
     bounds = [s for s in slos if s.metric in LATENCY_METRICS and s.op in ("<=", "<")]
+    throttled = ((resources or {}).get("generator") or {}).get("throttled_percent")
+    if bounds and throttled is not None and throttled >= THROTTLED_SHARE:
+        return (
+            f"inconclusive — generator-limited: its CPU quota throttled it in {throttled:.0f}% of periods, "
+            "stalling its sends and its reads of replies alike"
+        )
     late = generator.lateness_p99_ms
     if not bounds or late is None:
         return None

@@ -8,6 +8,7 @@ the system under test is often one of them.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import psutil
 
@@ -18,8 +19,44 @@ __all__ = ["GeneratorCollector"]
 MIB = 1024 * 1024
 
 
+def own_cpu_stat() -> Path | None:
+    """The ``cpu.stat`` of the cgroup this process runs in (v1 ``cpu`` controller or v2), or None.
+
+    A generator held to a CPU quota stalls whenever the quota runs out, and both its sends and
+    its reads of replies wait: the second shows as the system's latency. The quota's own count of
+    throttled periods is the one witness of that."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        names = controllers.split(",")
+        if "cpu" in names:
+            candidate = Path("/sys/fs/cgroup/cpu") / path.lstrip("/") / "cpu.stat"
+        elif controllers == "":
+            candidate = Path("/sys/fs/cgroup") / path.lstrip("/") / "cpu.stat"
+        else:
+            continue
+        if candidate.exists():
+            return candidate
+    return None
+
+
+def _throttling(stat: Path | None) -> tuple[int, int] | None:
+    """(periods, throttled periods) so far, or None where the kernel keeps no such count."""
+    if stat is None:
+        return None
+    try:
+        values = dict(line.split() for line in stat.read_text().splitlines() if line.strip())
+        return int(values["nr_periods"]), int(values["nr_throttled"])
+    except (OSError, KeyError, ValueError):
+        return None
+
+
 class GeneratorCollector:
-    """Scope ``generator``: cpu_percent (100 = one core), rss_mb, threads."""
+    """Scope ``generator``: cpu_percent (100 = one core), rss_mb, threads; and throttled_percent,
+    the share of its CPU quota's periods in which it was throttled, when it runs under one."""
 
     name = "generator"
 
@@ -27,10 +64,13 @@ class GeneratorCollector:
         self._process = psutil.Process()
         self._prev_cpu = 0.0
         self._last = 0.0
+        self._stat = own_cpu_stat()
+        self._prev_throttling = _throttling(self._stat)
 
     def start(self) -> None:
         self._last = time.monotonic()
         self._prev_cpu = self._cpu_s()
+        self._prev_throttling = _throttling(self._stat)
 
     def sample(self, t: float) -> list[ResourceSample]:
         now_t = time.monotonic()
@@ -45,6 +85,12 @@ class GeneratorCollector:
             "threads": float(threads),
         }
         self._prev_cpu, self._last = cpu, now_t
+        throttling = _throttling(self._stat)
+        if throttling is not None and self._prev_throttling is not None:
+            periods = throttling[0] - self._prev_throttling[0]
+            if periods > 0:
+                values["throttled_percent"] = 100.0 * (throttling[1] - self._prev_throttling[1]) / periods
+        self._prev_throttling = throttling
         return [ResourceSample(t, self.name, metric, value) for metric, value in values.items()]
 
     def stop(self) -> None:

@@ -139,7 +139,7 @@ class TrialProber:
             reasons.append(f"generator fell behind ({stalled}): not a measurement of the system")
         elif reasons and not crowded:
             # A failure is the system's only if the generator's own lateness did not make it.
-            limited = generator_limited(r.generator, self.slos)
+            limited = generator_limited(r.generator, self.slos, resources)
             if limited:
                 reasons.append(limited)
                 stalled = limited
