@@ -449,7 +449,9 @@ Workload = TypedDict(
 )
 
 
-class Recommendation(TypedDict):
+class RecommendationBody(TypedDict):
+    """The recommendation before its text: the keys that come first in results.json."""
+
     goal: Goal | None
     headroom: float
     ratings: list[Rating]
@@ -461,6 +463,9 @@ class Recommendation(TypedDict):
     needed: NotRequired[float | None]
     extrapolated: NotRequired[Extrapolation | None]
     workloads: NotRequired[list[Workload]]
+
+
+class Recommendation(RecommendationBody):
     text: str
 
 

@@ -28,6 +28,7 @@ from caplab.report.model.types import (
     Observation,
     Rating,
     Recommendation,
+    RecommendationBody,
     Workload,
 )
 from caplab.report.text.observations import SATURATED
@@ -289,19 +290,6 @@ def _per_workload(ratings: list[Rating], goal: Goal, results: Measured) -> _Size
     }
 
 
-class _Common(TypedDict):
-    """The recommendation before its text: the keys that come first in results.json."""
-
-    goal: Goal | None
-    headroom: float
-    ratings: list[Rating]
-    choice: Choice | None
-    choices: list[Choice]
-    advice: list[str]
-    basis: Basis | None
-    needed: NotRequired[float | None]
-    extrapolated: NotRequired[Extrapolation | None]
-    workloads: NotRequired[list[Workload]]
 
 
 def recommend(results: Measured, observations: list[Observation]) -> Recommendation:
@@ -309,7 +297,7 @@ def recommend(results: Measured, observations: list[Observation]) -> Recommendat
     goal = results["goal"]
     headroom = goal["headroom"] if goal else DEFAULT_HEADROOM
     ratings = _ratings(results, headroom)
-    common: _Common = {
+    common: RecommendationBody = {
         "goal": goal,
         "headroom": headroom,
         "ratings": ratings,
