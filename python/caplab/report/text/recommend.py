@@ -290,8 +290,6 @@ def _per_workload(ratings: list[Rating], goal: Goal, results: Measured) -> _Size
     }
 
 
-
-
 def recommend(results: Measured, observations: list[Observation]) -> Recommendation:
     """The recommendation, with the advice that follows from the limits and the ``observations``."""
     goal = results["goal"]
