@@ -84,6 +84,11 @@ def test_a_closed_loop_far_faster_at_the_same_concurrency_clears_the_system() ->
 def test_a_generator_its_cpu_quota_throttled_is_inconclusive_whatever_its_lateness() -> None:
     throttled = {"generator": {"throttled_percent": 35.0}}
     reason = generator_limited(figures(0.1, late_ms=0.01), [slo("p99<=2ms")], throttled)
-    assert reason is not None and "throttled it in 35% of periods" in reason
-    calm = {"generator": {"throttled_percent": 2.0}}
+    assert reason is not None and "throttled it in 35.0% of periods" in reason
+    rare = {"generator": {"throttled_percent": 2.0}}
+    assert generator_limited(figures(0.1, late_ms=0.01), [slo("p99<=2ms")], rare) is not None, (
+        "stalls in 2 % of periods can make the slowest 1 %"
+    )
+    assert generator_limited(figures(0.1, late_ms=0.01), [slo("p50<=2ms")], rare) is None, "not a median"
+    calm = {"generator": {"throttled_percent": 0.5}}
     assert generator_limited(figures(0.1, late_ms=0.01), [slo("p99<=2ms")], calm) is None

@@ -19,7 +19,7 @@ from caplab.systems.process import RunningServer
 
 pytestmark = pytest.mark.slow  # a whole search under a CPU quota
 
-STARVED = Profile.build("generator", cpus=0.3)
+STARVED = Profile.build("generator", cpus=0.15)
 
 
 def test_a_starved_generator_is_named_as_the_limit_not_the_server(
@@ -33,7 +33,7 @@ def test_a_starved_generator_is_named_as_the_limit_not_the_server(
             *hardware.launch_prefix("generator"),
             sys.executable, "-m", "caplab", "find-capacity", f"http://{plain_server.address}/",
             "--slo", "p99<=2ms", "--sut-pid", str(plain_server.process.pid), "--threads", "1",
-            "--start", "2000", "--max", "8000", "--trial", "1s", "--confirm", "1s", "--repeats", "1",
+            "--start", "1000", "--max", "4000", "--trial", "1s", "--confirm", "1s", "--repeats", "1",
             "--warmup", "500ms", "--json",
         ]  # fmt: skip
         done = subprocess.run(command, capture_output=True, text=True, timeout=180)

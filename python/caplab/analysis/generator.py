@@ -48,9 +48,16 @@ judged has distorted the latency it measured: a failure at that load is not the 
 LATENCY_METRICS = frozenset({"p50", "p90", "p99", "p999", "max", "mean"})
 
 
-THROTTLED_SHARE = 10.0
-"""A generator whose CPU quota throttled it in this share of its periods (%) stalled often enough,
-sends and reads of replies alike, to make a latency failure its own."""
+TAIL_PERCENT = {"p50": 50.0, "p90": 10.0, "p99": 1.0, "p999": 0.1, "max": 0.0, "mean": 10.0}
+"""The share of requests (%) a latency statistic looks at beyond itself: p99 is decided by the slowest
+1 %. A generator its CPU quota throttled in at least that share of its periods stalled, sends and reads
+of replies alike, often enough to have made that tail itself (a mean is taken to feel a 10 % share)."""
+
+
+def throttle_bound(slos: list[Slo]) -> Slo | None:
+    """The latency bound most easily made by quota stalls: the one whose tail is thinnest."""
+    bounds = [s for s in slos if s.metric in TAIL_PERCENT and s.op in ("<=", "<")]
+    return min(bounds, key=lambda s: TAIL_PERCENT[s.metric]) if bounds else None
 
 
 def generator_limited(
@@ -64,10 +71,12 @@ def generator_limited(
     flagged saturated by the engine is judged by `crowded_out` and the search's stall rule."""
     bounds = [s for s in slos if s.metric in LATENCY_METRICS and s.op in ("<=", "<")]
     throttled = ((resources or {}).get("generator") or {}).get("throttled_percent")
-    if bounds and throttled is not None and throttled >= THROTTLED_SHARE:
+    tail = throttle_bound(slos)
+    if tail is not None and throttled and throttled >= TAIL_PERCENT[tail.metric]:
         return (
-            f"inconclusive — generator-limited: its CPU quota throttled it in {throttled:.0f}% of periods, "
-            "stalling its sends and its reads of replies alike"
+            f"inconclusive — generator-limited: its CPU quota throttled it in {throttled:.1f}% of periods, "
+            f"stalling its sends and its reads of replies alike — as large a share as the tail {tail.text} "
+            "looks at"
         )
     late = generator.lateness_p99_ms
     if not bounds or late is None:
