@@ -112,3 +112,15 @@ def test_the_terminal_summary_names_each_limit_within_80_columns(
         assert cell["limit"]["resource"] in row
         assert "…" not in row
     assert max(len(line) for line in table.splitlines()) <= 80
+
+
+def test_each_processing_host_brings_its_own_core(results: dict[str, Any]) -> None:
+    """The tiers run on profiles: the hosts' quota grows by one profile core (0.25 host CPUs) per
+    host, so the scale-out measures added hardware, as the paper's did, not two shared cores."""
+    cells = results["cells"]
+    for cell in cells:
+        hosts = cell["resources"]["hosts"]
+        assert hosts["quota_cpus"] == pytest.approx(0.25 * cell["factors"]["hosts"])
+    one, four = (c["metrics"]["capacity"]["value"] for c in (cells[0], cells[-1]))
+    assert four >= 2 * one, (one, four)
+    assert cells[0]["limit"]["resource"] == "cpu:hosts", "one host's one core is what limits"

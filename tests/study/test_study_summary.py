@@ -67,3 +67,14 @@ def test_a_failed_cell_is_counted_and_no_error_free_claim_is_made() -> None:
     assert "1 of 2 cells failed" in text
     assert "no errors in any cell" not in text
     assert "no errors in any cell" in render([cell(0, 1, 1199.0), cell(1, 2, 1797.0)], 120)
+
+
+def test_a_role_on_a_profile_shows_its_cpu_against_the_profile_not_one_host_core() -> None:
+    on_profile = cell(0, 1, 325.0)
+    on_profile["resources"]["hosts"] |= {"cpu_percent": 24.6, "quota_cpus": 0.25}
+    text = render([on_profile, cell(1, 2, 649.0)], 120)
+    row = next(line for line in text.splitlines() if "325" in line)
+    # receive 10 (no profile), hosts 24.6 % of a core over a 0.25-CPU quota = 98 % of its profile
+    assert row.split()[-5:] == ["98", "10", "40", "30", "190"], row  # hosts receive sink store host
+    assert "cpu % of its profile's quota" in text
+    assert "profile" not in render([cell(0, 1, 325.0)], 120)

@@ -3,7 +3,7 @@ the summary table at the end. Progress goes to stderr so `--json` output stays c
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from rich import box
 from rich.console import Console
@@ -152,6 +152,7 @@ def _summary_table(document: dict[str, Any], *, with_roles: bool) -> Table:
         )
         + (["every cell complete"] if everything_complete else [])
         + ([] if with_roles else ["CPU per role: in the report"])
+        + (["a role on a profile: cpu % of its profile's quota"] if _on_profiles(cells, roles) else [])
     )
     table = Table(
         title=scrub(title),
@@ -186,10 +187,23 @@ def _summary_table(document: dict[str, Any], *, with_roles: bool) -> Table:
             row.append(str(m.get("errors", "–")))
         row.append((m.get("limit") or {}).get("resource", "–"))
         for role in [*roles, "host"]:
-            cpu = (res.get(role) or {}).get("cpu_percent")
+            cpu = _cpu_share(res.get(role) or {})
             row.append(f"{cpu:.0f}" if cpu is not None else "–")
         table.add_row(*row)
     return table
+
+
+def _cpu_share(figures: dict[str, Any]) -> float | None:
+    """A role's CPU %: of its profile's quota when it has one (100 = the profile's cores all busy,
+    whatever the scale), else of one host core."""
+    cpu, quota = figures.get("cpu_percent"), figures.get("quota_cpus")
+    if cpu is None or not quota:
+        return cast(float | None, cpu)
+    return float(cpu) / float(quota)
+
+
+def _on_profiles(cells: list[dict[str, Any]], roles: list[str]) -> bool:
+    return any(((c.get("resources") or {}).get(r) or {}).get("quota_cpus") for c in cells for r in roles)
 
 
 def _no_capacity(metrics: dict[str, Any]) -> bool:
