@@ -139,6 +139,7 @@ def test_roles_of_one_start_command_are_attached_to_their_profiles(tmp_path: Pat
     against its limit; everything is removed after the cell."""
     port = free_port()
     study = two_roles(tmp_path, port, WRITER, {"match": "helper.py", "profile": "disk"})
+    study["storage_baseline"] = {"size": "4M", "runtime": "1s", "jobs": 2, "depth": 8}
     require(Profile.build("disk", memory="64M", volumes={"log": "slow"}, volume_classes={"slow": _slow()}))
     before = set(leftovers())
     done = caplab(
@@ -164,6 +165,13 @@ def test_roles_of_one_start_command_are_attached_to_their_profiles(tmp_path: Pat
     # fsync'd 4 KiB writes throttled to 40 IOPS: the volume sees writes, never more than its class.
     assert 5 < volume["write_iops"] <= 40 * 1.2, volume
     assert volume["throttle_percent"] == pytest.approx(100 * volume["write_iops"] / 40, rel=0.05)
+    # fio on the fresh volume, inside the helper's profile, before the system started: its class's
+    # 40 write IOPS, against the study directory's baseline far above it.
+    [baseline] = hardware["volume_baseline"].values()
+    assert list(hardware["volume_baseline"]) == ["helper/log"] and baseline["status"] == "measured"
+    writes = next(j for j in baseline["jobs"] if j["name"].startswith("randwrite"))
+    assert 20 < writes["iops"] <= 40 * 1.25, baseline
+    assert "volume helper/log: randread" in done.stderr
     server = cell["resources"]["server"]
     assert server["mem_limit_mb"] == pytest.approx(256)
     assert 0 < server["mem_percent"] < 50 and server["quota_cpus"] == 1

@@ -12,6 +12,7 @@ import json
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +23,12 @@ SLACK_S = 60.0
 """Beyond the timed runs: laying out the files and starting fio."""
 
 
-def storage_baseline(spec: StorageBaselineSpec, directory: Path) -> dict[str, Any]:
+def storage_baseline(
+    spec: StorageBaselineSpec, directory: Path, prefix: Sequence[str] = ()
+) -> dict[str, Any]:
     """``{"tool", "status": "measured"|"skipped"|"failed", "note", "directory", "jobs": […]}``,
-    each job with iops, mb_s and lat_ms (mean, p50, p99 of completion latency)."""
+    each job with iops, mb_s and lat_ms (mean, p50, p99 of completion latency). ``prefix`` runs fio
+    inside a role's profile, whose cgroup is where a volume's throttle applies."""
     where = (directory / spec.directory).resolve()
     base: dict[str, Any] = {
         "tool": TOOL,
@@ -41,7 +45,7 @@ def storage_baseline(spec: StorageBaselineSpec, directory: Path) -> dict[str, An
     with tempfile.TemporaryDirectory(prefix="caplab-fio-", dir=where) as scratch:
         for rw in ("randread", "randwrite"):
             try:
-                job, note = _run(fio, rw, spec, Path(scratch))
+                job, note = _run([*prefix, fio], rw, spec, Path(scratch))
             except (OSError, ValueError, subprocess.SubprocessError) as e:
                 return {**base, "status": "failed", "note": f"fio {rw}: {e}"}
             base["jobs"].append(job)
@@ -50,12 +54,27 @@ def storage_baseline(spec: StorageBaselineSpec, directory: Path) -> dict[str, An
     return {**base, "status": "measured", "note": "; ".join(dict.fromkeys(notes)) or None}
 
 
-def _run(fio: str, rw: str, spec: StorageBaselineSpec, scratch: Path) -> tuple[dict[str, Any], str | None]:
+def volume_baselines(
+    spec: StorageBaselineSpec, volumes: dict[str, Path], prefixes: dict[str, list[str]]
+) -> dict[str, dict[str, Any]]:
+    """The baseline on each volume of a cell's profiles (``{"role/volume": baseline}``), fio run
+    inside the role's profile: what that volume's class gives, to read the cell's per-volume disk
+    use against ("log at 100 %, data under 5 %")."""
+    here = spec.model_copy(update={"directory": "."})
+    return {
+        name: storage_baseline(here, path, prefixes.get(name.split("/", 1)[0], []))
+        for name, path in volumes.items()
+    }
+
+
+def _run(
+    fio: list[str], rw: str, spec: StorageBaselineSpec, scratch: Path
+) -> tuple[dict[str, Any], str | None]:
     """One fio job group; direct IO first, buffered when the file system refuses O_DIRECT (tmpfs)."""
     name = f"{rw}-{spec.block}"
     for direct in (1, 0):
         cmd = [
-            fio,
+            *fio,
             "--output-format=json",
             f"--directory={scratch}",
             f"--name={name}",
@@ -100,12 +119,12 @@ def _job(name: str, rw: str, report: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def baseline_line(baseline: dict[str, Any]) -> str:
+def baseline_line(baseline: dict[str, Any], what: str = "storage baseline") -> str:
     """One line for the terminal: the figures, or why there are none."""
     if baseline["status"] != "measured":
-        return f"storage baseline {baseline['status']}: {baseline['note']}"
+        return f"{what} {baseline['status']}: {baseline['note']}"
     jobs = ", ".join(
         f"{j['name']} {j['iops']:,.0f} IOPS {j['mb_s']:.1f} MB/s p99 {j['lat_ms']['p99'] or 0:.2f} ms"
         for j in baseline["jobs"]
     )
-    return f"storage baseline: {jobs}" + (f" ({baseline['note']})" if baseline["note"] else "")
+    return f"{what}: {jobs}" + (f" ({baseline['note']})" if baseline["note"] else "")

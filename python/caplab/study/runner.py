@@ -29,7 +29,7 @@ from caplab.experiments.fixed import FixedLoad
 from caplab.profiles import CellHardware, ProfileError
 from caplab.spec import Cell, Study, StudyConfig
 from caplab.store import CellRow, Store
-from caplab.study.baseline import baseline_line, storage_baseline
+from caplab.study.baseline import baseline_line, storage_baseline, volume_baselines
 from caplab.study.environment import environment
 from caplab.study.hardware import (
     Attacher,
@@ -136,6 +136,8 @@ class CellRun:
         """Every trial of the cell so far, across its replicates (shared by their runs)."""
         self.summary: dict[str, Any] = {}
         self.progress = runner.progress
+        self.volume_baseline: dict[str, dict[str, Any]] = {}
+        """fio on each of the cell's volumes, measured before its system started (first replicate)."""
 
     def stop(self) -> None:
         if self.attacher is not None:
@@ -265,6 +267,7 @@ class StudyRunner:
         records: list[TrialRecord] = []
         summaries: list[dict[str, Any]] = []
         hardware: dict[str, Any] | None = None
+        volume_baseline: dict[str, dict[str, Any]] = {}
         try:
             for replicate in range(config.replicates):
                 # A fresh start of the system per replicate: what varies from run to run is what
@@ -280,10 +283,11 @@ class StudyRunner:
                     finally:
                         ctx.stop()
                         hardware = ctx.hardware_summary() or hardware
+                        volume_baseline = volume_baseline or ctx.volume_baseline
                 summaries.append(ctx.summary)
             metrics = {**cell_metrics([r.result for r in records]), **combine_replicates(summaries)}
             if hardware is not None:
-                metrics["hardware"] = hardware
+                metrics["hardware"] = hardware | ({"volume_baseline": volume_baseline} if volume_baseline else {})
             samples = [s for r in records for s in r.samples]
             resources = cell_resources(samples, config.load.warmup, config.load.warmup + config.load.duration)
             if "app" in resources:
@@ -312,6 +316,7 @@ class StudyRunner:
         if hw is not None and replicate == 0:
             for role, lines in hw.describe().items():
                 self.progress.note(f"{role} on {', '.join(lines)}")
+        baseline = self._volume_baseline(config, hw) if hw is not None and replicate == 0 else {}
         launched = launched_role(config, hw) if hw is not None else None
         prefix = hw.launch_prefix(launched) if hw is not None and launched is not None else []
         sut = Sut(config.sut, self.study.directory, prefix, launched) if config.sut else None
@@ -335,7 +340,20 @@ class StudyRunner:
             if sut is not None:
                 sut.stop()
             raise
-        return CellRun(self, cell, row, sut, kept, config, hw, attacher)
+        run = CellRun(self, cell, row, sut, kept, config, hw, attacher)
+        run.volume_baseline = baseline
+        return run
+
+    def _volume_baseline(self, config: StudyConfig, hw: CellHardware) -> dict[str, dict[str, Any]]:
+        """With a storage baseline asked for, fio on each fresh volume before the system starts."""
+        spec = config.storage_baseline
+        if spec is None or not hw.volume_paths:
+            return {}
+        roles = {name.split("/", 1)[0] for name in hw.volume_paths}
+        baseline = volume_baselines(spec, hw.volume_paths, {r: hw.launch_prefix(r) for r in roles})
+        for name, figures in baseline.items():
+            self.progress.note(baseline_line(figures, f"volume {name}"))
+        return baseline
 
     def _fail(
         self,
