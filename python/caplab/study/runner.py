@@ -287,7 +287,9 @@ class StudyRunner:
                 summaries.append(ctx.summary)
             metrics = {**cell_metrics([r.result for r in records]), **combine_replicates(summaries)}
             if hardware is not None:
-                metrics["hardware"] = hardware | ({"volume_baseline": volume_baseline} if volume_baseline else {})
+                metrics["hardware"] = hardware | (
+                    {"volume_baseline": volume_baseline} if volume_baseline else {}
+                )
             samples = [s for r in records for s in r.samples]
             resources = cell_resources(samples, config.load.warmup, config.load.warmup + config.load.duration)
             if "app" in resources:

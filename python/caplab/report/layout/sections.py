@@ -32,6 +32,7 @@ from caplab.report.layout.tables import (
     results_table,
     search_table,
     storage_table,
+    volumes_table,
 )
 from caplab.report.layout.timeline import timeline_charts
 from caplab.report.model.types import Observation, Results, Scenario
@@ -235,6 +236,8 @@ def _chart(charts: dict[str, Chart], key: str) -> list[ChartBlock]:
 
 def results_section(results: Results, charts: dict[str, Chart]) -> Section:
     blocks: list[Block | Section] = [results_table(results)]
+    if volumes := volumes_table(results):
+        blocks.append(volumes)
     for key in ("knee", "latency", "resources"):
         blocks += _chart(charts, key)
     return Section("Results", "results", blocks)

@@ -124,6 +124,58 @@ def results_table(results: Results) -> Table:
     return drop_empty_columns(Table(columns, rows, caption="Results per configuration", note=note))
 
 
+def volumes_table(results: Results) -> Table | None:
+    """One row per volume of each cell's profiles: what the system made it do against what it gave
+    alone (fio before the system started) and against its class's ceiling — which volume was the
+    bottleneck and which sat idle, read straight off."""
+    rows = []
+    for c in results["cells"]:
+        for name, v in c["volumes"].items():
+            rows.append(
+                [
+                    num_cell(c["index"], str(c["index"])),
+                    *_factor_cells(results, c),
+                    text_cell(f"{v['role']}/{name}" if v["role"] and "/" not in name else name),
+                    *(
+                        num_cell(x, u.num(x))
+                        for x in (
+                            v["read_iops"],
+                            v["write_iops"],
+                            v["read_mb_s"],
+                            v["write_mb_s"],
+                            v["busy_percent"],
+                            v["ceiling_percent"],
+                            v["await_ms"],
+                            v["alone_read_iops"],
+                            v["alone_write_iops"],
+                        )
+                    ),
+                ]
+            )
+    if not rows:
+        return None
+    columns = [
+        Column("#", True),
+        *_factor_columns(results),
+        Column("volume"),
+        Column("reads", True, "/s"),
+        Column("writes", True, "/s"),
+        Column("read", True, "MB/s"),
+        Column("write", True, "MB/s"),
+        Column("busy", True, "%"),
+        Column("of ceiling", True, "%"),
+        Column("await", True, "ms"),
+        Column("alone: reads", True, "/s"),
+        Column("alone: writes", True, "/s"),
+    ]
+    note = (
+        "Means over the measured trials. 'Of ceiling': the busiest figure against the throttle of the "
+        "volume's class. 'Alone': fio's 8 KiB random reads and writes on the fresh volume, inside its "
+        "role's profile, before the system started (the study's storage_baseline settings)."
+    )
+    return drop_empty_columns(Table(columns, rows, caption="Disk use per volume", note=note))
+
+
 def drop_empty_columns(table: Table) -> Table:
     """Leaves out figure columns no row has a value for (p99.9 of short trials, an unsampled disk)."""
     keep = [

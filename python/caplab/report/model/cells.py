@@ -26,6 +26,7 @@ from caplab.report.model.types import (
     Search,
     SearchTrial,
     TrialRow,
+    VolumeUse,
 )
 from caplab.units import cell_label, free_text
 
@@ -239,6 +240,7 @@ def cell_result(
     raw = cell.get("metrics") or {}
     resources: Resources = {k: v for k, v in (cell.get("resources") or {}).items() if k != "app"}
     roles = roles_of(resources)
+    hardware = raw.get("hardware") or {}
     metrics = _metrics(raw, cell.get("resources") or {})
     searched = metrics["capacity"] is not None
     limit = raw.get("limit") if searched else _fixed_limit(cell, metrics, roles, samples)
@@ -255,5 +257,34 @@ def cell_result(
         "limit": limit,
         "search": _search(raw),
         "trials": _trials(cell),
-        "hardware": (raw.get("hardware") or {}).get("roles"),
+        "hardware": hardware.get("roles"),
+        "volumes": _volumes(cell.get("resources") or {}, hardware.get("volume_baseline") or {}),
     }
+
+
+def _volumes(resources: dict[str, Any], baselines: dict[str, Any]) -> dict[str, VolumeUse]:
+    """Each ``volume:LABEL`` scope with the fio baseline of that volume (baselines are keyed
+    ``role/volume``; a label is the volume's name, or ``role/volume`` where two roles share it)."""
+    out: dict[str, VolumeUse] = {}
+    for scope, m in sorted(resources.items()):
+        if not scope.startswith("volume:"):
+            continue
+        label = scope.removeprefix("volume:")
+        key = next((k for k in baselines if label in (k, k.split("/", 1)[-1])), None)
+        alone = {
+            j["name"].split("-", 1)[0]: j.get("iops")
+            for j in ((baselines.get(key) or {}).get("jobs") or [] if key else [])
+        }
+        out[label] = {
+            "role": key.split("/", 1)[0] if key else None,
+            "read_iops": m.get("read_iops"),
+            "write_iops": m.get("write_iops"),
+            "read_mb_s": m.get("read_mb_s"),
+            "write_mb_s": m.get("write_mb_s"),
+            "busy_percent": m.get("busy_percent"),
+            "ceiling_percent": m.get("throttle_percent"),
+            "await_ms": m.get("await_ms"),
+            "alone_read_iops": alone.get("randread"),
+            "alone_write_iops": alone.get("randwrite"),
+        }
+    return out

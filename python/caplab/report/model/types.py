@@ -247,6 +247,24 @@ class TrialRow(TypedDict):
     generator_saturated: bool
 
 
+class VolumeUse(TypedDict):
+    """One volume of a cell's profiles: what the system did to it (means over the measured trials)
+    and what fio measured on it alone before the system started — the Connexion paper's "log at
+    100 %, data under 5 %", read against what the volume's class gives."""
+
+    role: str | None
+    read_iops: float | None
+    write_iops: float | None
+    read_mb_s: float | None
+    write_mb_s: float | None
+    busy_percent: float | None
+    ceiling_percent: float | None
+    """The busiest figure against its class's throttle ceiling (None for an unthrottled class)."""
+    await_ms: float | None
+    alone_read_iops: float | None
+    alone_write_iops: float | None
+
+
 class CellResult(TypedDict):
     index: int
     label: str
@@ -263,6 +281,8 @@ class CellResult(TypedDict):
     hardware: dict[str, list[str]] | None
     """Each role's hardware profile in words (``8 cores, emulated as 2.0 host CPUs``), when the
     study put its roles on profiles."""
+    volumes: dict[str, VolumeUse]
+    """The cell's profile volumes by name (empty when it had none)."""
 
 
 # --- across cells ------------------------------------------------------------------------------
