@@ -78,6 +78,15 @@ def test_a_saturated_link_is_the_limit() -> None:
     assert limit["kind"] == "hardware"
 
 
+def test_a_roles_shaped_link_is_named_by_the_role() -> None:
+    scopes = {
+        "role:db": {"cpu_percent": 20.0},
+        "link:db": {"link_mb_s": 12.5, "tx_mb_s": 11.9, "rx_mb_s": 0.4},
+    }
+    limit = find_limit(9000.0, scopes, ["db"])
+    assert limit["resource"] == "link:db" and limit["utilization"] == pytest.approx(11.9 / 12.5)
+
+
 def test_nothing_busy_is_a_software_limit_with_evidence() -> None:
     scopes = {
         "host": {"cores": 2.0, "cpu_percent": 30.0},

@@ -49,3 +49,18 @@ def test_profile_figures_per_role_and_volume() -> None:
     assert got[("volume:db.data", "await_ms")] == 1.0  # 40 ms over 40 writes
     iops = got[("volume:db.data", "write_iops")]
     assert iops > 0 and got[("volume:db.data", "throttle_percent")] == pytest.approx(100.0 * iops / 40)
+
+
+def test_a_roles_link_is_measured_against_its_shaped_rate_not_the_veths() -> None:
+    """100 Mbit/s is 12.5 MB/s, whatever the veth claims; what the role received and sent are the
+    host end's transmitted and received bytes (profiles/links.py swaps them once)."""
+    link = {"rate_bits": 100_000_000, "received_bytes": 0, "sent_bytes": 0, "dropped": 0}
+    after = {**link, "received_bytes": 3_000_000, "sent_bytes": 1_000_000, "dropped": 4}
+    readings: list[RoleUsage] = [{"link": link}, {"link": after}]
+    collector = ProfileCollector("web", ProfileSource(lambda: readings.pop(0)))
+    collector.start()
+    got = {(s.scope, s.metric): s.value for s in collector.sample(0.5)}
+    assert got[("link:web", "link_mb_s")] == 12.5
+    rx, tx = got[("link:web", "rx_mb_s")], got[("link:web", "tx_mb_s")]
+    assert rx > 0 and rx == pytest.approx(3 * tx)
+    assert got[("link:web", "dropped_s")] == pytest.approx(4 * tx)  # 4 drops in the MB-per-second's time

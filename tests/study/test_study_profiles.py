@@ -300,6 +300,10 @@ def test_a_role_with_a_link_is_reached_at_its_address(tmp_path: Path) -> None:
     hardware = cell["metrics"]["hardware"]
     assert hardware["launched_under"] == "server"
     assert hardware["roles"]["server"] == ["profile web", "lan: 100 Mbit/s link, MTU 1500"]
+    link = cell["resources"]["link:server"]
+    # The role's own link, at its class's rate: the requests came in, the replies went out.
+    assert link["link_mb_s"] == 12.5 and link["rx_mb_s"] > 0 and link["tx_mb_s"] > 0, link
+    assert not any(k.startswith("net:caplab-") for k in cell["resources"]), "not twice, at 10 Gbit/s"
     assert left_behind(before) == []
 
 

@@ -64,7 +64,7 @@ def demands(throughput: float, scopes: dict[str, dict[str, float]], roles: list[
             if throttled > busy:
                 busy, note = throttled, f"at {throttled:.0%} of its class's IOPS/bandwidth ceiling"
             out.append(_demand(scope, busy, throughput, note))
-        if scope.startswith("net:") and m.get("link_mb_s"):
+        if scope.startswith(("net:", "link:")) and m.get("link_mb_s"):
             use = max(m.get("rx_mb_s", 0.0), m.get("tx_mb_s", 0.0)) / m["link_mb_s"]
             out.append(_demand(scope, use, throughput, f"{use:.0%} of a {m['link_mb_s']:g} MB/s link"))
     return sorted(out, key=lambda d: d.utilization, reverse=True)

@@ -18,6 +18,8 @@ __all__ = ["NetworkCollector", "link_mb_s"]
 
 MB = 1_000_000
 SYS_NET = Path("/sys/class/net")
+PROFILE_LINK = "caplab-"
+"""The host end of a profile's veth pair (profiles/links.py names them so)."""
 
 
 def link_mb_s(iface: str) -> float | None:
@@ -51,6 +53,8 @@ class NetworkCollector:
         wall = max(now_t - self._last, 1e-9)
         out: list[ResourceSample] = []
         for iface, (rx, tx, rx_p, tx_p) in now.items():
+            if iface.startswith(PROFILE_LINK):
+                continue  # a role's link: its profile collector reports it as link:ROLE, at its rate
             prev = self._prev.get(iface)
             if prev is None:
                 continue  # appeared mid-trial: from the next sample on

@@ -7,7 +7,9 @@ Scopes: ``role:NAME`` gains ``quota_cpus`` (host CPUs the quota grants), ``cpu_t
 (share of quota periods that ran out), ``mem_used_mb``, ``mem_peak_mb``, ``mem_limit_mb``,
 ``mem_percent`` (of the limit), ``mem_limit_hits`` and ``oom_kills`` (counted since the trial
 started); ``volume:LABEL`` gets the disk figures of ``disk:DEV`` under the volume's own name, and
-``throttle_percent``: its busiest figure against its class's ceiling.
+``throttle_percent``: its busiest figure against its class's ceiling; ``link:ROLE`` (a role with a
+link) gets ``rx_mb_s``/``tx_mb_s`` as the role receives and sends them, packets, ``dropped_s`` and
+``link_mb_s``, the shaped rate of its class — not the veth's nominal 10 Gbit/s, which says nothing.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from caplab.collect.disks import DiskCounters, disk_rates
 __all__ = ["ProfileCollector", "ProfileSource", "RoleUsage"]
 
 MIB = 1024 * 1024
+MB = 1_000_000
 RoleUsage = Mapping[str, Mapping[str, int | float | str]]
 """``{"cpu": {…}, "memory": {…}, "volume:data": {…}}``: what the kernel counted for one role."""
 
@@ -104,6 +107,18 @@ class ProfileCollector:
                 add(scope, "mem_percent", 100.0 * used / limit)
             add(scope, "mem_limit_hits", _num(memory, "limit_hits") - _num(first, "limit_hits"))
             add(scope, "oom_kills", _num(memory, "oom_kills") - _num(first, "oom_kills"))
+        link, before = now.get("link"), self._prev.get("link")
+        if link is not None and before is not None and wall > 0:
+            where = f"link:{self.role}"
+            for metric, counter, unit in (
+                ("rx_mb_s", "received_bytes", MB),
+                ("tx_mb_s", "sent_bytes", MB),
+                ("rx_packets_s", "received_packets", 1.0),
+                ("tx_packets_s", "sent_packets", 1.0),
+                ("dropped_s", "dropped", 1.0),
+            ):
+                add(where, metric, max(0.0, _num(link, counter) - _num(before, counter)) / unit / wall)
+            add(where, "link_mb_s", _num(link, "rate_bits") / 8 / MB)
         for key, volume in now.items():
             if not key.startswith("volume:") or key not in self._prev:
                 continue

@@ -55,15 +55,16 @@ def cell_resources(
     samples: Iterable[ResourceSample], t_from: float | None = None, t_to: float | None = None
 ) -> dict[str, dict[str, float]]:
     """``{ROLE: {…role metrics}, "host": {…}, "generator": {…}, "app": {…}, "volume:NAME": {…}}``,
-    means over ``t > t_from``; ``app`` holds the SUT's own counters (collect/prometheus.py) when it
-    has any, ``volume:NAME`` each hardware profile's volume (collect/profile.py).
+        means over ``t > t_from``; ``app`` holds the SUT's own counters (collect/prometheus.py) when it
+        has any, ``volume:NAME`` each hardware profile's volume and ``link:ROLE`` each role's link
+    (collect/profile.py).
 
-    Host keys: cpu_percent, cpu_util_percent, iowait_percent, mem_used_mb, load1 (from the host
-    scope); disk_busy_percent and disk_avg_queue (the busiest disk's, since one saturated disk
-    limits the system however idle the others are); disk_read_mb_s, disk_write_mb_s,
-    disk_read_iops, disk_write_iops (sums over disks, stacked devices left out unless there is
-    nothing else); net_rx_mb_s, net_tx_mb_s (sums over interfaces, loopback included). A key is
-    present only when its source was sampled, so a missing collector never reads as zero use.
+        Host keys: cpu_percent, cpu_util_percent, iowait_percent, mem_used_mb, load1 (from the host
+        scope); disk_busy_percent and disk_avg_queue (the busiest disk's, since one saturated disk
+        limits the system however idle the others are); disk_read_mb_s, disk_write_mb_s,
+        disk_read_iops, disk_write_iops (sums over disks, stacked devices left out unless there is
+        nothing else); net_rx_mb_s, net_tx_mb_s (sums over interfaces and links, loopback included). A key is
+        present only when its source was sampled, so a missing collector never reads as zero use.
     """
     means = summarize(samples, t_from, t_to)
     out: dict[str, dict[str, float]] = {}
@@ -74,7 +75,7 @@ def cell_resources(
         if scope in means:
             out[scope] = dict(means[scope])
     for scope, metrics in means.items():
-        if scope.startswith("volume:"):  # a profile's volume, by its name (its IO is also its disk's)
+        if scope.startswith(("volume:", "link:")):  # a profile's volume by its name, a role's link
             out[scope] = dict(metrics)
 
     host: dict[str, float] = {k: v for k, v in means.get("host", {}).items() if k in HOST_METRICS}
@@ -86,7 +87,7 @@ def cell_resources(
         counted = physical or list(disks.values())
         for metric in ("read_mb_s", "write_mb_s", "read_iops", "write_iops"):
             host[f"disk_{metric}"] = sum(m.get(metric, 0.0) for m in counted)
-    nets = [m for scope, m in means.items() if scope.startswith("net:")]
+    nets = [m for scope, m in means.items() if scope.startswith(("net:", "link:"))]
     if nets:
         host["net_rx_mb_s"] = sum(m.get("rx_mb_s", 0.0) for m in nets)
         host["net_tx_mb_s"] = sum(m.get("tx_mb_s", 0.0) for m in nets)

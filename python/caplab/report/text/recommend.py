@@ -198,12 +198,15 @@ def _limit_advice(cells: list[CellResult]) -> list[str]:
             )
         elif kind == "hardware" and resource.startswith("cpu:"):
             advice = f"{resource.removeprefix('cpu:')} is CPU-bound: more or faster cores raise its ceiling."
-        elif kind == "hardware" and resource.startswith("disk:"):
+        elif kind == "hardware" and resource.startswith(("disk:", "volume:")):
             advice = (
-                f"{resource.removeprefix('disk:')} is the limit: faster storage (SSD/NVMe), or the "
+                f"{resource.split(':', 1)[1]} is the limit: faster storage (SSD/NVMe), or the "
                 "busiest files "
                 "(the log) on a disk of their own, as the Connexion tests found."
             )
+        elif kind == "hardware" and resource.startswith("link:"):
+            role = resource.removeprefix("link:")
+            advice = f"{role}'s link is the limit: a faster link (its profile's class) or fewer round trips."
         elif kind == "hardware" and resource.startswith("net:"):
             link = resource.removeprefix("net:")
             advice = f"The network ({link}) is the limit: a faster link or fewer round trips."
