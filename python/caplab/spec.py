@@ -177,6 +177,11 @@ class SutSpec(Strict):
     metrics: MetricsSpec | None = None
     profile: str | None = Field(default=None, pattern=r"\S")
     """The profile of every role that names none (of the SUT itself when it declares no roles)."""
+    actions: dict[
+        Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")], Annotated[str, Field(pattern=r"\S")]
+    ] = Field(default_factory=dict)
+    """What this system can be made to do during a trial, by name (``switchover: "…"``): a
+    system's own failover actions, which the study's ``actions:`` then name with ``do:``."""
 
     def role_profiles(self) -> dict[str, str]:
         """``{role: profile name}`` for every role on a profile; without roles, the role ``sut``."""
@@ -200,6 +205,9 @@ class LoadSection(Strict):
     threads: int | None = Field(default=None, ge=1)
     connections: int | None = Field(default=None, ge=1)
     timeout: Seconds = 30.0
+    interval: Annotated[float, BeforeValidator(_seconds), Field(ge=0.05, le=60)] = 1.0
+    """The interval series' resolution (and the collectors' sampling): a failover's recovery is
+    read from it, so finer than the default 1 s there."""
 
     @model_validator(mode="after")
     def _needs_load(self, info: ValidationInfo) -> LoadSection:
@@ -220,6 +228,28 @@ class LoadSection(Strict):
     @property
     def open_model(self) -> bool:
         return (self.model or ("closed" if self.users is not None else "open")) == "open"
+
+
+class ActionSpec(Strict):
+    """Something done to the system during each trial of a fixed load, at ``at`` seconds after the
+    load starts (warm-up included): one of the system's own actions (``do: switchover``) or any
+    command (``run: "kill -9 …"``, in the study's directory)."""
+
+    at: Annotated[float, BeforeValidator(_seconds), Field(ge=0)]
+    do: str | None = Field(default=None, pattern=r"\S")
+    run: str | None = Field(default=None, pattern=r"\S")
+    name: str | None = Field(default=None, pattern=r"\S")
+    timeout: Annotated[float, BeforeValidator(_seconds), Field(gt=0)] = 120.0
+
+    @model_validator(mode="after")
+    def _one(self) -> ActionSpec:
+        if (self.do is None) == (self.run is None):
+            raise ValueError("give do: (one of the system's actions) or run: (a command), one of them")
+        return self
+
+    @property
+    def label(self) -> str:
+        return self.name or self.do or (self.run or "").split()[0]
 
 
 def _percent_fraction(value: Any) -> Any:
@@ -352,6 +382,9 @@ class StudyConfig(Strict):
     scale: ScaleSpec = Field(default_factory=ScaleSpec)
     volumes: dict[str, VolumeSpec] = Field(default_factory=dict)
     links: dict[str, LinkSpec] = Field(default_factory=dict)
+    actions: list[ActionSpec] = Field(default_factory=list)
+    """Faults and role changes during each trial; how the load recovered is measured from the
+    interval series (a fixed load only: a search's trials must be alike)."""
     replicates: int = Field(default=1, ge=1, le=20)
     """How many times each cell's capacity is searched, each with a fresh start of the system: the
     cell's interval comes from these, since runs vary more than trials within one run."""
@@ -581,6 +614,24 @@ def _check_files(path: Path, lines: dict[Path_, int], config: StudyConfig) -> No
                 )
 
 
+def _check_actions(path: Path, lines: dict[Path_, int], config: StudyConfig) -> None:
+    """Actions run during a fixed load, within it, and name actions the system declares."""
+    declared = config.sut.actions if config.sut else {}
+    end = config.load.warmup + config.load.duration
+
+    def fail(i: int, field: str, message: str) -> SpecError:
+        return SpecError(f"{path}:{_line_of(lines, ('actions', i, field))}: actions.{i}.{field}: {message}")
+
+    for i, action in enumerate(config.actions):
+        if config.search is not None:
+            raise fail(i, "at", "actions run during a fixed load, not a search (whose trials must be alike)")
+        if action.at >= end:
+            raise fail(i, "at", f"{action.at:g}s is after the load ends ({end:g}s with its warm-up)")
+        if action.do is not None and action.do not in declared:
+            known = ", ".join(sorted(declared)) or "none: declare them under sut.actions"
+            raise fail(i, "do", f"the system has no action {action.do!r} (its actions: {known})")
+
+
 def _check_hardware(
     path: Path, lines: dict[Path_, int], config: StudyConfig, data: Any, cell: dict[str, Scalar]
 ) -> None:
@@ -676,6 +727,7 @@ def load_study(path: str | Path) -> Study:
             first = next((x for x in errors if x["type"] == "extra_forbidden"), errors[0])
             raise SpecError(_format_error(path, lines, first, data, factors)) from e
         _check_files(path, lines, config)
+        _check_actions(path, lines, config)
         _check_hardware(path, lines, config, data, factors)
         cells.append(Cell(index, factors, config))
     names = list(matrix[0]) if matrix else []

@@ -66,6 +66,28 @@ TARGET = "name: orders\ntarget:\n  http:\n    url: http://127.0.0.1:8080/\n"
             "7: slo.0: ",
             id="app-slo",
         ),
+        pytest.param(
+            TARGET + "load:\n  rate: 1\n  duration: 5s\nactions:\n  - {at: 2s, do: switchover}\n",
+            "9: actions.0.do: the system has no action 'switchover' (its actions: none: declare them "
+            "under sut.actions)",
+            id="action-undeclared",
+        ),
+        pytest.param(
+            TARGET + "load:\n  rate: 1\n  duration: 5s\nactions:\n  - at: 9s\n    run: 'true'\n",
+            "9: actions.0.at: 9s is after the load ends (5s with its warm-up)",
+            id="action-after-the-end",
+        ),
+        pytest.param(
+            TARGET + "load:\n  rate: 1\nactions:\n  - {at: 1s, run: 'true', do: x}\n",
+            "8: actions.0: give do: (one of the system's actions) or run: (a command)",
+            id="action-do-and-run",
+        ),
+        pytest.param(
+            TARGET
+            + "load:\n  duration: 5s\nsearch: {slo: ['p99<=1s']}\nactions:\n  - {at: 1s, run: 'true'}\n",
+            "9: actions.0.at: actions run during a fixed load, not a search",
+            id="action-in-a-search",
+        ),
     ],
 )
 def test_a_bad_study_exits_2_with_file_line_and_field(tmp_path: Path, text: str, expected: str) -> None:

@@ -40,8 +40,14 @@ ProgressFn = Callable[[IntervalSnapshot, list[ResourceSample]], bool | None]
 """Sees each interval with its resource samples; returning False stops the trial early."""
 
 
-def run_trial(plan: Plan, collectors: SamplerSet, progress: ProgressFn | None = None) -> TrialRecord:
-    """Runs one plan; every interval snapshot triggers a resource sample at the same instant."""
+def run_trial(
+    plan: Plan,
+    collectors: SamplerSet,
+    progress: ProgressFn | None = None,
+    on_start: Callable[[], None] | None = None,
+) -> TrialRecord:
+    """Runs one plan; every interval snapshot triggers a resource sample at the same instant.
+    ``on_start`` is called as the load starts (a trial's actions take their clock from it)."""
     samples: list[ResourceSample] = []
 
     def on_interval(snapshot: IntervalSnapshot) -> bool | None:
@@ -51,6 +57,8 @@ def run_trial(plan: Plan, collectors: SamplerSet, progress: ProgressFn | None = 
 
     collectors.start()
     try:
+        if on_start is not None:
+            on_start()
         result = run(plan, on_interval)
     finally:
         collectors.stop()

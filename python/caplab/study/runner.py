@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from caplab.analysis.recovery import Interval, recovery, recovery_line
 from caplab.collect import MetricsSource, RoleSpec, cell_resources, default_collectors
 from caplab.collect.base import ResourceSample
 from caplab.engine import (
@@ -23,6 +24,7 @@ from caplab.engine import (
     UsageProblem,
     build_plan,
 )
+from caplab.experiments.actions import ActionOutcome, TrialActions
 from caplab.experiments.base import Experiment, Interrupted, TrialRecord, run_trial
 from caplab.experiments.capacity import CapacityExperiment, GeneratorSaturated, combine_replicates
 from caplab.experiments.fixed import FixedLoad
@@ -79,6 +81,7 @@ def load_spec_for(config: StudyConfig, directory: Path) -> LoadSpec:
         template=target.template,
         framing=config.target.tcp.framing if config.target.tcp else None,
         timeout_s=load.timeout,
+        interval_s=load.interval,
     )
 
 
@@ -174,10 +177,37 @@ class CellRun:
 
     def trial(self, plan: Plan, index: int, kind: str) -> TrialRecord:
         self.progress.trial_started(index, self.cell.config.load.repeat, plan)
-        record = run_trial(plan, self.collectors, self.watch)
+        actions = self._actions()
+        try:
+            record = run_trial(plan, self.collectors, self.watch, actions.start if actions else None)
+        finally:
+            outcomes = actions.stop() if actions else []
         record.kind = kind
+        if outcomes:
+            self._recovered(record, outcomes, index)
         self.keep(record)
         return record
+
+    def _actions(self) -> TrialActions | None:
+        if not self.config.actions:
+            return None
+        declared = self.config.sut.actions if self.config.sut else {}
+        return TrialActions(self.config.actions, declared, self.runner.study.directory)
+
+    def _recovered(self, record: TrialRecord, outcomes: list[ActionOutcome], index: int) -> None:
+        """Each action's outcome as an event, and the load's recovery from it in the metrics."""
+        series = [
+            Interval(i.start_s, i.end_s, i.completed, i.errors, i.warmup) for i in record.result.intervals
+        ]
+        for outcome in outcomes:
+            found = recovery(series, outcome.started_s) if outcome.started_s is not None else None
+            line = outcome.describe() + (f"; the load {recovery_line(found)}" if found else "")
+            self.progress.note(f"trial {index + 1}: {line}")
+            self.runner.store.add_event(self.row.study_id, "action", line, cell_id=self.row.id)
+            entry = {"trial": index, "action": outcome.as_dict()}
+            self.summary.setdefault("recovery", []).append(
+                entry | ({"load": found.as_dict()} if found else {})
+            )
 
     def watch(self, snapshot: IntervalSnapshot, samples: list[ResourceSample]) -> bool:
         """Shows progress; stops the trial at once when the SUT has died (no point measuring

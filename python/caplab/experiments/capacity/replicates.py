@@ -20,7 +20,9 @@ def combine_replicates(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     experiments that search nothing), else one capacity with its interval from the replicates."""
     searched = [s for s in summaries if "capacity" in s]
     if len(summaries) == 1 or not searched:
-        return summaries[-1] if summaries else {}
+        merged = dict(summaries[-1]) if summaries else {}
+        recoveries = [r for s in summaries for r in s.get("recovery", [])]  # every replicate's faults
+        return merged | ({"recovery": recoveries} if recoveries else {})
     closed = searched[0]["capacity"].get("model") == "closed"
     per_replicate = [
         {k: s["capacity"].get(k) for k in ("found", "capacity_rps", "capacity_users", "ci95", "search_s")}

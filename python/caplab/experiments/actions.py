@@ -1,0 +1,135 @@
+"""Actions during a trial: faults and role changes (a switchover, a killed primary, any command)
+fired at set times after the load starts, each timed and its outcome kept, so that what the load
+saw around it — the outage, the errors, the recovery — can be read from the trial's interval
+series on the same clock.
+
+The actions run on a thread of their own while the engine drives the load; each is a shell
+command in the study's directory, stopped (its process group killed) at its timeout or when the
+trial ends early. A failed action does not stop the trial: the load's view of it is the point.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from caplab.spec import ActionSpec
+from caplab.units import scrub
+
+OUTPUT_LINES = 5
+"""The last lines of an action's output kept with its outcome (what a failed switchover said)."""
+
+
+@dataclass
+class ActionOutcome:
+    """One action as it happened; times in seconds from the load's start."""
+
+    name: str
+    command: str
+    at_s: float
+    started_s: float | None = None
+    ended_s: float | None = None
+    exit_code: int | None = None
+    timed_out: bool = False
+    output: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+    def describe(self) -> str:
+        if self.started_s is None:
+            return f"{self.name}: not run (the trial ended at or before {self.at_s:g}s)"
+        took = (self.ended_s or self.started_s) - self.started_s
+        how = (
+            f"timed out after {took:.2f}s"
+            if self.timed_out
+            else "done"
+            if self.exit_code == 0
+            else f"exited {self.exit_code}"
+        )
+        said = f": {self.output.splitlines()[-1]}" if self.output and not self.ok else ""
+        return f"{self.name} at {self.started_s:.2f}s: {how} in {took:.2f}s{said}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class TrialActions:
+    """Fires a trial's actions on schedule from ``start()`` (called as the load starts)."""
+
+    def __init__(self, actions: list[ActionSpec], declared: dict[str, str], directory: Path) -> None:
+        self.directory = directory
+        self.outcomes = [
+            ActionOutcome(a.label, declared[a.do] if a.do is not None else a.run or "", a.at) for a in actions
+        ]
+        self._timeouts = [a.timeout for a in actions]
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._t0 = 0.0
+        self._running: subprocess.Popen[str] | None = None
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        self._t0 = time.monotonic()
+        self._thread = threading.Thread(target=self._run, name="caplab-actions", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> list[ActionOutcome]:
+        """Ends the schedule (an action still running is killed); the outcomes, in order."""
+        self._stop.set()
+        with self._lock:
+            if self._running is not None:
+                _kill_group(self._running)
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        return self.outcomes
+
+    def _run(self) -> None:
+        for outcome, timeout in sorted(
+            zip(self.outcomes, self._timeouts, strict=True), key=lambda p: p[0].at_s
+        ):
+            if self._stop.wait(max(0.0, self._t0 + outcome.at_s - time.monotonic())):
+                return
+            self._fire(outcome, timeout)
+
+    def _fire(self, outcome: ActionOutcome, timeout: float) -> None:
+        with self._lock:
+            if self._stop.is_set():
+                return
+            outcome.started_s = time.monotonic() - self._t0
+            process = subprocess.Popen(
+                outcome.command,
+                shell=True,
+                cwd=self.directory,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                text=True,
+                start_new_session=True,  # its own process group: killed whole at its timeout
+            )
+            self._running = process
+        try:
+            out, _ = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(process)
+            out, _ = process.communicate()
+            outcome.timed_out = True
+        outcome.ended_s = time.monotonic() - self._t0
+        outcome.exit_code = process.returncode
+        outcome.output = scrub("\n".join((out or "").strip().splitlines()[-OUTPUT_LINES:]))
+        with self._lock:
+            self._running = None
+
+
+def _kill_group(process: subprocess.Popen[str]) -> None:
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
