@@ -57,6 +57,8 @@ def test_a_frozen_server_is_seen_down_for_the_pause_then_recovered(tmp_path: Pat
     assert "trial 1: freeze at 2.0" in done.stderr and "recovered after" in done.stderr
     events = caplab("show", "1", "--db", db, "--json")
     assert "freeze at 2." in events.stdout
+    markdown = (tmp_path / "r" / "report.md").read_text()
+    assert ". Recovery\n" in markdown and "| freeze | 2 | " in markdown
 
 
 def test_a_failing_action_is_reported_and_the_trial_still_measured(tmp_path: Path) -> None:

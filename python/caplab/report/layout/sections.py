@@ -29,6 +29,7 @@ from caplab.report.layout.tables import (
     fit_tables,
     matrix_table,
     ratings_table,
+    recovery_table,
     results_table,
     search_table,
     storage_table,
@@ -234,6 +235,11 @@ def _chart(charts: dict[str, Chart], key: str) -> list[ChartBlock]:
     return [ChartBlock(charts[key])] if key in charts else []
 
 
+def recovery_section(results: Results) -> Section | None:
+    table = recovery_table(results)
+    return Section("Recovery", "recovery", [table]) if table is not None else None
+
+
 def results_section(results: Results, charts: dict[str, Chart]) -> Section:
     blocks: list[Block | Section] = [results_table(results)]
     if volumes := volumes_table(results):
@@ -342,6 +348,7 @@ def build_report(results: Results) -> Report:
             scenario(results),
             matrix(results),
             results_section(results, charts),
+            *([recovery] if (recovery := recovery_section(results)) else []),
             capacity(results, charts),
             scaling(results, charts),
             over_time(results),

@@ -176,6 +176,62 @@ def volumes_table(results: Results) -> Table | None:
     return drop_empty_columns(Table(columns, rows, caption="Disk use per volume", note=note))
 
 
+def recovery_table(results: Results) -> Table | None:
+    """One row per action during a trial: what was done, when, and how the load came through it."""
+    rows = []
+    for c in results["cells"]:
+        for r in c["recovery"]:
+            back = (
+                "no disruption"
+                if r["disrupted"] is False
+                else u.DASH
+                if r["disrupted"] is None
+                else "not recovered"
+                if r["recovery_s"] is None
+                else f"{r['recovery_s']:.1f} s"
+            )
+            rows.append(
+                [
+                    num_cell(c["index"], str(c["index"])),
+                    *_factor_cells(results, c),
+                    num_cell(r["trial"] + 1, str(r["trial"] + 1)),
+                    text_cell(r["action"]),
+                    num_cell(r["at_s"], u.num(r["at_s"])),
+                    num_cell(r["took_s"], u.num(r["took_s"])),
+                    text_cell(r["outcome"], "" if r["ok"] else "bad"),
+                    text_cell(back, "bad" if r["disrupted"] and r["recovery_s"] is None else ""),
+                    num_cell(r["unavailable_s"], u.num(r["unavailable_s"])),
+                    num_cell(r["failed"], u.num(r["failed"])),
+                    num_cell(r["before_rps"], u.num(r["before_rps"])),
+                    num_cell(r["after_ratio"], u.pct(r["after_ratio"])),
+                ]
+            )
+    if not rows:
+        return None
+    columns = [
+        Column("#", True),
+        *_factor_columns(results),
+        Column("trial", True),
+        Column("action"),
+        Column("at", True, "s"),
+        Column("took", True, "s"),
+        Column("outcome", wrap=True),
+        Column("recovered after"),
+        Column("no completion", True, "s"),
+        Column("failed", True, "requests"),
+        Column("before", True, "req/s"),
+        Column("after", True, "of before"),
+    ]
+    widths = {r["resolution_s"] for c in results["cells"] for r in c["recovery"] if r["resolution_s"]}
+    resolution = f" ± {max(widths):g} s, the interval series' resolution" if widths else ""
+    note = (
+        "Times from the load's start (warm-up included). Recovered: the first of two intervals in a row "
+        "with no errors and at least 90 % of the throughput before the action"
+        f"{resolution}. 'After' is read once the requests held through the outage have drained."
+    )
+    return Table(columns, rows, caption="Actions during the trials and the load's recovery", note=note)
+
+
 def drop_empty_columns(table: Table) -> Table:
     """Leaves out figure columns no row has a value for (p99.9 of short trials, an unsampled disk)."""
     keep = [

@@ -22,6 +22,7 @@ from caplab.report.model.types import (
     Latency,
     Limit,
     Metrics,
+    RecoveryRow,
     Resources,
     Search,
     SearchTrial,
@@ -259,6 +260,37 @@ def cell_result(
         "trials": _trials(cell),
         "hardware": hardware.get("roles"),
         "volumes": _volumes(cell.get("resources") or {}, hardware.get("volume_baseline") or {}),
+        "recovery": [_recovery(r) for r in raw.get("recovery") or []],
+    }
+
+
+def _recovery(raw: dict[str, Any]) -> RecoveryRow:
+    action, load = raw.get("action") or {}, raw.get("load") or {}
+    started, ended = action.get("started_s"), action.get("ended_s")
+    ok = action.get("exit_code") == 0 and not action.get("timed_out")
+    outcome = (
+        "not run"
+        if started is None
+        else "timed out"
+        if action.get("timed_out")
+        else "done"
+        if ok
+        else f"exited {action.get('exit_code')}: {action.get('output') or ''}".strip()
+    )
+    return {
+        "trial": int(raw.get("trial") or 0),
+        "action": str(action.get("name") or "?"),
+        "at_s": started,
+        "took_s": ended - started if started is not None and ended is not None else None,
+        "ok": ok,
+        "outcome": free_text(outcome.splitlines()[-1] if outcome else ""),
+        "disrupted": load.get("disrupted"),
+        "recovery_s": load.get("recovery_s"),
+        "unavailable_s": load.get("unavailable_s"),
+        "failed": load.get("failed"),
+        "before_rps": load.get("before_rps"),
+        "after_ratio": load.get("after_ratio"),
+        "resolution_s": load.get("resolution_s"),
     }
 
 

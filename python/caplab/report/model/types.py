@@ -265,6 +265,24 @@ class VolumeUse(TypedDict):
     alone_write_iops: float | None
 
 
+class RecoveryRow(TypedDict):
+    """One action during a trial and how the load came through it (analysis/recovery.py)."""
+
+    trial: int
+    action: str
+    at_s: float | None
+    took_s: float | None
+    ok: bool
+    outcome: str
+    disrupted: bool | None
+    recovery_s: float | None
+    unavailable_s: float | None
+    failed: int | None
+    before_rps: float | None
+    after_ratio: float | None
+    resolution_s: float | None
+
+
 class CellResult(TypedDict):
     index: int
     label: str
@@ -283,6 +301,8 @@ class CellResult(TypedDict):
     study put its roles on profiles."""
     volumes: dict[str, VolumeUse]
     """The cell's profile volumes by name (empty when it had none)."""
+    recovery: list[RecoveryRow]
+    """Actions during its trials (faults, role changes) and the load's recovery from each."""
 
 
 # --- across cells ------------------------------------------------------------------------------
