@@ -13,7 +13,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from caplab.systems.process import RunningServer
+from caplab.systems.process import RunningServer, start_module
 from support.servers import KnownServer, RecordingHttpServer, ResponseStyle, default_sigint, served_requests
 
 SCHEMA = json.loads((Path(__file__).parent / "schema" / "load-result.schema.json").read_text())
@@ -66,6 +66,9 @@ def test_unreachable_target_exits_1_with_the_reason(caplab_cmd: list[str], close
         (["--rate", "10", "--body-file", "/nonexistent/body.xml"], "--body-file /nonexistent/body.xml"),
         (["--rate", "10", "--framing", "line"], "--framing applies to tcp:// targets"),
         (["--rate", "10", "--schedule", "bursty"], "--schedule"),
+        (["--rate", "10", "--action", "kill it"], "expected AT:COMMAND"),
+        (["--rate", "10", "--action", "soon:kill it"], "'soon' is not a duration"),
+        (["--rate", "10", "-d", "5s", "--action", "9s:true"], "9s is after the load ends (5s)"),
     ],
 )
 def test_bad_arguments_exit_2_naming_the_problem(
@@ -240,3 +243,21 @@ def test_ctrl_c_stops_the_run_and_keeps_the_results(caplab_cmd: list[str], known
     assert r["interrupted"] is True
     assert 50 <= r["sent"] < 2000
     assert r["duration_s"] < 15
+
+
+def test_an_action_mid_run_and_the_loads_recovery_from_it(caplab_cmd: list[str]) -> None:
+    """The server frozen for half a second at 1 s: about 0.5 s with no completion, nothing failed
+    (the requests only waited), and the rate after as before — the answer known by construction."""
+    with start_module("caplab.systems.knownserver", "--cpu-us", "0") as server:
+        pid = server.process.pid
+        freeze = f"1s:kill -STOP {pid}; sleep 0.5; kill -CONT {pid}"
+        result = load_json(
+            caplab_cmd, f"http://{server.address}/", "--rate", "200", "-d", "3s", "--interval", "100ms",
+            "--action", freeze,
+        )  # fmt: skip
+    [entry] = result["actions"]
+    assert entry["action"]["exit_code"] == 0 and entry["action"]["started_s"] == pytest.approx(1.0, abs=0.1)
+    load = entry["load"]
+    assert load["disrupted"] and load["failed"] == 0 and result["errors"] == 0
+    assert load["unavailable_s"] == pytest.approx(0.5, abs=0.25)
+    assert load["after_ratio"] == pytest.approx(1.0, abs=0.15)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 import click
@@ -11,9 +12,13 @@ from rich.console import Console
 from rich.live import Live
 
 from caplab import engine
+from caplab.analysis.recovery import Interval, Recovery, recovery, recovery_line
 from caplab.cli import exits, render
 from caplab.cli.options import DURATION, parse_steps, request_fields, request_options
 from caplab.engine import DEFAULT_INTERVAL_S, LoadSpec, OpenLoad, Plan, PlanError, TargetUnreachable
+from caplab.experiments.actions import ActionOutcome, TrialActions
+from caplab.spec import ActionSpec
+from caplab.units import parse_duration
 
 LOAD_EPILOG = """
 \b
@@ -31,6 +36,11 @@ Examples:
   caplab load http://127.0.0.1:8080/orders -m POST -H 'Content-Type: text/xml' \\
       --body '<order id="{seq}"/>' --template --rate 500
   caplab load tcp://127.0.0.1:2575 --framing mllp --body-file adt.hl7 --rate 100
+\b
+A fault during the trial, and how the load came through it (outage, failed requests,
+time until it settled, rate after), read from the interval series:
+  caplab load http://127.0.0.1:8080/ --rate 500 --duration 30s --interval 100ms \\
+      --action '10s:systemctl restart app'
 \b
 Exit codes: 0 done, 1 target unreachable, 2 bad arguments, 130 interrupted (results kept).
 """
@@ -78,16 +88,25 @@ Exit codes: 0 done, 1 target unreachable, 2 bad arguments, 130 interrupted (resu
     help="Snapshot interval.",
 )
 @click.option("--seed", type=int, default=0, help="Seed for Poisson arrivals.")
+@click.option(
+    "--action",
+    "actions",
+    multiple=True,
+    metavar="AT:COMMAND",
+    help="Run COMMAND (a shell command) AT this long after the load starts, and measure the load's "
+    "recovery from it. Repeatable.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
-def load(as_json: bool, steps: str | None, **options: Any) -> None:
+def load(as_json: bool, steps: str | None, actions: tuple[str, ...], **options: Any) -> None:
     """Drive load at URL (http:// or tcp://) and measure it: one trial."""
     try:
         spec = LoadSpec(steps=parse_steps(steps) if steps else None, **request_fields(options))
         plan = engine.build_plan(spec)
     except engine.UsageProblem as e:
         raise click.UsageError(str(e)) from e
+    scheduled = [parse_action(a, spec.warmup_s + (spec.duration_s or 0.0)) for a in actions]
     try:
-        code = run_load(plan, as_json)
+        code = run_load(plan, as_json, actions=scheduled)
     except PlanError as e:
         raise click.UsageError(str(e)) from e
     except TargetUnreachable as e:
@@ -96,14 +115,46 @@ def load(as_json: bool, steps: str | None, **options: Any) -> None:
     sys.exit(code)
 
 
+def recoveries(result: engine.RunResult, outcomes: list[ActionOutcome]) -> list[dict[str, Any]]:
+    """Each action with the load's recovery from it (``action``, ``load``), as a study keeps them."""
+    series = [Interval(i.start_s, i.end_s, i.completed, i.errors, i.warmup) for i in result.intervals]
+    return [
+        {"action": o.as_dict()}
+        | ({"load": recovery(series, o.started_s).as_dict()} if o.started_s is not None else {})
+        for o in outcomes
+    ]
+
+
 def result_json(url: str, r: engine.RunResult) -> dict[str, Any]:
     """The `--json` object: the engine's result plus the target it was measured against."""
     return {"target": url, **r.raw}
 
 
-def run_load(plan: Plan, as_json: bool, console: Console | None = None) -> int:
+def parse_action(text: str, ends_s: float) -> ActionSpec:
+    """``10s:COMMAND`` → an action at 10 s; its time must fall within the load."""
+    at, sep, command = text.partition(":")
+    if not sep or not command.strip():
+        raise click.BadParameter(
+            f"{text!r}: expected AT:COMMAND, e.g. '10s:kill -9 1234'", param_hint="--action"
+        )
+    try:
+        seconds = parse_duration(at)
+    except ValueError as e:
+        raise click.BadParameter(f"{text!r}: {e}", param_hint="--action") from e
+    if ends_s and seconds >= ends_s:
+        raise click.BadParameter(
+            f"{text!r}: {at} is after the load ends ({ends_s:g}s)", param_hint="--action"
+        )
+    shown = command.strip()
+    return ActionSpec(at=seconds, run=shown, name=shown if len(shown) <= 40 else shown[:39] + "…")
+
+
+def run_load(
+    plan: Plan, as_json: bool, console: Console | None = None, actions: list[ActionSpec] | None = None
+) -> int:
     """Runs the plan, showing progress on a terminal; returns the process exit code."""
     err = console or Console(stderr=True)
+    timed = TrialActions(actions, {}, Path.cwd()) if actions else None
     offered = plan.load.profile[0].rate_start if isinstance(plan.load, OpenLoad) else None
     live_enabled = not as_json and err.is_terminal
     with Live(console=err, transient=True, auto_refresh=False) as live:
@@ -112,10 +163,22 @@ def run_load(plan: Plan, as_json: bool, console: Console | None = None) -> int:
             if live_enabled:
                 live.update(render.live_line(s, offered), refresh=True)
 
-        result = engine.run(plan, on_interval)
+        if timed is not None:
+            timed.start()
+        try:
+            result = engine.run(plan, on_interval)
+        finally:
+            outcomes = timed.stop() if timed is not None else []
+    recovered = recoveries(result, outcomes)
     if as_json:
-        json.dump(result_json(plan.target.url, result), sys.stdout)
+        json.dump(
+            result_json(plan.target.url, result) | ({"actions": recovered} if outcomes else {}), sys.stdout
+        )
         sys.stdout.write("\n")
     else:
         render.summary(Console(), plan.target.url, result)
+    for outcome, entry in zip(outcomes, recovered, strict=True):
+        load = entry.get("load")
+        found = f"; the load {recovery_line(Recovery(**load))}" if load else ""
+        err.print(f"{outcome.describe()}{found}", markup=False, highlight=False)
     return exits.INTERRUPTED if result.interrupted else exits.OK
