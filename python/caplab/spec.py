@@ -169,6 +169,13 @@ class MetricsSpec(Strict):
         return self
 
 
+def _listed(value: Any) -> Any:
+    return [value] if isinstance(value, str) else value
+
+
+PgUrl = Annotated[str, Field(pattern=r"^postgres(ql)?://")]
+
+
 class SutSpec(Strict):
     start: str | None = None
     stop: str | None = None
@@ -182,6 +189,10 @@ class SutSpec(Strict):
     ] = Field(default_factory=dict)
     """What this system can be made to do during a trial, by name (``switchover: "…"``): a
     system's own failover actions, which the study's ``actions:`` then name with ``do:``."""
+    postgres: Annotated[
+        list[Annotated[str, Field(pattern=r"^postgres(ql)?://")]], BeforeValidator(_listed)
+    ] = Field(default_factory=list)
+    """PostgreSQL nodes to sample (commits, WAL, replication lag): one URL per node."""
 
     def role_profiles(self) -> dict[str, str]:
         """``{role: profile name}`` for every role on a profile; without roles, the role ``sut``."""

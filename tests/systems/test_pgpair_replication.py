@@ -11,6 +11,8 @@ from typing import Any
 import psycopg
 import pytest
 
+from caplab.collect import PostgresCollector
+from caplab.collect.base import ResourceSample
 from caplab.systems.pgpair import Pair, Server, failover
 from caplab.systems.pgpair.nodes import connect
 
@@ -134,3 +136,36 @@ def test_a_pair_stopped_after_kill_primary_resumes_with_the_promoted_node_as_pri
     pair.resume()
     assert pair.roles() == {old.name: "standby", new.name: "primary"}
     assert wait_count(pair, old, 15) == 15
+
+
+def test_the_postgres_collector_follows_the_roles_and_the_standbys_replay(start_pair: StartPair) -> None:
+    """caplab's PostgreSQL collector on both nodes of a pair: which is primary, the log the standby
+    replays (its redo rate), and after a switchover the same nodes with their roles swapped."""
+    pair = start_pair(sync="on")
+    primary, standby = roles(pair)
+    urls = [
+        f"postgresql://{pair.state.superuser}:{pair.password}@127.0.0.1:{n.port}/postgres" for n in pair.nodes
+    ]
+    collector = PostgresCollector(urls)
+    collector.start()
+    try:
+        sql(pair, primary, "CREATE TABLE ledger (id int PRIMARY KEY, pad text)")
+        sql(pair, primary, "INSERT INTO ledger SELECT i, repeat('x', 500) FROM generate_series(1, 4000) i")
+        assert wait_count(pair, standby, 4000) == 4000
+        before = collector.sample(1.0)
+        failover.switchover(pair)
+        collector.sample(2.0)  # the role change: rates start again from here
+        after = collector.sample(3.0)
+    finally:
+        collector.stop()
+
+    def value(samples: list[ResourceSample], node: Server, metric: str) -> float | None:
+        scope = f"pg:127.0.0.1:{node.port}"
+        return next((s.value for s in samples if s.scope == scope and s.metric == metric), None)
+
+    assert (value(before, primary, "primary"), value(before, standby, "primary")) == (1.0, 0.0)
+    replayed = value(before, standby, "replay_mb_s")
+    assert replayed is not None and replayed > 0, "4,000 rows of 500 bytes replayed on the standby"
+    assert value(before, primary, "replay_lag_mb") is not None, "the primary reports its standby's lag"
+    assert (value(after, primary, "primary"), value(after, standby, "primary")) == (0.0, 1.0)
+    assert not any(pair.password in s.scope for s in before + after)

@@ -18,6 +18,7 @@ from caplab.collect.disks import DiskCollector
 from caplab.collect.generator import GeneratorCollector
 from caplab.collect.host import HostCollector
 from caplab.collect.network import NetworkCollector
+from caplab.collect.postgres import PostgresCollector
 from caplab.collect.profile import ProfileCollector, ProfileSource
 from caplab.collect.prometheus import MetricsSource, PrometheusCollector
 from caplab.collect.roles import RoleCollector, RoleSpec
@@ -31,6 +32,7 @@ __all__ = [
     "HostCollector",
     "MetricsSource",
     "NetworkCollector",
+    "PostgresCollector",
     "ProfileCollector",
     "ProfileSource",
     "PrometheusCollector",
@@ -106,11 +108,15 @@ class CollectorSet:
             log.warning("collector %s failed in %s: %r (its figures are missing)", c.name, phase, e)
 
 
-def default_collectors(roles: Iterable[RoleSpec], metrics: MetricsSource | None = None) -> CollectorSet:
+def default_collectors(
+    roles: Iterable[RoleSpec], metrics: MetricsSource | None = None, postgres: list[str] | None = None
+) -> CollectorSet:
     """Host, disks, network, the generator, one collector per SUT role (and per role's hardware
-    profile) and the SUT's own counters."""
+    profile), the SUT's own counters and, given its nodes' URLs, what PostgreSQL counts."""
     roles = list(roles)
     base: list[Collector] = [HostCollector(), DiskCollector(), NetworkCollector(), GeneratorCollector()]
     app: list[Collector] = [PrometheusCollector(metrics)] if metrics is not None else []
+    if postgres:
+        app.append(PostgresCollector(postgres))
     profiles = [ProfileCollector(s.name, s.profile) for s in roles if s.profile is not None]
     return CollectorSet([*base, *(RoleCollector(spec) for spec in roles), *profiles, *app])

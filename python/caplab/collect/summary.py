@@ -75,7 +75,7 @@ def cell_resources(
         if scope in means:
             out[scope] = dict(means[scope])
     for scope, metrics in means.items():
-        if scope.startswith(("volume:", "link:")):  # a profile's volume by its name, a role's link
+        if scope.startswith(("volume:", "link:", "pg:", "pgdb:")):  # by name: volumes, links, PostgreSQL
             out[scope] = dict(metrics)
 
     host: dict[str, float] = {k: v for k, v in means.get("host", {}).items() if k in HOST_METRICS}

@@ -134,7 +134,9 @@ class CellRun:
         self.oom_reason: str | None = None
         self.roles = with_profiles(roles_of(self.config, sut), hardware)
         self.metrics = metrics_of(self.config)
-        self.collectors = default_collectors(self.roles, self.metrics)
+        self.collectors = default_collectors(
+            self.roles, self.metrics, self.config.sut.postgres if self.config.sut else None
+        )
         self.records = kept
         """Every trial of the cell so far, across its replicates (shared by their runs)."""
         self.summary: dict[str, Any] = {}
