@@ -10,7 +10,7 @@ import time
 import psycopg
 import pytest
 from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from psycopg.conninfo import make_conninfo
 
 from caplab.collect import PostgresCollector
 from caplab.collect.base import ResourceSample
@@ -20,7 +20,7 @@ WRITTEN_MB = 4.0
 
 
 def url_for(url: str, dbname: str) -> str:
-    return make_conninfo(**{**conninfo_to_dict(url), "dbname": dbname})
+    return make_conninfo(url, dbname=dbname)
 
 
 def totals(samples: list[ResourceSample], scope: str, metric: str, walls: dict[float, float]) -> float:
@@ -74,7 +74,7 @@ def test_commits_rollbacks_and_log_are_the_servers_own_counts(postgres_url: str)
 
 
 def test_a_node_that_cannot_be_reached_is_skipped(postgres_url: str, closed_port: int) -> None:
-    gone = make_conninfo(**{**conninfo_to_dict(postgres_url), "port": str(closed_port)})
+    gone = make_conninfo(postgres_url, port=str(closed_port))
     collector = PostgresCollector([url_for(postgres_url, "postgres"), gone])
     collector.start()
     try:
