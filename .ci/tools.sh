@@ -2,7 +2,8 @@
 # PostgreSQL's server binaries (tests start their own clusters with initdb, never the system's),
 # OpenLDAP's slapd and its tools (idsync's directory), Chromium (the report is opened in it
 # headless), fio (storage baselines and volume checks), and the kernel tools the hardware profiles
-# use (ip/tc, losetup, mkfs.ext4, nsenter). Idempotent.
+# use (ip/tc, losetup, mkfs.ext4, nsenter), and Prometheus's node_exporter (remote hosts' figures;
+# the tests start their own on a loopback port). Idempotent.
 missing=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v pgbench >/dev/null || missing+=(postgresql-contrib)
@@ -14,6 +15,7 @@ command -v strace >/dev/null || missing+=(strace)
 command -v tc >/dev/null || missing+=(iproute2)
 command -v mkfs.ext4 >/dev/null || missing+=(e2fsprogs)
 command -v nsenter >/dev/null || missing+=(util-linux)
+command -v prometheus-node-exporter >/dev/null || missing+=(prometheus-node-exporter)
 if [ ${#missing[@]} -gt 0 ]; then
     # The packages must not start or create system services: the tests run their own servers.
     mkdir -p /etc/postgresql-common
@@ -27,3 +29,4 @@ fi
 export CAPLAB_REQUIRE_CHROMIUM=1
 export CAPLAB_REQUIRE_FIO=1
 export CAPLAB_REQUIRE_PG=1
+export CAPLAB_REQUIRE_NODE_EXPORTER=1

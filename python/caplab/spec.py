@@ -124,12 +124,16 @@ class RoleSpecModel(Strict):
     pid: int | None = Field(default=None, ge=1)
     match: str | None = Field(default=None, pattern=r"\S")
     cgroup: str | None = Field(default=None, pattern=r"\S")
+    host: str | None = Field(default=None, pattern=r"\S")
+    """A remote host of the study's ``hosts:``: the role is that host, measured at host level."""
     profile: str | None = Field(default=None, pattern=r"\S")
 
     @model_validator(mode="after")
     def _one(self) -> RoleSpecModel:
-        if sum(x is not None for x in (self.pid, self.match, self.cgroup)) != 1:
-            raise ValueError("give exactly one of pid, match or cgroup")
+        if sum(x is not None for x in (self.pid, self.match, self.cgroup, self.host)) != 1:
+            raise ValueError("give exactly one of pid, match, cgroup or host")
+        if self.host is not None and self.profile is not None:
+            raise ValueError("a role on a remote host runs on that host's hardware, not on a profile")
         return self
 
 
@@ -393,6 +397,11 @@ class StudyConfig(Strict):
     scale: ScaleSpec = Field(default_factory=ScaleSpec)
     volumes: dict[str, VolumeSpec] = Field(default_factory=dict)
     links: dict[str, LinkSpec] = Field(default_factory=dict)
+    hosts: dict[
+        Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")], Annotated[str, Field(pattern=r"^https?://")]
+    ] = Field(default_factory=dict)
+    """Remote hosts by name, each a node_exporter's metrics URL: their CPU, memory, disks and network
+    on the load's clock (``node:NAME``); roles name one with ``host:``."""
     actions: list[ActionSpec] = Field(default_factory=list)
     """Faults and role changes during each trial; how the load recovered is measured from the
     interval series (a fixed load only: a search's trials must be alike)."""
@@ -625,6 +634,17 @@ def _check_files(path: Path, lines: dict[Path_, int], config: StudyConfig) -> No
                 )
 
 
+def _check_hosts(path: Path, lines: dict[Path_, int], config: StudyConfig) -> None:
+    """A role's ``host:`` names one of the study's ``hosts:``."""
+    for name, role in (config.sut.roles if config.sut else {}).items():
+        if role.host is not None and role.host not in config.hosts:
+            known = ", ".join(sorted(config.hosts)) or "none: add a hosts: section"
+            line = _line_of(lines, ("sut", "roles", name, "host"))
+            raise SpecError(
+                f"{path}:{line}: sut.roles.{name}.host: unknown host {role.host!r} (hosts: {known})"
+            )
+
+
 def _check_actions(path: Path, lines: dict[Path_, int], config: StudyConfig) -> None:
     """Actions run during a fixed load, within it, and name actions the system declares."""
     declared = config.sut.actions if config.sut else {}
@@ -739,6 +759,7 @@ def load_study(path: str | Path) -> Study:
             raise SpecError(_format_error(path, lines, first, data, factors)) from e
         _check_files(path, lines, config)
         _check_actions(path, lines, config)
+        _check_hosts(path, lines, config)
         _check_hardware(path, lines, config, data, factors)
         cells.append(Cell(index, factors, config))
     names = list(matrix[0]) if matrix else []

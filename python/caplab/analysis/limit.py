@@ -44,7 +44,9 @@ def demands(throughput: float, scopes: dict[str, dict[str, float]], roles: list[
         quota = m.get("quota_cpus")
         share = m["cpu_percent"] / (100.0 * (quota or cores))
         thread = m.get("max_thread_cpu_percent", 0.0) / 100.0
-        if quota and share >= thread:
+        if m.get("host_level"):
+            note = f"its host's whole CPU (node_exporter): {m['cpu_percent']:.0f}% of a core, {quota:g} cores"
+        elif quota and share >= thread:
             note = f"{m['cpu_percent']:.0f}% of a core against its profile's quota of {quota:g} host CPUs"
         elif thread > share:
             note = f"busiest thread at {thread:.0%} of one core ({m['cpu_percent']:.0f}% of a core in all)"

@@ -18,6 +18,7 @@ from caplab.collect.disks import DiskCollector
 from caplab.collect.generator import GeneratorCollector
 from caplab.collect.host import HostCollector
 from caplab.collect.network import NetworkCollector
+from caplab.collect.node_exporter import NodeExporterCollector
 from caplab.collect.postgres import PostgresCollector
 from caplab.collect.profile import ProfileCollector, ProfileSource
 from caplab.collect.prometheus import MetricsSource, PrometheusCollector
@@ -32,6 +33,7 @@ __all__ = [
     "HostCollector",
     "MetricsSource",
     "NetworkCollector",
+    "NodeExporterCollector",
     "PostgresCollector",
     "ProfileCollector",
     "ProfileSource",
@@ -109,14 +111,23 @@ class CollectorSet:
 
 
 def default_collectors(
-    roles: Iterable[RoleSpec], metrics: MetricsSource | None = None, postgres: list[str] | None = None
+    roles: Iterable[RoleSpec],
+    metrics: MetricsSource | None = None,
+    postgres: list[str] | None = None,
+    hosts: dict[str, str] | None = None,
 ) -> CollectorSet:
     """Host, disks, network, the generator, one collector per SUT role (and per role's hardware
-    profile), the SUT's own counters and, given its nodes' URLs, what PostgreSQL counts."""
+    profile), the SUT's own counters, given its nodes' URLs what PostgreSQL counts, and each remote
+    host's node_exporter (``{name: url}``) with the roles placed on it."""
     roles = list(roles)
     base: list[Collector] = [HostCollector(), DiskCollector(), NetworkCollector(), GeneratorCollector()]
     app: list[Collector] = [PrometheusCollector(metrics)] if metrics is not None else []
     if postgres:
         app.append(PostgresCollector(postgres))
+    remote = [
+        NodeExporterCollector(name, url, [r.name for r in roles if r.host == name])
+        for name, url in (hosts or {}).items()
+    ]
+    local = [RoleCollector(spec) for spec in roles if spec.host is None]
     profiles = [ProfileCollector(s.name, s.profile) for s in roles if s.profile is not None]
-    return CollectorSet([*base, *(RoleCollector(spec) for spec in roles), *profiles, *app])
+    return CollectorSet([*base, *local, *profiles, *remote, *app])

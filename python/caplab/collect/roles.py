@@ -46,19 +46,23 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 @dataclass(frozen=True)
 class RoleSpec:
-    """One process group of the system under test: exactly one of ``pid``, ``match``, ``cgroup``."""
+    """One process group of the system under test: exactly one of ``pid``, ``match``, ``cgroup``
+    (on this machine) or ``host`` (a remote host's name: its node_exporter's figures, at host level)."""
 
     name: str
     pid: int | None = None
     match: str | None = None
     cgroup: str | None = None
+    host: str | None = None
     profile: ProfileSource | None = field(default=None, compare=False)
     """The role's hardware profile, when a study put it on one: its figures are collected too."""
 
     def __post_init__(self) -> None:
-        given = [k for k in ("pid", "match", "cgroup") if getattr(self, k) is not None]
+        given = [k for k in ("pid", "match", "cgroup", "host") if getattr(self, k) is not None]
         if len(given) != 1:
-            raise ValueError(f"role {self.name!r}: give exactly one of pid, match, cgroup (got {given})")
+            raise ValueError(
+                f"role {self.name!r}: give exactly one of pid, match, cgroup, host (got {given})"
+            )
         if not self.name or self.name in RESERVED_NAMES or ":" in self.name:
             reserved = ", ".join(sorted(RESERVED_NAMES))
             raise ValueError(f"role name {self.name!r} is empty, has ':' or is reserved ({reserved})")
@@ -70,6 +74,8 @@ class RoleSpec:
             return f"pid {self.pid}"
         if self.match is not None:
             return f"match {self.match!r}"
+        if self.host is not None:
+            return f"host {self.host} (host level)"
         return f"cgroup {self.cgroup}"
 
 

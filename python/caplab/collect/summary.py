@@ -75,7 +75,9 @@ def cell_resources(
         if scope in means:
             out[scope] = dict(means[scope])
     for scope, metrics in means.items():
-        if scope.startswith(("volume:", "link:", "pg:", "pgdb:")):  # by name: volumes, links, PostgreSQL
+        if scope.startswith(
+            ("volume:", "link:", "pg:", "pgdb:", "node:")
+        ):  # volumes, links, PostgreSQL, hosts
             out[scope] = dict(metrics)
 
     host: dict[str, float] = {k: v for k, v in means.get("host", {}).items() if k in HOST_METRICS}

@@ -16,6 +16,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -146,10 +147,7 @@ def with_profiles(roles: list[RoleSpec], hw: CellHardware | None) -> list[RoleSp
     """The roles, each on a profile carrying its profile's figures to the collectors."""
     if hw is None:
         return roles
-    return [
-        RoleSpec(r.name, r.pid, r.match, r.cgroup, profile_source(hw, r.name)) if r.name in hw.profiles else r
-        for r in roles
-    ]
+    return [replace(r, profile=profile_source(hw, r.name)) if r.name in hw.profiles else r for r in roles]
 
 
 def oom_kills(hw: CellHardware) -> dict[str, int]:

@@ -92,7 +92,9 @@ def plan_for(config: StudyConfig, directory: Path) -> Plan:
 def roles_of(config: StudyConfig, sut: Sut | None) -> list[RoleSpec]:
     """The declared roles; a SUT caplab started and no roles declared is the role ``sut``."""
     declared = config.sut.roles if config.sut else {}
-    roles = [RoleSpec(name=n, pid=r.pid, match=r.match, cgroup=r.cgroup) for n, r in declared.items()]
+    roles = [
+        RoleSpec(name=n, pid=r.pid, match=r.match, cgroup=r.cgroup, host=r.host) for n, r in declared.items()
+    ]
     if not roles and sut is not None and sut.pid is not None:
         roles.append(RoleSpec(name="sut", pid=sut.pid))
     return roles
@@ -135,7 +137,7 @@ class CellRun:
         self.roles = with_profiles(roles_of(self.config, sut), hardware)
         self.metrics = metrics_of(self.config)
         self.collectors = default_collectors(
-            self.roles, self.metrics, self.config.sut.postgres if self.config.sut else None
+            self.roles, self.metrics, self.config.sut.postgres if self.config.sut else None, self.config.hosts
         )
         self.records = kept
         """Every trial of the cell so far, across its replicates (shared by their runs)."""
