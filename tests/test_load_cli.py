@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import time
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ import pytest
 
 from caplab.systems.process import RunningServer, start_module
 from support.servers import KnownServer, RecordingHttpServer, ResponseStyle, default_sigint, served_requests
+from support.studies import free_port
 
 SCHEMA = json.loads((Path(__file__).parent / "schema" / "load-result.schema.json").read_text())
 
@@ -261,3 +264,56 @@ def test_an_action_mid_run_and_the_loads_recovery_from_it(caplab_cmd: list[str])
     assert load["disrupted"] and load["failed"] == 0 and result["errors"] == 0
     assert load["unavailable_s"] == pytest.approx(0.5, abs=0.25)
     assert load["after_ratio"] == pytest.approx(1.0, abs=0.15)
+
+
+def scrape(port: int) -> dict[str, float]:
+    """``name{labels}`` → value from caplab's live endpoint, parsed by the Prometheus client library."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as reply:
+        text = reply.read().decode()
+    return {
+        s.name + "".join(f"{{{k}={v}}}" for k, v in sorted(s.labels.items())): float(s.value)
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def test_the_live_figures_are_served_in_prometheus_format(
+    caplab_cmd: list[str], plain_server: RunningServer
+) -> None:
+    """Scraped while the load runs: the counters grow with the load and never pass what the run
+    reports at its end; the offered rate and a latency percentile are there."""
+    port = free_port()
+    url = f"http://{plain_server.address}/"
+    run = subprocess.Popen(
+        [*caplab_cmd, "load", url, "--rate", "200", "-d", "3s", "--metrics-port", str(port), "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    seen: dict[str, float] = {}
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and seen.get("caplab_requests_completed_total", 0) < 200:
+        time.sleep(0.2)
+        try:
+            seen = scrape(port)
+        except OSError:
+            continue  # not serving yet
+    out, err = run.communicate(timeout=30)
+    assert run.returncode == 0, err
+    result = json.loads(out)
+    assert 200 <= seen["caplab_requests_completed_total"] <= result["completed"]
+    assert seen["caplab_offered_rate"] == 200.0
+    assert "caplab_latency_ms{quantile=0.99}" in seen
+
+
+def test_a_metrics_port_in_use_is_a_usage_error(caplab_cmd: list[str], plain_server: RunningServer) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        p = caplab(
+            caplab_cmd, "load", f"http://{plain_server.address}/", "--rate", "10", "--metrics-port", str(port)
+        )
+    assert p.returncode == 2 and f"--metrics-port {port}" in p.stderr, p.stderr

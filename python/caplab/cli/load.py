@@ -15,6 +15,7 @@ from caplab import engine
 from caplab.analysis.recovery import Interval, Recovery, recovery, recovery_line
 from caplab.cli import exits, render
 from caplab.cli.options import DURATION, parse_steps, request_fields, request_options
+from caplab.cli.publish import IntervalPublisher
 from caplab.engine import DEFAULT_INTERVAL_S, LoadSpec, OpenLoad, Plan, PlanError, TargetUnreachable
 from caplab.experiments.actions import ActionOutcome, TrialActions
 from caplab.spec import ActionSpec
@@ -96,8 +97,15 @@ Exit codes: 0 done, 1 target unreachable, 2 bad arguments, 130 interrupted (resu
     help="Run COMMAND (a shell command) AT this long after the load starts, and measure the load's "
     "recovery from it. Repeatable.",
 )
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(1, 65535),
+    help="Serve each interval's figures in Prometheus format on 127.0.0.1:PORT/metrics while running.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
-def load(as_json: bool, steps: str | None, actions: tuple[str, ...], **options: Any) -> None:
+def load(
+    as_json: bool, steps: str | None, actions: tuple[str, ...], metrics_port: int | None, **options: Any
+) -> None:
     """Drive load at URL (http:// or tcp://) and measure it: one trial."""
     try:
         spec = LoadSpec(steps=parse_steps(steps) if steps else None, **request_fields(options))
@@ -106,7 +114,7 @@ def load(as_json: bool, steps: str | None, actions: tuple[str, ...], **options: 
         raise click.UsageError(str(e)) from e
     scheduled = [parse_action(a, spec.warmup_s + (spec.duration_s or 0.0)) for a in actions]
     try:
-        code = run_load(plan, as_json, actions=scheduled)
+        code = run_load(plan, as_json, actions=scheduled, metrics_port=metrics_port)
     except PlanError as e:
         raise click.UsageError(str(e)) from e
     except TargetUnreachable as e:
@@ -150,16 +158,45 @@ def parse_action(text: str, ends_s: float) -> ActionSpec:
 
 
 def run_load(
-    plan: Plan, as_json: bool, console: Console | None = None, actions: list[ActionSpec] | None = None
+    plan: Plan,
+    as_json: bool,
+    console: Console | None = None,
+    actions: list[ActionSpec] | None = None,
+    metrics_port: int | None = None,
 ) -> int:
     """Runs the plan, showing progress on a terminal; returns the process exit code."""
     err = console or Console(stderr=True)
     timed = TrialActions(actions, {}, Path.cwd()) if actions else None
+    publisher = start_publisher(metrics_port)
+    try:
+        return _run_load(plan, as_json, err, timed, publisher)
+    finally:
+        if publisher is not None:
+            publisher.stop()
+
+
+def start_publisher(port: int | None) -> IntervalPublisher | None:
+    """The live Prometheus endpoint, or a usage error when its port cannot be had."""
+    if port is None:
+        return None
+    publisher = IntervalPublisher(port)
+    try:
+        publisher.start()
+    except OSError as e:
+        raise click.UsageError(f"--metrics-port {port}: {e.strerror or e}") from e
+    return publisher
+
+
+def _run_load(
+    plan: Plan, as_json: bool, err: Console, timed: TrialActions | None, publisher: IntervalPublisher | None
+) -> int:
     offered = plan.load.profile[0].rate_start if isinstance(plan.load, OpenLoad) else None
     live_enabled = not as_json and err.is_terminal
     with Live(console=err, transient=True, auto_refresh=False) as live:
 
         def on_interval(s: engine.IntervalSnapshot) -> None:
+            if publisher is not None:
+                publisher.update(s, offered)
             if live_enabled:
                 live.update(render.live_line(s, offered), refresh=True)
 

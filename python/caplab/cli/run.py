@@ -36,7 +36,19 @@ DEMO_QUICK = "quick.yaml"
     type=click.Path(path_type=Path, file_okay=False),
     help="Where the sizing report goes [default: ./reports/study-ID].",
 )
-def run_study(study_file: Path, db: str | None, as_json: bool, resume: bool, report_dir: Path | None) -> None:
+@click.option(
+    "--metrics-port",
+    type=click.IntRange(1, 65535),
+    help="Serve each interval's figures in Prometheus format on 127.0.0.1:PORT/metrics while running.",
+)
+def run_study(
+    study_file: Path,
+    db: str | None,
+    as_json: bool,
+    resume: bool,
+    report_dir: Path | None,
+    metrics_port: int | None,
+) -> None:
     """Run a study file: every cell of the factor matrix, its trials and resources, into the store;
     then write its sizing report (index.html, report.md, results.json) and print where.
 
@@ -44,7 +56,7 @@ def run_study(study_file: Path, db: str | None, as_json: bool, resume: bool, rep
     Exit codes: 0 all cells complete, 1 some cells failed (the rest are kept),
     2 bad study file, 130 interrupted (finished cells kept; continue with --resume).
     """
-    sys.exit(cmd_run(study_file, db, as_json, resume, report_dir))
+    sys.exit(cmd_run(study_file, db, as_json, resume, report_dir, metrics_port))
 
 
 @click.command()
@@ -112,7 +124,12 @@ def write_study_report(store: Store, study_id: int, report_dir: Path | None) -> 
 
 
 def cmd_run(
-    study_file: Path, db: str | None, as_json: bool, resume: bool, report_dir: Path | None = None
+    study_file: Path,
+    db: str | None,
+    as_json: bool,
+    resume: bool,
+    report_dir: Path | None = None,
+    metrics_port: int | None = None,
 ) -> int:
     try:
         study = load_study(study_file)
@@ -132,14 +149,21 @@ def cmd_run(
     except StoreError as e:
         click.echo(f"caplab: {e}", err=True)
         return exits.FAILED
+    from caplab.cli.load import start_publisher
+    from caplab.cli.publish import PublishingObserver
+
+    publisher = start_publisher(metrics_port)
     progress = StudyProgress()
     try:
-        outcome = StudyRunner(study, store, progress).run(resume=resume)
+        observer = PublishingObserver(progress, publisher) if publisher is not None else progress
+        outcome = StudyRunner(study, store, observer).run(resume=resume)
     except HardwareUnavailable as e:
         click.echo(f"caplab: {e}", err=True)
         return exits.FAILED
     finally:
         progress.close()
+        if publisher is not None:
+            publisher.stop()
     document = store.study_document(outcome.study_id)
     document["scaling"] = study_scaling(document)
     report = write_study_report(store, outcome.study_id, report_dir)
