@@ -12,12 +12,11 @@ from rich.console import Console
 from rich.live import Live
 
 from caplab import engine
-from caplab.analysis.recovery import Interval, Recovery, recovery, recovery_line
 from caplab.cli import exits, render
 from caplab.cli.options import DURATION, parse_steps, request_fields, request_options
 from caplab.cli.publish import IntervalPublisher
 from caplab.engine import DEFAULT_INTERVAL_S, LoadSpec, OpenLoad, Plan, PlanError, TargetUnreachable
-from caplab.experiments.actions import ActionOutcome, TrialActions
+from caplab.experiments.actions import TrialActions, recoveries, recovery_text
 from caplab.spec import ActionSpec
 from caplab.units import parse_duration
 
@@ -123,16 +122,6 @@ def load(
     sys.exit(code)
 
 
-def recoveries(result: engine.RunResult, outcomes: list[ActionOutcome]) -> list[dict[str, Any]]:
-    """Each action with the load's recovery from it (``action``, ``load``), as a study keeps them."""
-    series = [Interval(i.start_s, i.end_s, i.completed, i.errors, i.warmup) for i in result.intervals]
-    return [
-        {"action": o.as_dict()}
-        | ({"load": recovery(series, o.started_s).as_dict()} if o.started_s is not None else {})
-        for o in outcomes
-    ]
-
-
 def result_json(url: str, r: engine.RunResult) -> dict[str, Any]:
     """The `--json` object: the engine's result plus the target it was measured against."""
     return {"target": url, **r.raw}
@@ -215,7 +204,5 @@ def _run_load(
     else:
         render.summary(Console(), plan.target.url, result)
     for outcome, entry in zip(outcomes, recovered, strict=True):
-        load = entry.get("load")
-        found = f"; the load {recovery_line(Recovery(**load))}" if load else ""
-        err.print(f"{outcome.describe()}{found}", markup=False, highlight=False)
+        err.print(recovery_text(outcome, entry), markup=False, highlight=False)
     return exits.INTERRUPTED if result.interrupted else exits.OK

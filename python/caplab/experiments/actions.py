@@ -20,6 +20,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from caplab.analysis.recovery import Interval, Recovery, recovery, recovery_line
+from caplab.engine import RunResult
 from caplab.spec import ActionSpec
 from caplab.units import scrub
 
@@ -133,3 +135,20 @@ def _kill_group(process: subprocess.Popen[str]) -> None:
     if process.poll() is None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
+
+
+def recoveries(result: RunResult, outcomes: list[ActionOutcome]) -> list[dict[str, Any]]:
+    """Each action with the load's recovery from it (``{"action": …, "load": …}``; no ``load`` for
+    an action that never ran), read from the trial's interval series."""
+    series = [Interval(i.start_s, i.end_s, i.completed, i.errors, i.warmup) for i in result.intervals]
+    return [
+        {"action": o.as_dict()}
+        | ({"load": recovery(series, o.started_s).as_dict()} if o.started_s is not None else {})
+        for o in outcomes
+    ]
+
+
+def recovery_text(outcome: ActionOutcome, entry: dict[str, Any]) -> str:
+    """The action and, when it ran, how the load came through it: one line."""
+    load = entry.get("load")
+    return outcome.describe() + (f"; the load {recovery_line(Recovery(**load))}" if load else "")

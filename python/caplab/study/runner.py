@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from caplab.analysis.recovery import Interval, recovery, recovery_line
 from caplab.collect import MetricsSource, RoleSpec, cell_resources, default_collectors
 from caplab.collect.base import ResourceSample
 from caplab.engine import (
@@ -24,7 +23,7 @@ from caplab.engine import (
     UsageProblem,
     build_plan,
 )
-from caplab.experiments.actions import ActionOutcome, TrialActions
+from caplab.experiments.actions import ActionOutcome, TrialActions, recoveries, recovery_text
 from caplab.experiments.base import Experiment, Interrupted, TrialRecord, run_trial
 from caplab.experiments.capacity import CapacityExperiment, GeneratorSaturated, combine_replicates
 from caplab.experiments.fixed import FixedLoad
@@ -200,18 +199,11 @@ class CellRun:
 
     def _recovered(self, record: TrialRecord, outcomes: list[ActionOutcome], index: int) -> None:
         """Each action's outcome as an event, and the load's recovery from it in the metrics."""
-        series = [
-            Interval(i.start_s, i.end_s, i.completed, i.errors, i.warmup) for i in record.result.intervals
-        ]
-        for outcome in outcomes:
-            found = recovery(series, outcome.started_s) if outcome.started_s is not None else None
-            line = outcome.describe() + (f"; the load {recovery_line(found)}" if found else "")
+        for outcome, entry in zip(outcomes, recoveries(record.result, outcomes), strict=True):
+            line = recovery_text(outcome, entry)
             self.progress.note(f"trial {index + 1}: {line}")
             self.runner.store.add_event(self.row.study_id, "action", line, cell_id=self.row.id)
-            entry = {"trial": index, "action": outcome.as_dict()}
-            self.summary.setdefault("recovery", []).append(
-                entry | ({"load": found.as_dict()} if found else {})
-            )
+            self.summary.setdefault("recovery", []).append({"trial": index} | entry)
 
     def watch(self, snapshot: IntervalSnapshot, samples: list[ResourceSample]) -> bool:
         """Shows progress; stops the trial at once when the SUT has died (no point measuring
