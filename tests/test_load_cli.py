@@ -7,7 +7,6 @@ import signal
 import socket
 import subprocess
 import time
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import jsonschema
 import pytest
 
 from caplab.systems.process import RunningServer, start_module
+from support.scrape import scrape_while
 from support.servers import KnownServer, RecordingHttpServer, ResponseStyle, default_sigint, served_requests
 from support.studies import free_port
 
@@ -266,19 +266,6 @@ def test_an_action_mid_run_and_the_loads_recovery_from_it(caplab_cmd: list[str])
     assert load["after_ratio"] == pytest.approx(1.0, abs=0.15)
 
 
-def scrape(port: int) -> dict[str, float]:
-    """``name{labels}`` → value from caplab's live endpoint, parsed by the Prometheus client library."""
-    from prometheus_client.parser import text_string_to_metric_families
-
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as reply:
-        text = reply.read().decode()
-    return {
-        s.name + "".join(f"{{{k}={v}}}" for k, v in sorted(s.labels.items())): float(s.value)
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-    }
-
-
 def test_the_live_figures_are_served_in_prometheus_format(
     caplab_cmd: list[str], plain_server: RunningServer
 ) -> None:
@@ -292,14 +279,7 @@ def test_the_live_figures_are_served_in_prometheus_format(
         stderr=subprocess.PIPE,
         text=True,
     )
-    seen: dict[str, float] = {}
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and seen.get("caplab_requests_completed_total", 0) < 200:
-        time.sleep(0.2)
-        try:
-            seen = scrape(port)
-        except OSError:
-            continue  # not serving yet
+    seen = scrape_while(run, port, "caplab_requests_completed_total", 200, timeout=10)
     out, err = run.communicate(timeout=30)
     assert run.returncode == 0, err
     result = json.loads(out)

@@ -1,0 +1,42 @@
+"""`caplab run --metrics-port`: while a study runs, its load and the resources sampled with it are
+served in Prometheus format, the role's CPU among them."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from support.scrape import scrape_while
+from support.studies import CAPLAB, free_port, knownserver, write_study
+
+pytestmark = pytest.mark.slow  # a study of one three-second trial
+
+
+def test_a_running_study_serves_its_intervals_and_resources(tmp_path: Path) -> None:
+    port, metrics = free_port(), free_port()
+    study = {
+        "name": "live",
+        "target": {"http": {"url": f"http://127.0.0.1:{port}/"}},
+        "sut": {
+            "start": f"exec {knownserver(port, '--cpu-us', '500')}",
+            "ready": {"port": port, "timeout": "20s"},
+            "roles": {"server": {"match": f"knownserver --port {port}"}},
+        },
+        "load": {"rate": 100, "duration": "3s"},
+    }
+    path = write_study(tmp_path / "s.yaml", study)
+    run = subprocess.Popen(
+        [str(CAPLAB), "run", str(path), "--db", f"sqlite:///{tmp_path / 'c.db'}", "-o", str(tmp_path / "r"),
+         "--metrics-port", str(metrics)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+    )  # fmt: skip
+    seen = scrape_while(run, metrics, "caplab_requests_completed_total", 150, timeout=60)
+    _, err = run.communicate(timeout=60)
+    assert run.returncode == 0, err[-2000:]
+    assert seen["caplab_requests_completed_total"] >= 150 and seen["caplab_offered_rate"] == 100.0
+    # 500 µs of CPU a request at 100/s: about 5 % of a core, sampled with the interval.
+    assert seen.get("caplab_resource{metric=cpu_percent}{scope=role:server}", 0) > 0, [
+        k for k in seen if "resource" in k
+    ]
