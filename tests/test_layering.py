@@ -28,6 +28,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     ),
     "report": frozenset({"analysis", "collect", "engine", "store", "units"}),
     "profiles": frozenset({"units"}),
+    "workloads": frozenset(),
     "systems": frozenset(),
     "studies": frozenset(),
     "cli": frozenset({"*"}),

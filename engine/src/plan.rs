@@ -47,11 +47,23 @@ pub struct Plan {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Target {
-    /// `http://host:port/path` or `tcp://host:port`.
+    /// `http://host:port/path`, `tcp://host:port` or a libpq URL `postgresql://user@host:port/db`
+    /// (several hosts allowed, with `target_session_attrs`).
     pub url: String,
     /// TCP only: `line`, `u32` or `mllp`.
     #[serde(default)]
     pub framing: Option<Framing>,
+    /// PostgreSQL only: the password, kept out of the URL so that the URL may be shown.
+    #[serde(default)]
+    pub password: Option<String>,
+    /// PostgreSQL only: the `:scale` of pgbench scripts (pgbench's scale factor).
+    #[serde(default)]
+    pub scale: Option<i64>,
+}
+
+/// Whether a target URL names a PostgreSQL server (libpq's two spellings).
+pub fn is_postgres(url: &str) -> bool {
+    url.starts_with("postgresql://") || url.starts_with("postgres://")
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -318,6 +330,15 @@ impl Plan {
 
 impl Target {
     fn validate(&self) -> Result<(), PlanError> {
+        if is_postgres(&self.url) {
+            return match self.framing {
+                Some(_) => Err(err("target.framing", "only applies to tcp:// targets")),
+                None => Ok(()),
+            };
+        }
+        if self.password.is_some() || self.scale.is_some() {
+            return Err(err("target.password", "password and scale apply to postgresql:// targets"));
+        }
         let url = Url::parse(&self.url).map_err(|m| err("target.url", m))?;
         match (url.scheme, self.framing) {
             (Scheme::Http, Some(_)) => Err(err("target.framing", "only applies to tcp:// targets")),

@@ -2,10 +2,11 @@
 //! load, merges their interval parts into snapshots as they arrive, and assembles the result.
 
 use crate::driver::http::HttpDriver;
+use crate::driver::postgres::PostgresDriver;
 use crate::driver::tcp::TcpDriver;
 use crate::driver::{Driver, ErrorKind};
 use crate::executor::{panic_message, run_thread, Control, Message, Share, WorkerOutcome, WorkerSetup};
-use crate::plan::{Load, Plan, PlanError, Scheme, Url};
+use crate::plan::{is_postgres, Load, Plan, PlanError, Scheme, Url};
 use crate::result::{ClassResult, GeneratorFigures, IntervalSnapshot, RunResult};
 use crate::schedule::{RateProfile, Schedule};
 use crate::stats::{encode, IntervalPart, RunClock, Summary, ThreadStats};
@@ -53,6 +54,23 @@ pub struct Hooks<'a> {
 
 pub fn run(plan: &Plan, hooks: Hooks<'_>) -> Result<RunResult, RunError> {
     plan.validate().map_err(RunError::Plan)?;
+    if is_postgres(&plan.target.url) {
+        // libpq's URL may name several hosts; whether any answers is for the connections to find.
+        let timeout = Duration::from_secs_f64(plan.timeout_s);
+        let target = &plan.target;
+        let driver = || {
+            let scale = target.scale.unwrap_or(1);
+            PostgresDriver::new(
+                &target.url,
+                target.password.as_deref(),
+                scale,
+                &plan.requests,
+                timeout,
+                plan.seed,
+            )
+        };
+        return coordinate(plan, driver, hooks);
+    }
     let url = Url::parse(&plan.target.url)
         .map_err(|m| RunError::Plan(PlanError { field: "target.url".into(), message: m }))?;
     let addr = resolve(&url)?;

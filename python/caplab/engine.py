@@ -55,10 +55,17 @@ DEFAULT_INTERVAL_S = 1.0
 
 @dataclass(frozen=True)
 class Target:
-    """``http://host:port/path`` or ``tcp://host:port`` (TCP needs a framing)."""
+    """``http://host:port/path``, ``tcp://host:port`` (TCP needs a framing) or a libpq URL
+    ``postgresql://user@host:port/db`` (its password apart, its pgbench scale for scripts)."""
 
     url: str
     framing: Framing | None = None
+    password: str | None = field(default=None, repr=False)
+    scale: int | None = None
+
+
+def is_postgres(url: str) -> bool:
+    return url.startswith(("postgresql://", "postgres://"))
 
 
 @dataclass(frozen=True)
@@ -323,6 +330,12 @@ class LoadSpec:
     max_requests: int | None = None
     interval_s: float = DEFAULT_INTERVAL_S
     seed: int = 0
+    password: str | None = field(default=None, repr=False)
+    """PostgreSQL: the password libpq found (the URL given here holds none)."""
+    scale: int | None = None
+    """PostgreSQL: pgbench's scale factor, ``:scale`` in its scripts."""
+    workload: str | None = None
+    """PostgreSQL: the transaction's name (``tpcb``, ``select-only``, a script file's name)."""
 
     @property
     def open_model(self) -> bool:
@@ -355,11 +368,16 @@ def build_plan(spec: LoadSpec) -> Plan:
         users = spec.users if spec.users is not None else (spec.connections or 10)
         think = Think(spec.think_dist, spec.think_s) if spec.think_s else Think()
         load = ClosedLoad(users, think)
-    request = RequestClass(
-        method=spec.method.upper(), headers=spec.headers, body=_body(spec), template=spec.template
-    )
+    if is_postgres(spec.url):
+        request = RequestClass(name=spec.workload or "transaction", body=_body(spec))
+        target = Target(spec.url, None, spec.password, spec.scale)
+    else:
+        request = RequestClass(
+            method=spec.method.upper(), headers=spec.headers, body=_body(spec), template=spec.template
+        )
+        target = Target(spec.url, spec.framing)
     return Plan(
-        target=Target(spec.url, spec.framing),
+        target=target,
         load=load,
         duration_s=load.duration_s if isinstance(load, OpenLoad) and spec.steps else spec.duration_s,
         warmup_s=spec.warmup_s,

@@ -2,6 +2,8 @@
 //! statistics (the executors own the clock, `stats` owns aggregation).
 
 pub mod http;
+mod pgscript;
+pub mod postgres;
 pub mod tcp;
 mod template;
 mod wire;
@@ -25,10 +27,18 @@ pub enum ErrorKind {
     Http5xx,
     /// Any other I/O error.
     Io,
+    /// The server refused the credentials (PostgreSQL SQLSTATE class 28).
+    Auth,
+    /// A server error the connection survives (a PostgreSQL error other than those below).
+    Sql,
+    /// A serialization failure or deadlock: the transaction may be retried.
+    Serialization,
+    /// A write sent to a read-only node (a standby).
+    ReadOnly,
 }
 
 impl ErrorKind {
-    pub const COUNT: usize = 7;
+    pub const COUNT: usize = 11;
     pub const ALL: [ErrorKind; ErrorKind::COUNT] = [
         ErrorKind::Connect,
         ErrorKind::Timeout,
@@ -37,6 +47,10 @@ impl ErrorKind {
         ErrorKind::Http4xx,
         ErrorKind::Http5xx,
         ErrorKind::Io,
+        ErrorKind::Auth,
+        ErrorKind::Sql,
+        ErrorKind::Serialization,
+        ErrorKind::ReadOnly,
     ];
 
     pub fn name(self) -> &'static str {
@@ -48,6 +62,10 @@ impl ErrorKind {
             ErrorKind::Http4xx => "http_4xx",
             ErrorKind::Http5xx => "http_5xx",
             ErrorKind::Io => "io",
+            ErrorKind::Auth => "auth",
+            ErrorKind::Sql => "sql",
+            ErrorKind::Serialization => "serialization",
+            ErrorKind::ReadOnly => "read_only",
         }
     }
 

@@ -30,6 +30,7 @@ from caplab.experiments.capacity import (
     combine_replicates,
     find_capacity,
 )
+from caplab.workloads.postgres import DatabaseProblem
 
 FIND_EPILOG = """
 \b
@@ -96,6 +97,9 @@ def find_capacity_cmd(as_json: bool, **options: Any) -> None:
         code = cmd_find_capacity(as_json=as_json, **options)
     except UsageProblem as e:
         raise click.UsageError(str(e)) from e
+    except DatabaseProblem as e:
+        click.echo(f"caplab: {e}", err=True)
+        code = exits.FAILED
     sys.exit(code)
 
 
@@ -149,7 +153,8 @@ def cmd_find_capacity(
         roles.append(RoleSpec(name="server", pid=sut_pid, match=sut_match))
     if think_s and not closed:
         raise UsageProblem("--think applies to --closed searches")
-    base = LoadSpec(url=url, think_s=think_s, think_dist=think_dist, **request_fields(request))  # type: ignore[arg-type]
+    fields = request_fields(request, url)
+    base = LoadSpec(think_s=think_s, think_dist=think_dist, **({"url": url} | fields))  # type: ignore[arg-type]
     settings = FindSettings(
         slos=slos,
         precision=parse_percent(precision),

@@ -19,6 +19,7 @@ from caplab.engine import DEFAULT_INTERVAL_S, LoadSpec, OpenLoad, Plan, PlanErro
 from caplab.experiments.actions import TrialActions, recoveries, recovery_text
 from caplab.spec import ActionSpec
 from caplab.units import parse_duration
+from caplab.workloads.postgres import DatabaseProblem
 
 LOAD_EPILOG = """
 \b
@@ -36,6 +37,7 @@ Examples:
   caplab load http://127.0.0.1:8080/orders -m POST -H 'Content-Type: text/xml' \\
       --body '<order id="{seq}"/>' --template --rate 500
   caplab load tcp://127.0.0.1:2575 --framing mllp --body-file adt.hl7 --rate 100
+  caplab load postgresql://bench@127.0.0.1:5432/db --workload tpcb --users 16 -d 30s
 \b
 A fault during the trial, and how the load came through it (outage, failed requests,
 time until it settled, rate after), read from the interval series:
@@ -105,12 +107,16 @@ Exit codes: 0 done, 1 target unreachable, 2 bad arguments, 130 interrupted (resu
 def load(
     as_json: bool, steps: str | None, actions: tuple[str, ...], metrics_port: int | None, **options: Any
 ) -> None:
-    """Drive load at URL (http:// or tcp://) and measure it: one trial."""
+    """Drive load at URL (http://, tcp:// or postgresql://) and measure it: one trial."""
     try:
-        spec = LoadSpec(steps=parse_steps(steps) if steps else None, **request_fields(options))
+        fields = request_fields(options, options["url"])
+        spec = LoadSpec(steps=parse_steps(steps) if steps else None, **fields)
         plan = engine.build_plan(spec)
     except engine.UsageProblem as e:
         raise click.UsageError(str(e)) from e
+    except DatabaseProblem as e:
+        click.echo(f"caplab: {e}", err=True)
+        sys.exit(exits.FAILED)
     scheduled = [parse_action(a, spec.warmup_s + (spec.duration_s or 0.0)) for a in actions]
     try:
         code = run_load(plan, as_json, actions=scheduled, metrics_port=metrics_port)

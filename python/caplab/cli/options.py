@@ -8,8 +8,9 @@ from typing import Any
 
 import click
 
-from caplab.engine import DEFAULT_TIMEOUT_S, UsageProblem
+from caplab.engine import DEFAULT_TIMEOUT_S, UsageProblem, is_postgres
 from caplab.units import parse_duration
+from caplab.workloads.postgres import BUILT_IN, prepare
 
 DB_HELP = "Results store URL [default: $CAPLAB_DB or sqlite:///caplab.db]; postgresql://… for PostgreSQL."
 
@@ -60,9 +61,26 @@ def request_options(command: Callable[..., None]) -> Callable[..., None]:
     return command
 
 
-def request_fields(options: dict[str, Any]) -> dict[str, Any]:
-    """The request options as `LoadSpec` fields (headers parsed into pairs)."""
-    return {**options, "headers": tuple(parse_header(h) for h in options.get("headers", ()))}
+def request_fields(options: dict[str, Any], url: str) -> dict[str, Any]:
+    """The request options as `LoadSpec` fields (headers parsed into pairs). A PostgreSQL target is
+    tried once here (raising ``DatabaseProblem``): its URL loses its password, which travels apart,
+    and the transaction script becomes the request's body."""
+    workload, sql_file = options.pop("workload", None), options.pop("sql_file", None)
+    fields = {**options, "headers": tuple(parse_header(h) for h in options.get("headers", ()))}
+    if not is_postgres(url):
+        if workload or sql_file:
+            raise UsageProblem("--workload and --sql-file apply to postgresql:// targets")
+        return fields
+    if options.get("body") or options.get("body_file"):
+        raise UsageProblem("a postgresql:// target runs --workload or --sql-file, not --body")
+    target = prepare(url, workload, sql_file)
+    return fields | {
+        "url": target.url,
+        "password": target.password,
+        "scale": target.scale,
+        "workload": target.workload,
+        "body": target.script,
+    }
 
 
 _REQUEST_OPTIONS = [
@@ -87,6 +105,17 @@ _REQUEST_OPTIONS = [
         "--template", is_flag=True, help="Replace {seq} in the body with a per-request sequence number."
     ),
     click.option("--framing", type=click.Choice(["line", "u32", "mllp"]), help="TCP framing (tcp:// URLs)."),
+    click.option(
+        "--workload",
+        type=click.Choice(sorted(BUILT_IN)),
+        help="postgresql:// URLs: pgbench's built-in transaction (tpcb, the default, or select-only); "
+        "load the tables with `pgbench -i -s SCALE` first.",
+    ),
+    click.option(
+        "--sql-file",
+        type=click.Path(path_type=Path, dir_okay=False),
+        help="postgresql:// URLs: a pgbench script (\\set NAME random(…); SQL with :NAME) to run.",
+    ),
     click.option(
         "--timeout",
         "timeout_s",

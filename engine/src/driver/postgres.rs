@@ -1,0 +1,144 @@
+//! PostgreSQL on tokio-postgres: a request is one execution of a transaction script (pgbench's
+//! format, `pgscript`), its statements prepared once per connection and sent pipelined — every
+//! statement of the transaction in one round trip, as the extended query protocol allows.
+//!
+//! The target is a libpq URL: several hosts and `target_session_attrs=read-write` make a broken
+//! connection reconnect to whichever node is primary now. Errors by kind: `auth` (SQLSTATE class
+//! 28), `serialization` (40001, 40P01: retryable), `read_only` (25006: the node is a standby; the
+//! connection is dropped so the next request finds the primary), `sql` (any other server error; the
+//! connection stays), `reset` (the server went away), `connect`, `timeout`.
+
+use super::pgscript::Script;
+use super::{Driver, ErrorKind, Reply};
+use crate::plan::{PlanError, RequestClass};
+use crate::schedule::Rng;
+use futures_util::future::join_all;
+use std::cell::Cell;
+use std::str::FromStr;
+use std::time::Duration;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::{Client, Config, NoTls, Statement};
+
+pub struct PostgresDriver {
+    config: Config,
+    scripts: Vec<Script>,
+    scale: i64,
+    seed: u64,
+    connections: Cell<u64>,
+}
+
+pub struct PostgresConn {
+    client: Client,
+    /// Each class's statements, prepared on first use.
+    prepared: Vec<Option<Vec<Statement>>>,
+    rng: Rng,
+}
+
+impl PostgresDriver {
+    pub fn new(
+        url: &str,
+        password: Option<&str>,
+        scale: i64,
+        classes: &[RequestClass],
+        timeout: Duration,
+        seed: u64,
+    ) -> Result<PostgresDriver, PlanError> {
+        let mut config = Config::from_str(url)
+            .map_err(|e| PlanError { field: "target.url".into(), message: e.to_string() })?;
+        if let Some(p) = password {
+            config.password(p);
+        }
+        config.connect_timeout(timeout).application_name("caplab");
+        let scripts = classes
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                Script::parse(&c.body)
+                    .map_err(|m| PlanError { field: format!("requests[{i}].body"), message: m })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(PostgresDriver { config, scripts, scale, seed, connections: Cell::new(0) })
+    }
+
+    async fn prepare(&self, client: &Client, class: usize) -> Result<Vec<Statement>, tokio_postgres::Error> {
+        let mut out = Vec::with_capacity(self.scripts[class].statements.len());
+        for s in &self.scripts[class].statements {
+            // Every variable is an integer: bound as bigint, which compares and assigns to int columns.
+            out.push(client.prepare_typed(&s.sql, &vec![Type::INT8; s.params.len()]).await?);
+        }
+        Ok(out)
+    }
+}
+
+/// What a server error or a broken connection means for the load.
+fn kind_of(e: &tokio_postgres::Error) -> ErrorKind {
+    if let Some(code) = e.code() {
+        let class = &code.code()[..2];
+        return match code {
+            _ if class == "28" => ErrorKind::Auth,
+            c if *c == SqlState::T_R_SERIALIZATION_FAILURE || *c == SqlState::T_R_DEADLOCK_DETECTED => {
+                ErrorKind::Serialization
+            }
+            c if *c == SqlState::READ_ONLY_SQL_TRANSACTION => ErrorKind::ReadOnly,
+            _ if class == "57" || class == "08" => ErrorKind::Reset, // shutdown, crash, connection
+            _ => ErrorKind::Sql,
+        };
+    }
+    if e.is_closed() {
+        ErrorKind::Reset
+    } else {
+        ErrorKind::Io
+    }
+}
+
+impl Driver for PostgresDriver {
+    type Conn = PostgresConn;
+
+    async fn connect(&self) -> Result<PostgresConn, ErrorKind> {
+        let (client, connection) = self.config.connect(NoTls).await.map_err(|e| match kind_of(&e) {
+            ErrorKind::Auth => ErrorKind::Auth,
+            _ => ErrorKind::Connect,
+        })?;
+        tokio::task::spawn_local(async move {
+            let _ = connection.await; // ends when the client is dropped or the server goes away
+        });
+        let n = self.connections.get();
+        self.connections.set(n + 1);
+        Ok(PostgresConn {
+            client,
+            prepared: vec![None; self.scripts.len()],
+            rng: Rng::new(self.seed ^ n.wrapping_mul(0x9E37_79B9)),
+        })
+    }
+
+    async fn exchange(&self, conn: &mut PostgresConn, class: usize, seq: u64) -> Result<Reply, ErrorKind> {
+        if conn.prepared[class].is_none() {
+            match self.prepare(&conn.client, class).await {
+                Ok(statements) => conn.prepared[class] = Some(statements),
+                Err(e) => return outcome(kind_of(&e)),
+            }
+        }
+        let statements = conn.prepared[class].as_ref().expect("prepared above");
+        let values = match self.scripts[class].draw(&mut conn.rng, self.scale, seq) {
+            Ok(v) => v,
+            Err(_) => return Ok(Reply { error: Some(ErrorKind::Sql), keep_alive: true }),
+        };
+        let params: Vec<Vec<&(dyn ToSql + Sync)>> =
+            values.iter().map(|vs| vs.iter().map(|v| v as &(dyn ToSql + Sync)).collect()).collect();
+        // All statements issued at once: tokio-postgres pipelines them on the one connection.
+        let replies = join_all(statements.iter().zip(&params).map(|(s, p)| conn.client.query(s, p))).await;
+        match replies.iter().find_map(|r| r.as_ref().err()) {
+            None => Ok(Reply { error: None, keep_alive: true }),
+            Some(e) => outcome(kind_of(e)),
+        }
+    }
+}
+
+/// A server error the connection survives is a failed reply; anything else drops the connection.
+fn outcome(kind: ErrorKind) -> Result<Reply, ErrorKind> {
+    match kind {
+        ErrorKind::Sql | ErrorKind::Serialization => Ok(Reply { error: Some(kind), keep_alive: true }),
+        other => Err(other),
+    }
+}
