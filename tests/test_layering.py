@@ -24,7 +24,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "results": frozenset({"store"}),
     "experiments": frozenset({"analysis", "collect", "engine", "spec", "units"}),
     "study": frozenset(
-        {"analysis", "collect", "engine", "experiments", "profiles", "spec", "store", "units"}
+        {"analysis", "collect", "engine", "experiments", "profiles", "spec", "store", "units", "workloads"}
     ),
     "report": frozenset({"analysis", "collect", "engine", "store", "units"}),
     "profiles": frozenset({"units"}),

@@ -81,14 +81,35 @@ class TcpTarget(_Payload):
     framing: Literal["line", "u32", "mllp"]
 
 
+class PostgresTargetSpec(Strict):
+    """A PostgreSQL database (libpq URL, several hosts allowed) running a transaction script:
+    pgbench's ``tpcb`` or ``select-only``, or a pgbench script file (relative to the study)."""
+
+    url: str = Field(pattern=r"^postgres(ql)?://")
+    workload: Literal["tpcb", "select-only"] | None = None
+    sql_file: str | None = None
+    passfile: str | None = None
+    """A libpq password file (``pgpass``) to find the password in, relative to the study."""
+    ledger: bool = False
+    """Each transaction also writes a row keyed by its sequence number to ``caplab_ledger``, counted
+    after every trial: acknowledged transactions a failover lost become a measured number."""
+
+    @model_validator(mode="after")
+    def _one_script(self) -> PostgresTargetSpec:
+        if self.workload is not None and self.sql_file is not None:
+            raise ValueError("give workload: or sql_file:, not both")
+        return self
+
+
 class TargetSpec(Strict):
     http: HttpTarget | None = None
     tcp: TcpTarget | None = None
+    postgres: PostgresTargetSpec | None = None
 
     @model_validator(mode="after")
     def _one(self) -> TargetSpec:
-        if (self.http is None) == (self.tcp is None):
-            raise ValueError("give exactly one of http: or tcp:")
+        if sum(t is not None for t in (self.http, self.tcp, self.postgres)) != 1:
+            raise ValueError("give exactly one of http:, tcp: or postgres:")
         return self
 
 
@@ -632,6 +653,11 @@ def _check_files(path: Path, lines: dict[Path_, int], config: StudyConfig) -> No
                 raise SpecError(
                     f"{path}:{_line_of(lines, loc)}: target.{kind}.body_file: no such file: {file}"
                 )
+    pg = config.target.postgres
+    if pg is not None and pg.sql_file is not None and not (path.parent / pg.sql_file).is_file():
+        loc = ("target", "postgres", "sql_file")
+        file = path.parent / pg.sql_file
+        raise SpecError(f"{path}:{_line_of(lines, loc)}: target.postgres.sql_file: no such file: {file}")
 
 
 def _check_hosts(path: Path, lines: dict[Path_, int], config: StudyConfig) -> None:
@@ -711,7 +737,7 @@ def _check_hardware(
     texts: list[tuple[Path_, str | None]] = [(("sut", "start"), sut.start), (("sut", "stop"), sut.stop)]
     if sut.ready is not None:
         texts += [(("sut", "ready", k), getattr(sut.ready, k)) for k in ("url", "command", "host")]
-    for kind in ("http", "tcp"):
+    for kind in ("http", "tcp", "postgres"):
         target = getattr(config.target, kind)
         if target is not None:
             texts.append((("target", kind, "url"), target.url))

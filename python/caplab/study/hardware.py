@@ -99,7 +99,7 @@ def bind(config: StudyConfig, hw: CellHardware | None) -> StudyConfig:
         update={"start": sub(sut.start), "stop": sub(sut.stop), "ready": ready, "metrics": metrics}
     )
     target = config.target
-    for kind in ("http", "tcp"):
+    for kind in ("http", "tcp", "postgres"):
         payload = getattr(target, kind)
         if payload is not None:
             target = target.model_copy(update={kind: payload.model_copy(update={"url": sub(payload.url)})})

@@ -45,6 +45,7 @@ from caplab.study.hardware import (
 from caplab.study.metrics import cell_metrics
 from caplab.study.observer import StudyObserver
 from caplab.study.sut import Sut, SutFailed
+from caplab.workloads.postgres import DatabaseProblem, ledger_rows, prepare
 
 
 @dataclass(frozen=True)
@@ -55,8 +56,37 @@ class StudyOutcome:
 
 
 def load_spec_for(config: StudyConfig, directory: Path) -> LoadSpec:
-    """One cell's load as a `LoadSpec`, so a study and `caplab load` build plans alike."""
+    """One cell's load as a `LoadSpec`, so a study and `caplab load` build plans alike. A
+    PostgreSQL target is tried first (``DatabaseProblem`` when it cannot be used)."""
     load = config.load
+    pg = config.target.postgres
+    if pg is not None:
+        found = prepare(
+            pg.url,
+            pg.workload,
+            directory / pg.sql_file if pg.sql_file else None,
+            directory / pg.passfile if pg.passfile else None,
+            ledger=pg.ledger,
+        )
+        return LoadSpec(
+            url=found.url,
+            password=found.password,
+            scale=found.scale,
+            workload=found.workload,
+            body=found.script,
+            rate=load.rate if load.open_model else None,
+            ramp_to=load.ramp_to,
+            users=None if load.open_model else (load.users or 10),
+            think_s=load.think,
+            think_dist=load.think_dist,
+            schedule=load.schedule,
+            duration_s=load.duration,
+            warmup_s=load.warmup,
+            threads=load.threads,
+            connections=load.connections,
+            timeout_s=load.timeout,
+            interval_s=load.interval,
+        )
     target = config.target.http or config.target.tcp
     assert target is not None
     body_file = (directory / target.body_file) if target.body_file else None
@@ -188,8 +218,31 @@ class CellRun:
         record.kind = kind
         if outcomes:
             self._recovered(record, outcomes, index)
+        self._ledger(record, index)
         self.keep(record)
         return record
+
+    def _ledger(self, record: TrialRecord, index: int) -> None:
+        """With a ledger, what the trial acknowledged against what the database holds now: the
+        acknowledged transactions a failover lost, measured (a commit whose acknowledgement the
+        failure swallowed is held but not counted as acknowledged, so ``lost`` is a lower bound)."""
+        pg = self.config.target.postgres
+        if pg is None or not pg.ledger:
+            return
+        directory = self.runner.study.directory
+        held = ledger_rows(pg.url, directory / pg.passfile if pg.passfile else None, empty=True)
+        acknowledged = sum(i.completed for i in record.result.intervals)  # the warm-up wrote rows too
+        entry = {
+            "trial": index,
+            "acknowledged": acknowledged,
+            "held": held,
+            "lost": max(0, acknowledged - held),
+        }
+        self.summary.setdefault("ledger", []).append(entry)
+        self.progress.note(
+            f"trial {index + 1}: ledger: {acknowledged:,} transactions acknowledged, {held:,} held, "
+            f"{entry['lost']:,} lost"
+        )
 
     def _actions(self) -> TrialActions | None:
         if not self.config.actions:
@@ -323,7 +376,15 @@ class StudyRunner:
             self.store.set_cell_status(row.id, "complete", metrics=metrics, resources=resources)
             self.progress.cell_finished(cell, "complete", metrics, resources)
             return True
-        except (SutFailed, TargetUnreachable, PlanError, UsageProblem, GeneratorSaturated, ProfileError) as e:
+        except (
+            SutFailed,
+            TargetUnreachable,
+            PlanError,
+            UsageProblem,
+            GeneratorSaturated,
+            ProfileError,
+            DatabaseProblem,
+        ) as e:
             self._fail(study_id, cell, row, str(e), kept, hardware)
             return False
         except (Interrupted, KeyboardInterrupt):

@@ -11,6 +11,7 @@ and stores never does.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -82,21 +83,75 @@ def shown_url(url: str) -> str:
     return f"{scheme}://{hosts_part}{sep}{tail}"
 
 
-def prepare(url: str, workload: str | None = None, sql_file: Path | None = None) -> PostgresTarget:
-    """Tries the target once, finds the password libpq would use and the pgbench scale."""
+def prepare(
+    url: str,
+    workload: str | None = None,
+    sql_file: Path | None = None,
+    passfile: Path | None = None,
+    ledger: bool = False,
+) -> PostgresTarget:
+    """Tries the target once, finds the password libpq would use (in ``passfile`` too) and the
+    pgbench scale; with ``ledger``, makes the ledger table and adds its row to the transaction."""
     name, script = script_for(workload, sql_file)
     try:
         params = conninfo_to_dict(url)
     except psycopg.ProgrammingError as e:
         raise DatabaseProblem(f"{shown_url(url)}: {e}") from None
     where = shown_url(url)
+    extra = {"passfile": str(passfile)} if passfile is not None else {}
     try:
-        with psycopg.connect(make_conninfo(url, connect_timeout=str(CONNECT_TIMEOUT_S))) as conn:
+        with psycopg.connect(make_conninfo(url, connect_timeout=str(CONNECT_TIMEOUT_S), **extra)) as conn:
+            if ledger:
+                conn.execute(LEDGER_TABLE)
+                conn.commit()
+                script = with_ledger(script)
             password = conn.info.password or params.get("password")
             scale = _scale(conn, where) if ":scale" in script else 1
     except psycopg.OperationalError as e:
         raise DatabaseProblem(f"cannot use {where}: {_first_line(e)}") from None
     return PostgresTarget(where, str(password) if password else None, scale, script, name)
+
+
+LEDGER_TABLE = (
+    "CREATE TABLE IF NOT EXISTS caplab_ledger (seq bigint PRIMARY KEY, at timestamptz DEFAULT now())"
+)
+"""One row per acknowledged transaction of a trial (emptied after each: ``:seq`` restarts at 0)."""
+LEDGER_ROW = "INSERT INTO caplab_ledger (seq) VALUES (:seq);"
+
+
+def with_ledger(script: str) -> str:
+    """The transaction with its ledger row inside it: acknowledged means both committed. A script
+    without a BEGIN becomes one transaction."""
+    lines = script.rstrip().splitlines()
+    last = lines[-1].strip().rstrip(";").upper() if lines else ""
+    if any(line.strip().upper().startswith(("BEGIN", "START TRANSACTION")) for line in lines) and last in (
+        "END",
+        "COMMIT",
+    ):
+        return "\n".join([*lines[:-1], LEDGER_ROW, lines[-1]]) + "\n"
+    sets = [line for line in lines if line.strip().startswith("\\")]
+    body = [line for line in lines if not line.strip().startswith("\\")]
+    return "\n".join([*sets, "BEGIN;", *body, LEDGER_ROW, "END;"]) + "\n"
+
+
+def ledger_rows(url: str, passfile: Path | None = None, wait_s: float = 60.0, empty: bool = False) -> int:
+    """Rows in the ledger, read from a node that accepts writes (after a failover, the new primary:
+    waited for, bounded, so a promotion still under way is not read as data lost); ``empty``
+    empties it afterwards, for the next trial."""
+    extra = {"passfile": str(passfile)} if passfile is not None else {}
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            conninfo = make_conninfo(url, connect_timeout=str(CONNECT_TIMEOUT_S), **extra)
+            with psycopg.connect(conninfo, autocommit=True) as conn:
+                row = conn.execute("SELECT count(*) FROM caplab_ledger").fetchone()
+                if empty:
+                    conn.execute("TRUNCATE caplab_ledger")
+                return int(str(row[0])) if row else 0
+        except psycopg.OperationalError as e:
+            if time.monotonic() >= deadline:
+                raise DatabaseProblem(f"counting the ledger at {shown_url(url)}: {_first_line(e)}") from None
+            time.sleep(0.5)
 
 
 def _scale(conn: psycopg.Connection[tuple[object, ...]], where: str) -> int:

@@ -21,8 +21,10 @@ def combine_replicates(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     searched = [s for s in summaries if "capacity" in s]
     if len(summaries) == 1 or not searched:
         merged = dict(summaries[-1]) if summaries else {}
-        recoveries = [r for s in summaries for r in s.get("recovery", [])]  # every replicate's faults
-        return merged | ({"recovery": recoveries} if recoveries else {})
+        for key in ("recovery", "ledger"):  # every replicate's faults and ledgers
+            found = [r for s in summaries for r in s.get(key, [])]
+            merged |= {key: found} if found else {}
+        return merged
     closed = searched[0]["capacity"].get("model") == "closed"
     per_replicate = [
         {k: s["capacity"].get(k) for k in ("found", "capacity_rps", "capacity_users", "ci95", "search_s")}

@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from caplab.report.model.types import Goal, Scenario, SearchSettings, Target
-from caplab.units import parse_duration, varying_factors
+from caplab.units import parse_duration, scrub, varying_factors
 
 DEFAULT_HEADROOM = 0.25
 
@@ -78,6 +78,20 @@ def _target(spec: dict[str, Any]) -> Target:
                 "framing": t.get("framing") if protocol == "tcp" else None,
                 "body": "from " + str(t["body_file"]) if t.get("body_file") else t.get("body"),
             }
+    pg = target.get("postgres")
+    if isinstance(pg, dict):
+        script = (
+            "from " + str(pg["sql_file"])
+            if pg.get("sql_file")
+            else f"pgbench's {pg.get('workload') or 'tpcb'}"
+        )
+        return {
+            "protocol": "postgresql",
+            "url": scrub(str(pg.get("url"))),
+            "method": None,
+            "framing": None,
+            "body": script + (", with a ledger of acknowledged transactions" if pg.get("ledger") else ""),
+        }
     return {}
 
 

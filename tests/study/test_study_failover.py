@@ -1,0 +1,85 @@
+"""A failover measured under load, end to end on real PostgreSQL: pgpair (a primary and a hot
+standby) under pgbench's tpcb transaction from caplab's PostgreSQL driver, a switchover or a
+killed primary in the middle of the trial, and what it cost read from the load itself — time to
+recover, failed transactions — and from a ledger of acknowledged transactions counted afterwards
+on the new primary. With synchronous replication a switchover loses nothing acknowledged."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support.studies import CAPLAB, caplab, free_port, json_out, write_study
+
+pytestmark = pytest.mark.slow  # two pairs built, seeded and failed over under load
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[Path]:
+    """A directory the pair's unprivileged server user can enter (pytest's tmp_path is root's)."""
+    directory = Path(tempfile.mkdtemp(prefix="caplab-test-failover-"))
+    directory.chmod(0o755)
+    yield directory
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+def study(port: int, data: str) -> dict[str, Any]:
+    pgpair = f"{sys.executable} -m caplab.systems.pgpair"
+    nodes = f"127.0.0.1:{port},127.0.0.1:{port + 1}"
+    return {
+        "name": "failover",
+        "target": {
+            "postgres": {
+                "url": f"postgresql://caplab@{nodes}/ag_0?target_session_attrs=read-write",
+                "workload": "tpcb",
+                "passfile": f"{data}/pgpass",
+                "ledger": True,
+            }
+        },
+        "sut": {
+            "start": f"exec {CAPLAB} systems start pgpair --data-dir {data} --databases 1 --sync {{sync}} "
+            f"--port {port}",
+            "stop": f"{pgpair} stop --data-dir {data} --remove",
+            "ready": {"port": port + 1, "timeout": "120s"},  # the standby comes up once the primary is seeded
+            "actions": {
+                "switchover": f"{pgpair} switchover --data-dir {data}",
+                "kill-primary": f"{pgpair} kill-primary --data-dir {data} --detect-delay 1",
+            },
+            "postgres": [
+                f"postgresql://caplab@127.0.0.1:{p}/postgres?passfile={data}/pgpass" for p in (port, port + 1)
+            ],
+        },
+        "load": {"users": 4, "duration": "6s", "interval": "200ms"},
+        "actions": [{"at": "2s", "do": "{action}"}],
+        "factors": {"zip": {"sync": ["on", "off"], "action": ["switchover", "kill-primary"]}},
+    }
+
+
+def test_a_switchover_and_a_killed_primary_under_load(shared_dir: Path) -> None:
+    port = free_port()
+    path = write_study(shared_dir / "failover.yaml", study(port, str(shared_dir / "pg")))
+    done = caplab(
+        "run", path, "--db", f"sqlite:///{shared_dir / 'c.db'}", "--json", "-o", shared_dir / "r", timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    cells = {c["factors"]["action"]: c for c in json_out(done)["cells"]}
+    for action, cell in cells.items():
+        metrics = cell["metrics"]
+        [entry] = metrics["recovery"]
+        assert entry["action"]["exit_code"] == 0, entry["action"]
+        load = entry["load"]
+        assert load["disrupted"], f"{action}: the primary went away under load"
+        assert load["recovery_s"] is not None and load["recovery_s"] < 5, load
+        [ledger] = metrics["ledger"]
+        assert ledger["acknowledged"] > 100 and ledger["held"] >= ledger["acknowledged"] - ledger["lost"]
+        nodes = [k for k in cell["resources"] if k.startswith("pg:")]
+        assert len(nodes) == 2, cell["resources"].keys()
+    # Synchronous replication: every acknowledged commit was on the standby before it was acknowledged.
+    assert cells["switchover"]["metrics"]["ledger"][0]["lost"] == 0
+    assert "password" not in done.stdout
