@@ -83,3 +83,5 @@ def test_a_switchover_and_a_killed_primary_under_load(shared_dir: Path) -> None:
     # Synchronous replication: every acknowledged commit was on the standby before it was acknowledged.
     assert cells["switchover"]["metrics"]["ledger"][0]["lost"] == 0
     assert "password" not in done.stdout
+    report = (shared_dir / "r" / "report.md").read_text()
+    assert "| kill-primary |" in report and "acknowledged" in report, "the Recovery table with its ledger"

@@ -204,6 +204,8 @@ def recovery_table(results: Results) -> Table | None:
                     num_cell(r["failed"], u.num(r["failed"])),
                     num_cell(r["before_rps"], u.num(r["before_rps"])),
                     num_cell(r["after_ratio"], u.pct(r["after_ratio"])),
+                    num_cell(r["acknowledged"], u.num(r["acknowledged"])),
+                    Cell(u.num(r["lost"]), r["lost"], "bad" if r["lost"] else ""),
                 ]
             )
     if not rows:
@@ -221,15 +223,20 @@ def recovery_table(results: Results) -> Table | None:
         Column("failed", True, "requests"),
         Column("before", True, "req/s"),
         Column("after", True, "of before"),
+        Column("acknowledged", True, "transactions"),
+        Column("lost", True, "acknowledged"),
     ]
     widths = {r["resolution_s"] for c in results["cells"] for r in c["recovery"] if r["resolution_s"]}
     resolution = f" ± {max(widths):g} s, the interval series' resolution" if widths else ""
     note = (
         "Times from the load's start (warm-up included). Recovered: the first of two intervals in a row "
         "with no errors and at least 90 % of the throughput before the action"
-        f"{resolution}. 'After' is read once the requests held through the outage have drained."
+        f"{resolution}. 'After' is read once the requests held through the outage have drained. With a "
+        "ledger, 'lost' is the acknowledged transactions the database no longer holds afterwards (a lower "
+        "bound: a commit whose acknowledgement the failure swallowed is held but not counted)."
     )
-    return Table(columns, rows, caption="Actions during the trials and the load's recovery", note=note)
+    table = Table(columns, rows, caption="Actions during the trials and the load's recovery", note=note)
+    return drop_empty_columns(table)
 
 
 def drop_empty_columns(table: Table) -> Table:

@@ -260,12 +260,13 @@ def cell_result(
         "trials": _trials(cell),
         "hardware": hardware.get("roles"),
         "volumes": _volumes(cell.get("resources") or {}, hardware.get("volume_baseline") or {}),
-        "recovery": [_recovery(r) for r in raw.get("recovery") or []],
+        "recovery": [_recovery(r, raw.get("ledger") or []) for r in raw.get("recovery") or []],
     }
 
 
-def _recovery(raw: dict[str, Any]) -> RecoveryRow:
+def _recovery(raw: dict[str, Any], ledgers: list[dict[str, Any]]) -> RecoveryRow:
     action, load = raw.get("action") or {}, raw.get("load") or {}
+    ledger = next((x for x in ledgers if x.get("trial") == raw.get("trial")), {})
     started, ended = action.get("started_s"), action.get("ended_s")
     ok = action.get("exit_code") == 0 and not action.get("timed_out")
     outcome = (
@@ -291,6 +292,8 @@ def _recovery(raw: dict[str, Any]) -> RecoveryRow:
         "before_rps": load.get("before_rps"),
         "after_ratio": load.get("after_ratio"),
         "resolution_s": load.get("resolution_s"),
+        "acknowledged": ledger.get("acknowledged"),
+        "lost": ledger.get("lost"),
     }
 
 

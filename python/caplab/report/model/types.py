@@ -281,6 +281,9 @@ class RecoveryRow(TypedDict):
     before_rps: float | None
     after_ratio: float | None
     resolution_s: float | None
+    acknowledged: int | None
+    """With a ledger: transactions the trial acknowledged, and how many of them the database lost."""
+    lost: int | None
 
 
 class CellResult(TypedDict):
