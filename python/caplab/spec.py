@@ -394,6 +394,17 @@ class LinkSpec(Strict):
     mtu: int = Field(default=1500, ge=576, le=65535)
 
 
+class ConsolidationSpec(Strict):
+    """The Exchange paper's test 2: the same load on single-role servers (each role on its own
+    profile) and on one combined server (every role on one profile, sharing it): the study gains a
+    ``placement`` factor, apart and together, and the report compares the two per resource."""
+
+    apart: dict[str, Annotated[str, Field(pattern=r"\S")]] = Field(min_length=2)
+    """Role → the profile it has to itself when apart."""
+    together: str = Field(pattern=r"\S")
+    """The one profile every role shares when together."""
+
+
 class ScaleSpec(Strict):
     cpu: float = Field(default=1.0, gt=0)
     """Host cores per profile core: 0.25 lets two host cores carry an 8-core profile."""
@@ -426,6 +437,9 @@ class StudyConfig(Strict):
     actions: list[ActionSpec] = Field(default_factory=list)
     """Faults and role changes during each trial; how the load recovered is measured from the
     interval series (a fixed load only: a search's trials must be alike)."""
+    consolidation: ConsolidationSpec | None = None
+    placement: Literal["apart", "together"] | None = None
+    """The cell's placement when the study has ``consolidation:`` (a factor caplab adds)."""
     replicates: int = Field(default=1, ge=1, le=20)
     """How many times each cell's capacity is searched, each with a fresh start of the system: the
     cell's interval comes from these, since runs vary more than trials within one run."""
@@ -435,7 +449,7 @@ class StudyConfig(Strict):
         volume_classes = {n: VolumeClass(**v.model_dump()) for n, v in self.volumes.items()}
         link_classes = {n: LinkClass(v.rate, v.mtu) for n, v in self.links.items()}
         out: dict[str, Profile] = {}
-        for role, name in (self.sut.role_profiles() if self.sut else {}).items():
+        for role, name in self.role_profiles().items():
             p = self.profiles[name]
             out[role] = Profile.build(
                 name,
@@ -449,6 +463,22 @@ class StudyConfig(Strict):
                 link_classes=link_classes,
             )
         return out
+
+    def role_profiles(self) -> dict[str, str]:
+        """``{role: profile name}``: the SUT's own, or the consolidation's for the cell's placement."""
+        c = self.consolidation
+        if c is not None and self.placement == "apart":
+            return dict(c.apart)
+        if c is not None and self.placement == "together":
+            return {role: c.together for role in c.apart}
+        return self.sut.role_profiles() if self.sut else {}
+
+    def shared_machines(self) -> dict[str, str]:
+        """Role → machine for roles sharing one profile's hardware (consolidation, together)."""
+        c = self.consolidation
+        return (
+            {role: "together" for role in c.apart} if c is not None and self.placement == "together" else {}
+        )
 
     @property
     def slos(self) -> list[str]:
@@ -505,6 +535,17 @@ def _line_of(lines: dict[Path_, int], loc: Path_) -> int:
 # -- factors ------------------------------------------------------------------------------------
 
 _REF = re.compile(r"\{(\w+)\}")
+
+
+def _with_placement(factors: Any, path: Path, lines: dict[Path_, int]) -> Any:
+    """A consolidation study's factors with ``placement: [apart, together]`` added."""
+    factors = dict(factors) if isinstance(factors, dict) else {} if factors is None else factors
+    if isinstance(factors, dict) and "placement" in factors:
+        line = lines.get(("factors", "placement"), 1)
+        raise SpecError(f"{path}:{line}: factors.placement: consolidation: adds this factor itself")
+    if isinstance(factors, dict):
+        factors["placement"] = ["apart", "together"]
+    return factors
 
 
 def _matrix(factors: Any, where: str) -> list[dict[str, Scalar]]:
@@ -717,6 +758,14 @@ def _check_hardware(
     if sut is None:
         return
     known = ", ".join(sorted(config.profiles)) or "none: add a profiles: section"
+    c = config.consolidation
+    if c is not None:
+        for role, name in [*c.apart.items(), ("", c.together)]:
+            at: Path_ = ("consolidation", "apart", role) if role else ("consolidation", "together")
+            if name not in config.profiles:
+                raise fail(at, f"unknown profile {name!r} (profiles: {known})")
+            if role and role not in sut.roles:
+                raise fail(at, f"no role {role!r} in sut.roles (roles: {', '.join(sut.roles) or 'none'})")
     if sut.profile is not None and sut.profile not in config.profiles:
         raise fail(("sut", "profile"), f"unknown profile {sut.profile!r} (profiles: {known})")
     for role, spec in sut.roles.items():
@@ -724,7 +773,7 @@ def _check_hardware(
             raise fail(
                 ("sut", "roles", role, "profile"), f"unknown profile {spec.profile!r} (profiles: {known})"
             )
-        if role in sut.role_profiles() and not re.fullmatch(r"[A-Za-z0-9_.-]+", role):
+        if role in config.role_profiles() and not re.fullmatch(r"[A-Za-z0-9_.-]+", role):
             raise fail(
                 ("sut", "roles", role), "a role on a profile is named with letters, digits, _ . - only"
             )
@@ -768,6 +817,9 @@ def load_study(path: str | Path) -> Study:
         raise SpecError(f"{path}:1: a study file must be a YAML mapping (name:, target:, load: …)")
     lines = _line_map(node)
     factors_raw = data.pop("factors", None)
+    if isinstance(data.get("consolidation"), dict):
+        factors_raw = _with_placement(factors_raw, path, lines)
+        data["placement"] = "{placement}"
     try:
         matrix = _matrix(factors_raw, "factors")
     except ValueError as e:

@@ -55,7 +55,13 @@ class CellHardware:
         url = f"http://{hw.addresses['db']}:5432/"
     """
 
-    def __init__(self, workdir: Path, roles: Mapping[str, Profile], scale: float = 1.0) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        roles: Mapping[str, Profile],
+        scale: float = 1.0,
+        shared: Mapping[str, str] | None = None,
+    ) -> None:
         for role in roles:
             if not _ROLE_NAME.fullmatch(role):
                 raise ValueError(f"role name {role!r}: use letters, digits, '_', '.', '-'")
@@ -65,6 +71,9 @@ class CellHardware:
         self.profiles = dict(roles)
         self.scale = scale
         self.prefix = owner_prefix()
+        self.shared = dict(shared or {})
+        """Role → machine: roles on one machine share its cgroups, volumes and link (one combined
+        server, as consolidation measures it), instead of each getting the profile to itself."""
         self.roles: dict[str, RoleHardware] = {}
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -86,9 +95,16 @@ class CellHardware:
     def create(self) -> None:
         """Apply every role's profile; on any failure (or Ctrl-C) remove what was made and raise."""
         try:
+            machines: dict[str, RoleHardware] = {}
             for role, profile in self.profiles.items():
-                hardware = RoleHardware(role, profile)
+                machine = self.shared.get(role)
+                if machine is not None and machine in machines:
+                    self.roles[role] = machines[machine]
+                    continue
+                hardware = RoleHardware(machine or role, profile)
                 self.roles[role] = hardware
+                if machine is not None:
+                    machines[machine] = hardware
                 self._create_role(hardware)
         except BaseException:
             with contextlib.suppress(ProfileError):
@@ -131,7 +147,7 @@ class CellHardware:
         failures are raised together at the end."""
         errors: list[str] = []
         with _interrupts_deferred():
-            for hw in reversed(list(self.roles.values())):
+            for hw in reversed(list({id(h): h for h in self.roles.values()}.values())):
                 if hw.group is not None:  # processes go first: a busy mount or namespace stays
                     _collect(errors, hw.group.remove)
                 for resource in reversed(hw.resources):

@@ -66,7 +66,7 @@ def cell_hardware(config: StudyConfig, workdir: Path) -> Iterator[CellHardware |
         yield None
         return
     try:
-        with CellHardware(workdir, roles, config.scale.cpu) as hw:
+        with CellHardware(workdir, roles, config.scale.cpu, config.shared_machines()) as hw:
             yield hw
     finally:
         for directory in (workdir / "volumes", workdir, workdir.parent):  # volumes took their files
@@ -119,6 +119,9 @@ def launched_role(config: StudyConfig, hw: CellHardware) -> str | None:
     declared = config.sut.roles if config.sut else {}
     if len(hw.profiles) == 1 and len(declared) <= 1:
         return next(iter(hw.profiles))
+    machines = set(config.shared_machines().values())
+    if len(machines) == 1 and set(config.shared_machines()) == set(hw.profiles):
+        return next(iter(hw.profiles))  # one combined server: the start command runs on it whole
     return None
 
 

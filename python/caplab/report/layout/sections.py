@@ -24,6 +24,7 @@ from caplab.report.layout.charts import Chart
 from caplab.report.layout.study_charts import summary_charts
 from caplab.report.layout.tables import (
     capacity_table,
+    consolidation_table,
     environment_table,
     events_table,
     fit_tables,
@@ -235,6 +236,11 @@ def _chart(charts: dict[str, Chart], key: str) -> list[ChartBlock]:
     return [ChartBlock(charts[key])] if key in charts else []
 
 
+def consolidation_section(results: Results) -> Section | None:
+    table = consolidation_table(results)
+    return Section("Consolidation", "consolidation", [table]) if table is not None else None
+
+
 def recovery_section(results: Results) -> Section | None:
     table = recovery_table(results)
     return Section("Recovery", "recovery", [table]) if table is not None else None
@@ -349,6 +355,7 @@ def build_report(results: Results) -> Report:
             matrix(results),
             results_section(results, charts),
             *([recovery] if (recovery := recovery_section(results)) else []),
+            *([merged] if (merged := consolidation_section(results)) else []),
             capacity(results, charts),
             scaling(results, charts),
             over_time(results),

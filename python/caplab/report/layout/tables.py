@@ -239,6 +239,50 @@ def recovery_table(results: Results) -> Table | None:
     return drop_empty_columns(table)
 
 
+def consolidation_table(results: Results) -> Table | None:
+    """The Exchange paper's test 2 table: per resource, the sum of the single-role servers (the
+    prediction) against the combined server (the measurement), with the ratio and its verdict."""
+    rows = []
+    for entry in results["consolidation"]:
+        where = " ".join(f"{k}={v}" for k, v in entry["factors"].items()) or "—"
+        for c in entry["comparisons"]:
+            interval = c["interval"]
+            ratio = u.num(c["ratio"]) + (f" {u.interval(interval[0], interval[1])}" if interval else "")
+            tone = "" if c["verdict"] == "additive" else "warn"
+            rows.append(
+                [
+                    text_cell(where),
+                    text_cell(c["resource"]),
+                    text_cell(c["unit"]),
+                    num_cell(c["predicted"], u.num(c["predicted"])),
+                    num_cell(c["actual"], u.num(c["actual"])),
+                    num_cell(c["ratio"], ratio),
+                    text_cell(c["verdict"], tone),
+                    text_cell(f"#{entry['apart_cell']} / #{entry['together_cell']}"),
+                ]
+            )
+    if not rows:
+        return None
+    columns = [
+        Column("configuration"),
+        Column("resource"),
+        Column("unit"),
+        Column("predicted", True, "sum apart"),
+        Column("actual", True, "together"),
+        Column("ratio", True, "[95% interval]"),
+        Column("verdict"),
+        Column("cells", wrap=True),
+    ]
+    note = (
+        "Predicted: the roles' use added up when each ran on a profile of its own; actual: the same roles "
+        "sharing one profile, under the same load. Means over each placement's trials; the interval is the "
+        "ratio's, from the trials' spread. Additive when the ratio is within ±10 % or its interval holds 1."
+    )
+    return Table(
+        columns, rows, caption="Consolidation: single-role servers against one combined server", note=note
+    )
+
+
 def drop_empty_columns(table: Table) -> Table:
     """Leaves out figure columns no row has a value for (p99.9 of short trials, an unsampled disk)."""
     keep = [

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from caplab.report.model.cells import cell_result, samples_by_trial
+from caplab.report.model.consolidation import consolidation_entries
 from caplab.report.model.matrix import capacity_entries, matrix, scaling_entries
 from caplab.report.model.scenario import goal_of, naming_factors, parse_spec, scenario
 from caplab.report.model.series import cell_series
@@ -74,4 +75,5 @@ def build_measured(
         "scaling": scaling_entries(document, {c["index"]: c["label"] for c in cells}),
         "events": [_event(e) for e in document.get("events", [])],
         "series": series,
+        "consolidation": consolidation_entries(spec, raw_cells, samples),
     }

@@ -515,6 +515,30 @@ class Recommendation(RecommendationBody):
 # --- the whole document ------------------------------------------------------------------------
 
 
+class Comparison(TypedDict):
+    """One resource, combined server against the sum of the single-role servers."""
+
+    resource: str
+    unit: str
+    predicted: float
+    actual: float
+    ratio: float | None
+    interval: list[float] | None
+    verdict: str
+    trials_apart: int
+    trials_together: int
+
+
+class ConsolidationEntry(TypedDict):
+    """A cell together and its cell apart (the same other factors), compared per resource."""
+
+    factors: Factors
+    apart_cell: int
+    together_cell: int
+    roles: list[str]
+    comparisons: list[Comparison]
+
+
 class Measured(TypedDict):
     """What the study measured, before any text is written from it."""
 
@@ -530,6 +554,7 @@ class Measured(TypedDict):
     scaling: list[ScalingEntry]
     events: list[Event]
     series: list[TrialSeries]
+    consolidation: list[ConsolidationEntry]
 
 
 class Results(Measured):
