@@ -28,6 +28,7 @@ from pydantic import (
     model_validator,
 )
 
+from caplab.analysis.cost import PricedRole, Prices, ProfilePrice
 from caplab.profiles import LinkClass, Profile, VolumeClass, parse_rate, parse_size
 from caplab.profiles.placeholders import check_placeholders
 from caplab.units import parse_duration
@@ -405,6 +406,44 @@ class ConsolidationSpec(Strict):
     """The one profile every role shares when together."""
 
 
+class ProfilePriceSpec(Strict):
+    base: float = Field(default=0.0, ge=0)
+    per_cpu: float = Field(default=0.0, ge=0)
+    per_gb: float = Field(default=0.0, ge=0)
+
+
+def _price(value: Any) -> Any:
+    return {"base": value} if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+
+class ConfigurationPriceSpec(Strict):
+    when: dict[str, Scalar] = Field(default_factory=dict)
+    """Factor values the price applies to (empty: every configuration)."""
+    price: float = Field(ge=0)
+
+
+class CostSpec(Strict):
+    """Prices: per profile (a number, or base + per_cpu + per_gb), per volume class, per link class,
+    or per whole configuration matched on factor values; a purchase or per hour."""
+
+    currency: str = "USD"
+    basis: Literal["purchase", "hour"] = "purchase"
+    profiles: dict[str, Annotated[ProfilePriceSpec, BeforeValidator(_price)]] = Field(default_factory=dict)
+    volumes: dict[str, Annotated[float, Field(ge=0)]] = Field(default_factory=dict)
+    links: dict[str, Annotated[float, Field(ge=0)]] = Field(default_factory=dict)
+    configurations: list[ConfigurationPriceSpec] = Field(default_factory=list)
+
+    def prices(self) -> Prices:
+        return Prices(
+            self.currency,
+            self.basis,
+            {n: ProfilePrice(p.base, p.per_cpu, p.per_gb) for n, p in self.profiles.items()},
+            dict(self.volumes),
+            dict(self.links),
+            [(dict(c.when), c.price) for c in self.configurations],
+        )
+
+
 class ScaleSpec(Strict):
     cpu: float = Field(default=1.0, gt=0)
     """Host cores per profile core: 0.25 lets two host cores carry an 8-core profile."""
@@ -422,7 +461,7 @@ class StudyConfig(Strict):
     search: SearchSpec | None = None
     goal: GoalSpec | None = None
     storage_baseline: StorageBaselineSpec | None = None
-    cost: dict[str, Any] | None = None
+    cost: CostSpec | None = None
     profiles: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")], ProfileSpec] = Field(
         default_factory=dict
     )
@@ -479,6 +518,25 @@ class StudyConfig(Strict):
         return (
             {role: "together" for role in c.apart} if c is not None and self.placement == "together" else {}
         )
+
+    def priced_roles(self) -> list[PricedRole]:
+        """Each role on a profile as the cost analysis prices it (cores in profile CPUs)."""
+        out = []
+        for role, name in self.role_profiles().items():
+            p = self.profiles[name]
+            memory = p.memory / 2**30 if p.memory is not None else None
+            link = p.link
+            out.append(PricedRole(role, name, p.cpus, memory, tuple(p.volumes.values()), link))
+        return out
+
+    def volume_ratings(self) -> dict[str, tuple[str, VolumeSpec]]:
+        """``{volume name: (class, its spec)}`` over the roles' profiles, for endurance."""
+        return {
+            volume: (vclass, self.volumes[vclass])
+            for name in set(self.role_profiles().values())
+            for volume, vclass in self.profiles[name].volumes.items()
+            if vclass in self.volumes
+        }
 
     @property
     def slos(self) -> list[str]:

@@ -352,3 +352,38 @@ def test_ctrl_c_mid_cell_removes_the_cells_hardware(tmp_path: Path) -> None:
     assert proc.returncode == 130, err[-2000:]
     assert left_behind(before) == []
     assert not (tmp_path / ".caplab-hardware").exists()
+
+
+def test_prices_and_drive_life_reach_the_recommendation(tmp_path: Path) -> None:
+    """A priced study with a rated log volume: the recommendation names the cheapest configuration
+    that meets the goal with its cost per capacity, and ages the log drive at the rate the helper
+    wrote it (4 KiB fsync'd writes at most 40 a second: well under 1 MB/s)."""
+    port = free_port()
+    study = two_roles(tmp_path, port, WRITER, {"match": "helper.py", "profile": "disk"})
+    require(Profile.build("disk", memory="64M", volumes={"log": "slow"}, volume_classes={"slow": _slow()}))
+    study["volumes"]["slow"] |= {"dwpd": 1, "years": 5}
+    study["cost"] = {
+        "currency": "USD",
+        "profiles": {"app": {"base": 1000, "per_cpu": 500}, "disk": 300},
+        "volumes": {"slow": 150},
+    }
+    study["goal"] = {"rate": 10, "headroom": "25%"}
+    done = caplab(
+        "run", write_study(tmp_path / "s.yaml", study), "--db", f"sqlite:///{tmp_path / 'c.db'}",
+        "-o", tmp_path / "r", timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((tmp_path / "r" / "results.json").read_text())
+    [cell] = results["cells"]
+    assert cell["cost"]["total"] == 1000 + 500 * 1 + 300 + 150  # app 1 CPU; disk; its slow volume
+    recommendation = results["recommendation"]
+    cheapest = recommendation["cost"]["cheapest"]
+    assert cheapest["cost"] == 1950 and cheapest["cost_per_1000"] == pytest.approx(
+        1950 / (20 / 1000), rel=0.05
+    )
+    [log] = recommendation["endurance"]
+    written = cell["volumes"]["log"]["write_mb_s"]
+    assert log["volume"] == "log" and log["write_mb_s"] == written and 0 < written < 1
+    assert log["tb_per_day"] == pytest.approx(written * 86_400 / 1e6)
+    assert log["years"] == pytest.approx(log["rated_tbw"] / (log["tb_per_day"] * 365))
+    assert "Cheapest that meets the goal" in recommendation["text"] and "TB a day" in recommendation["text"]

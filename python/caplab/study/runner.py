@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from caplab.analysis.cost import configuration_cost
 from caplab.collect import MetricsSource, RoleSpec, cell_resources, default_collectors
 from caplab.collect.base import ResourceSample
 from caplab.engine import (
@@ -112,6 +113,22 @@ def load_spec_for(config: StudyConfig, directory: Path) -> LoadSpec:
         timeout_s=load.timeout,
         interval_s=load.interval,
     )
+
+
+def priced(config: StudyConfig, factors: dict[str, Any]) -> dict[str, Any]:
+    """The cell's price (``cost``) and its volumes' endurance ratings (``ratings``), when the study
+    gives them: the report prices capacity and ages drives from these."""
+    out: dict[str, Any] = {}
+    if config.cost is not None:
+        out["cost"] = configuration_cost(config.cost.prices(), factors, config.priced_roles()).as_dict()
+    rated = {
+        volume: {"class": vclass, "size": v.size, "dwpd": v.dwpd, "years": v.years, "tbw": v.tbw}
+        for volume, (vclass, v) in config.volume_ratings().items()
+        if v.tbw is not None or (v.dwpd is not None and v.years is not None)
+    }
+    if rated:
+        out["ratings"] = rated
+    return out
 
 
 def plan_for(config: StudyConfig, directory: Path) -> Plan:
@@ -373,6 +390,7 @@ class StudyRunner:
             resources = cell_resources(samples, config.load.warmup, config.load.warmup + config.load.duration)
             if "app" in resources:
                 metrics["app"] = resources["app"]  # what the SUT says it did, beside what caplab saw
+            metrics |= priced(config, cell.factors)
             self.store.set_cell_status(row.id, "complete", metrics=metrics, resources=resources)
             self.progress.cell_finished(cell, "complete", metrics, resources)
             return True

@@ -466,6 +466,10 @@ def ratings_table(results: Results) -> Table:
     ]
     if goal:
         columns.append(Column(f"meets {u.rate(goal['rate'])}"))
+    costs = rec.get("cost")
+    if costs:
+        unit = costs["currency"] + (" /h" if costs["basis"] == "hour" else "")
+        columns += [Column("cost", True, unit), Column("cost per 1,000/s", True, unit)]
     rows = []
     chosen = {c["cell"] for c in rec.get("choices") or []}
     for r in rec["ratings"]:
@@ -480,6 +484,9 @@ def ratings_table(results: Results) -> Table:
         if goal:
             meets = r["rated"] >= goal["rate"]
             row.append(text_cell("yes" if meets else "no", "good" if meets else "bad"))
+        if costs:
+            cost, per = r.get("cost"), r.get("cost_per_1000")
+            row += [num_cell(cost, u.num(cost)), num_cell(per, u.num(per))]
         rows.append(row)
     return Table(columns, rows, caption="What each configuration can be rated for", sortable=False)
 

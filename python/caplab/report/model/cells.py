@@ -261,6 +261,8 @@ def cell_result(
         "hardware": hardware.get("roles"),
         "volumes": _volumes(cell.get("resources") or {}, hardware.get("volume_baseline") or {}),
         "recovery": [_recovery(r, raw.get("ledger") or []) for r in raw.get("recovery") or []],
+        "cost": raw.get("cost"),
+        "ratings": {str(k): v for k, v in (raw.get("ratings") or {}).items()},
     }
 
 

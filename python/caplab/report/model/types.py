@@ -7,7 +7,7 @@ A figure the run did not measure is ``None`` (``null`` in the file), never NaN.
 
 from __future__ import annotations
 
-from typing import Literal, NotRequired, TypeAlias, TypedDict
+from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
 
 Json: TypeAlias = "str | int | float | bool | list[Json] | dict[str, Json] | None"
 """A value as the study file or the environment probe wrote it (a factor's level, a setting)."""
@@ -286,6 +286,25 @@ class RecoveryRow(TypedDict):
     lost: int | None
 
 
+class CellCost(TypedDict):
+    """The configuration's price as the study's ``cost:`` gives it (analysis/cost.py)."""
+
+    total: float | None
+    currency: str
+    basis: str
+    parts: list[list[Any]]
+    unpriced: list[str]
+
+
+class VolumeRating(TypedDict):
+    """A volume's class and its endurance rating, from the study's ``volumes:``."""
+
+    size: int
+    dwpd: float | None
+    years: float | None
+    tbw: float | None
+
+
 class CellResult(TypedDict):
     index: int
     label: str
@@ -306,6 +325,9 @@ class CellResult(TypedDict):
     """The cell's profile volumes by name (empty when it had none)."""
     recovery: list[RecoveryRow]
     """Actions during its trials (faults, role changes) and the load's recovery from each."""
+    cost: CellCost | None
+    ratings: dict[str, VolumeRating]
+    """Rated volumes by name (their class's DWPD and years, or TBW): their endurance is reported."""
 
 
 # --- across cells ------------------------------------------------------------------------------
@@ -451,6 +473,8 @@ Rating = TypedDict(
         "interval": IntervalKind | None,
         "rated": float,
         "for": NotRequired[Factors],
+        "cost": NotRequired[float | None],
+        "cost_per_1000": NotRequired[float | None],
     },
 )
 """What a configuration can be rated for: its figure less the headroom. ``for``: the workload
@@ -492,6 +516,31 @@ Workload = TypedDict(
 )
 
 
+class CheapestChoice(TypedDict):
+    cell: int
+    label: str
+    cost: float
+    cost_per_1000: float | None
+    rated: float
+
+
+class CostSummary(TypedDict):
+    """Prices against capacity: the cheapest configuration that meets the goal, and why."""
+
+    currency: str
+    basis: str
+    cheapest: CheapestChoice | None
+    text: str
+
+
+class EnduranceRow(TypedDict):
+    volume: str
+    write_mb_s: float
+    tb_per_day: float
+    rated_tbw: float | None
+    years: float | None
+
+
 class RecommendationBody(TypedDict):
     """The recommendation before its text: the keys that come first in results.json."""
 
@@ -506,6 +555,9 @@ class RecommendationBody(TypedDict):
     needed: NotRequired[float | None]
     extrapolated: NotRequired[Extrapolation | None]
     workloads: NotRequired[list[Workload]]
+    cost: NotRequired[CostSummary | None]
+    endurance: NotRequired[list[EnduranceRow]]
+    """Each rated volume of the chosen configuration, at the rate it was written there."""
 
 
 class Recommendation(RecommendationBody):

@@ -31,6 +31,7 @@ from caplab.report.model.types import (
     RecommendationBody,
     Workload,
 )
+from caplab.report.text.costs import cost_summary, endurance_rows, endurance_text, priced
 from caplab.report.text.observations import SATURATED
 from caplab.units import cell_label
 
@@ -297,7 +298,7 @@ def recommend(results: Measured, observations: list[Observation]) -> Recommendat
     """The recommendation, with the advice that follows from the limits and the ``observations``."""
     goal = results["goal"]
     headroom = goal["headroom"] if goal else DEFAULT_HEADROOM
-    ratings = _ratings(results, headroom)
+    ratings = priced(_ratings(results, headroom), results["cells"])
     common: RecommendationBody = {
         "goal": goal,
         "headroom": headroom,
@@ -327,6 +328,13 @@ def recommend(results: Measured, observations: list[Observation]) -> Recommendat
     sized = _per_workload(ratings, goal, results)
     common["choice"], common["choices"] = sized["choice"], sized["choices"]
     text = prefix + sized["text"]
+    costs = cost_summary(ratings, goal, results["cells"])
+    chosen = sized["choice"]
+    worn = endurance_rows(
+        next((c for c in results["cells"] if chosen and c["index"] == chosen["cell"]), None)
+    )
+    common["cost"], common["endurance"] = costs, worn
+    text += (" " + costs["text"] if costs else "") + (" " + endurance_text(worn) if worn else "")
     if "workloads" in sized:
         return {
             **common,

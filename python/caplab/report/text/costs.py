@@ -1,0 +1,90 @@
+"""Prices and drive life in the recommendation: each rating's cost and cost per 1,000 units of
+capacity, the cheapest configuration that meets the goal, and how long the chosen configuration's
+rated volumes last at the rate it wrote them."""
+
+from __future__ import annotations
+
+from caplab import units as u
+from caplab.analysis.cost import PER, per_capacity
+from caplab.analysis.endurance import Endurance, endurance, endurance_line
+from caplab.report.model.types import CellResult, CheapestChoice, CostSummary, EnduranceRow, Goal, Rating
+
+
+def priced(ratings: list[Rating], cells: list[CellResult]) -> list[Rating]:
+    """The ratings with their configuration's cost (when the study priced them)."""
+    costs = {c["index"]: c["cost"] for c in cells}
+    out: list[Rating] = []
+    for r in ratings:
+        cost = costs.get(r["cell"])
+        total = cost["total"] if cost else None
+        out.append({**r, "cost": total, "cost_per_1000": per_capacity(total, r["rate"])})
+    return out
+
+
+def cost_summary(ratings: list[Rating], goal: Goal | None, cells: list[CellResult]) -> CostSummary | None:
+    """The cheapest priced configuration whose rating carries the goal (or, without a goal, the
+    lowest cost per capacity), in a sentence."""
+    priced_cells = [c["cost"] for c in cells if c["cost"] and c["cost"]["total"] is not None]
+    if not priced_cells:
+        return None
+    currency, basis = priced_cells[0]["currency"], priced_cells[0]["basis"]
+    unit = f" {currency}" + (" an hour" if basis == "hour" else "")
+    candidates = [
+        r for r in ratings if r.get("cost") is not None and (goal is None or r["rated"] >= goal["rate"])
+    ]
+    if not candidates:
+        text = (
+            f"No priced configuration meets the goal of {u.rate(goal['rate'])}."
+            if goal
+            else "No priced configuration has a capacity to price."
+        )
+        return {"currency": currency, "basis": basis, "cheapest": None, "text": text}
+    key = (lambda r: r.get("cost") or 0.0) if goal else (lambda r: r.get("cost_per_1000") or float("inf"))
+    best = min(candidates, key=key)
+    cost = float(best.get("cost") or 0.0)
+    per = best.get("cost_per_1000")
+    cheapest: CheapestChoice = {
+        "cell": best["cell"],
+        "label": best["label"],
+        "cost": cost,
+        "cost_per_1000": per,
+        "rated": best["rated"],
+    }
+    per_text = f" ({u.num(per)}{unit} per {PER:,.0f}/s of capacity)" if per is not None else ""
+    what = "Cheapest that meets the goal" if goal else "Lowest cost per capacity"
+    text = f"{what}: {best['label']} at {u.num(cost)}{unit}{per_text}, rated for {u.rate(best['rated'])}."
+    others = sorted((r for r in candidates if r is not best), key=key)
+    if others:
+        nxt = others[0]
+        text += f" Next: {nxt['label']} at {u.num(nxt.get('cost'))}{unit}."
+    return {"currency": currency, "basis": basis, "cheapest": cheapest, "text": text}
+
+
+def endurance_rows(cell: CellResult | None) -> list[EnduranceRow]:
+    """Each rated volume of ``cell`` at the rate the cell wrote it."""
+    if cell is None:
+        return []
+    rows: list[EnduranceRow] = []
+    for name, rating in cell["ratings"].items():
+        use = cell["volumes"].get(name)
+        written = use["write_mb_s"] if use else None
+        if written is None:
+            continue
+        e = endurance(name, written, rating["size"], rating["dwpd"], rating["years"], rating["tbw"])
+        rows.append(
+            {
+                "volume": e.volume,
+                "write_mb_s": e.write_mb_s,
+                "tb_per_day": e.tb_per_day,
+                "rated_tbw": e.rated_tbw,
+                "years": e.years,
+            }
+        )
+    return rows
+
+
+def endurance_text(rows: list[EnduranceRow]) -> str:
+    lines = [
+        Endurance(r["volume"], r["write_mb_s"], r["tb_per_day"], r["rated_tbw"], r["years"]) for r in rows
+    ]
+    return " ".join(endurance_line(e) + "." for e in lines)
