@@ -7,15 +7,14 @@ on the new primary. With synchronous replication a switchover loses nothing ackn
 from __future__ import annotations
 
 import shutil
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from support.studies import CAPLAB, caplab, free_port, json_out, write_study
+from caplab import studies
+from support.studies import caplab, json_out
 
 pytestmark = pytest.mark.slow  # two pairs built, seeded and failed over under load
 
@@ -29,41 +28,10 @@ def shared_dir() -> Iterator[Path]:
     shutil.rmtree(directory, ignore_errors=True)
 
 
-def study(port: int, data: str) -> dict[str, Any]:
-    pgpair = f"{sys.executable} -m caplab.systems.pgpair"
-    nodes = f"127.0.0.1:{port},127.0.0.1:{port + 1}"
-    return {
-        "name": "failover",
-        "target": {
-            "postgres": {
-                "url": f"postgresql://caplab@{nodes}/ag_0?target_session_attrs=read-write",
-                "workload": "tpcb",
-                "passfile": f"{data}/pgpass",
-                "ledger": True,
-            }
-        },
-        "sut": {
-            "start": f"exec {CAPLAB} systems start pgpair --data-dir {data} --databases 1 --sync {{sync}} "
-            f"--port {port}",
-            "stop": f"{pgpair} stop --data-dir {data} --remove",
-            "ready": {"port": port + 1, "timeout": "120s"},  # the standby comes up once the primary is seeded
-            "actions": {
-                "switchover": f"{pgpair} switchover --data-dir {data}",
-                "kill-primary": f"{pgpair} kill-primary --data-dir {data} --detect-delay 1",
-            },
-            "postgres": [
-                f"postgresql://caplab@127.0.0.1:{p}/postgres?passfile={data}/pgpass" for p in (port, port + 1)
-            ],
-        },
-        "load": {"users": 4, "duration": "6s", "interval": "200ms"},
-        "actions": [{"at": "2s", "do": "{action}"}],
-        "factors": {"zip": {"sync": ["on", "off"], "action": ["switchover", "kill-primary"]}},
-    }
-
-
 def test_a_switchover_and_a_killed_primary_under_load(shared_dir: Path) -> None:
-    port = free_port()
-    path = write_study(shared_dir / "failover.yaml", study(port, str(shared_dir / "pg")))
+    """The built-in pg-failover study's quick cut, run from another directory (its pair's pgpass
+    files are found under the study's)."""
+    path = studies.prepare("pg-failover", shared_dir) / "quick.yaml"
     done = caplab(
         "run", path, "--db", f"sqlite:///{shared_dir / 'c.db'}", "--json", "-o", shared_dir / "r", timeout=600
     )
@@ -83,5 +51,6 @@ def test_a_switchover_and_a_killed_primary_under_load(shared_dir: Path) -> None:
     # Synchronous replication: every acknowledged commit was on the standby before it was acknowledged.
     assert cells["switchover"]["metrics"]["ledger"][0]["lost"] == 0
     assert "password" not in done.stdout
+    assert not any(shared_dir.glob("pg-*/pgpair.json")), "each pair removed after its cell"
     report = (shared_dir / "r" / "report.md").read_text()
     assert "| kill-primary |" in report and "acknowledged" in report, "the Recovery table with its ledger"

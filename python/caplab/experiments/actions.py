@@ -67,8 +67,16 @@ class ActionOutcome:
 class TrialActions:
     """Fires a trial's actions on schedule from ``start()`` (called as the load starts)."""
 
-    def __init__(self, actions: list[ActionSpec], declared: dict[str, str], directory: Path) -> None:
+    def __init__(
+        self,
+        actions: list[ActionSpec],
+        declared: dict[str, str],
+        directory: Path,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.directory = directory
+        self.env = env
+        """The commands' environment (a study's: the SUT's, so ``python -m …`` is caplab's own)."""
         self.outcomes = [
             ActionOutcome(a.label, declared[a.do] if a.do is not None else a.run or "", a.at) for a in actions
         ]
@@ -111,6 +119,7 @@ class TrialActions:
                 outcome.command,
                 shell=True,
                 cwd=self.directory,
+                env=self.env,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

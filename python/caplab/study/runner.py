@@ -45,8 +45,8 @@ from caplab.study.hardware import (
 )
 from caplab.study.metrics import cell_metrics
 from caplab.study.observer import StudyObserver
-from caplab.study.sut import Sut, SutFailed
-from caplab.workloads.postgres import DatabaseProblem, ledger_rows, prepare
+from caplab.study.sut import Sut, SutFailed, sut_environment
+from caplab.workloads.postgres import DatabaseProblem, ledger_rows, prepare, with_passfile_under
 
 
 @dataclass(frozen=True)
@@ -182,9 +182,9 @@ class CellRun:
         self.oom_reason: str | None = None
         self.roles = with_profiles(roles_of(self.config, sut), hardware)
         self.metrics = metrics_of(self.config)
-        self.collectors = default_collectors(
-            self.roles, self.metrics, self.config.sut.postgres if self.config.sut else None, self.config.hosts
-        )
+        urls = self.config.sut.postgres if self.config.sut else []
+        nodes = [with_passfile_under(u, runner.study.directory) for u in urls]
+        self.collectors = default_collectors(self.roles, self.metrics, nodes, self.config.hosts)
         self.records = kept
         """Every trial of the cell so far, across its replicates (shared by their runs)."""
         self.summary: dict[str, Any] = {}
@@ -265,7 +265,7 @@ class CellRun:
         if not self.config.actions:
             return None
         declared = self.config.sut.actions if self.config.sut else {}
-        return TrialActions(self.config.actions, declared, self.runner.study.directory)
+        return TrialActions(self.config.actions, declared, self.runner.study.directory, sut_environment())
 
     def _recovered(self, record: TrialRecord, outcomes: list[ActionOutcome], index: int) -> None:
         """Each action's outcome as an event, and the load's recovery from it in the metrics."""

@@ -134,7 +134,13 @@ class Sut:
         """The stop command if there is one, then SIGTERM to the process group, SIGKILL after a grace."""
         if self.spec.stop:
             subprocess.run(
-                self.spec.stop, shell=True, cwd=self.cwd, timeout=60, capture_output=True, check=False
+                self.spec.stop,
+                shell=True,
+                cwd=self.cwd,
+                timeout=60,
+                capture_output=True,
+                check=False,
+                env=sut_environment(),  # as the start command's: `python -m …` is this install's
             )
         if self.process is None:
             return

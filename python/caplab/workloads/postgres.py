@@ -170,3 +170,16 @@ def _scale(conn: psycopg.Connection[tuple[object, ...]], where: str) -> int:
 
 def _first_line(e: Exception) -> str:
     return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+
+
+def with_passfile_under(url: str, directory: Path) -> str:
+    """The URL with a relative ``passfile=`` made absolute under ``directory`` (the study's), so it
+    means the same file whatever directory caplab runs from."""
+    try:
+        params = conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return url
+    passfile = params.get("passfile")
+    if not passfile or Path(str(passfile)).is_absolute():
+        return url
+    return make_conninfo(url, passfile=str(directory / str(passfile)))
