@@ -177,15 +177,18 @@ def test_an_unknown_field_in_a_capitalised_role_keeps_the_role_in_its_path(tmp_p
 
 def test_durations_take_units_or_bare_seconds(tmp_path: Path) -> None:
     text = TARGET + "load:\n  rate: 1\n  warmup: 500ms\n  duration: 2m\n  timeout: 30s\n"
-    load_spec = load(tmp_path, text).cells[0].config.load
+    load_spec = load(tmp_path, text).cells[0].config.requests[1]
     assert (load_spec.warmup, load_spec.duration, load_spec.timeout) == (0.5, 120.0, 30.0)
-    assert load(tmp_path, TARGET + "load:\n  rate: 1\n  duration: 1.5\n").cells[0].config.load.duration == 1.5
+    assert (
+        load(tmp_path, TARGET + "load:\n  rate: 1\n  duration: 1.5\n").cells[0].config.requests[1].duration
+        == 1.5
+    )
 
 
 def test_think_time_and_ready_timeout_are_durations(tmp_path: Path) -> None:
     text = TARGET + "sut:\n  ready: {port: 8080, timeout: 2m}\nload:\n  users: 4\n  think: 100ms\n"
     config = load(tmp_path, text).cells[0].config
-    assert config.load.think == pytest.approx(0.1)
+    assert config.requests[1].think == pytest.approx(0.1)
     assert config.sut is not None and config.sut.ready is not None
     assert config.sut.ready.timeout == 120.0
 
@@ -234,7 +237,7 @@ def test_factors_are_substituted_into_every_cell(tmp_path: Path) -> None:
         {"workers": 4, "rate": 250.5},
     ]
     for cell in study.cells:
-        assert cell.config.load.rate == float(cell.factors["rate"])
+        assert cell.config.requests[1].rate == float(cell.factors["rate"])
         assert cell.config.sut is not None
         w = cell.factors["workers"]
         assert cell.config.sut.start == f"./server --workers {w} --log /tmp/w{w}.log"
@@ -242,7 +245,7 @@ def test_factors_are_substituted_into_every_cell(tmp_path: Path) -> None:
 
 def test_a_factor_may_fill_a_duration(tmp_path: Path) -> None:
     text = TARGET + "factors:\n  length: [500ms, 2m]\nload:\n  rate: 1\n  duration: '{length}'\n"
-    assert [c.config.load.duration for c in load(tmp_path, text).cells] == [0.5, 120.0]
+    assert [c.config.requests[1].duration for c in load(tmp_path, text).cells] == [0.5, 120.0]
 
 
 def test_zip_factors_move_together(tmp_path: Path) -> None:
@@ -255,7 +258,7 @@ def test_zip_factors_move_together(tmp_path: Path) -> None:
     study = load(tmp_path, text)
     assert len(study.cells) == 3 * 2
     assert study.factor_names == ["workers", "rate", "timeout"]
-    pairs = {(c.config.load.rate, c.config.load.timeout) for c in study.cells}
+    pairs = {(c.config.requests[1].rate, c.config.requests[1].timeout) for c in study.cells}
     assert pairs == {(100.0, 1.0), (200.0, 2.0)}
     assert [(c.factors["workers"], c.factors["rate"]) for c in study.cells] == [
         (1, 100),
@@ -319,6 +322,7 @@ def test_engine_placeholders_and_unknown_names_in_bodies_are_left_alone(tmp_path
     )
     bodies = []
     for cell in load(tmp_path, text).cells:
+        assert cell.config.target is not None
         http = cell.config.target.http
         assert http is not None
         assert http.url == "http://127.0.0.1:8080/orders"
@@ -335,7 +339,7 @@ def test_a_partial_reference_makes_a_string_and_a_whole_one_keeps_the_type(tmp_p
         "    headers:\n      X-Shard: 'shard-{n}'\nfactors:\n  n: [3]\nload:\n  users: '{n}'\n"
     )
     config = load(tmp_path, text).cells[0].config
-    assert config.load.users == 3
+    assert config.requests[1].users == 3
     assert config.name == "orders-3"
-    assert config.target.http is not None
+    assert config.target is not None and config.target.http is not None
     assert config.target.http.headers == {"X-Shard": "shard-3"}

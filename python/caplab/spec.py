@@ -449,14 +449,46 @@ class ScaleSpec(Strict):
     """Host cores per profile core: 0.25 lets two host cores carry an 8-core profile."""
 
 
+class PhaseSpec(Strict):
+    """One timed step of a batch job: a command, and how many items it does (for items/s)."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
+    run: str = Field(pattern=r"\S")
+    items: int | None = Field(default=None, ge=1)
+    timeout: Annotated[float, BeforeValidator(_seconds), Field(gt=0)] = 3600.0
+
+
+class JobSpec(Strict):
+    """A batch job instead of a request load (the MIIS paper's staging and synchronisation): before
+    each repeat ``reset`` then ``prepare`` (untimed), then each phase timed with the resources
+    sampled on the same clock as a load trial."""
+
+    reset: str | None = Field(default=None, pattern=r"\S")
+    prepare: str | None = Field(default=None, pattern=r"\S")
+    phases: list[PhaseSpec] = Field(min_length=1)
+    repeat: int = Field(default=1, ge=1, le=20)
+    interval: Annotated[float, BeforeValidator(_seconds), Field(ge=0.1, le=60)] = 1.0
+    """How often resources are sampled while a phase runs."""
+
+    @model_validator(mode="after")
+    def _unique(self) -> JobSpec:
+        names = [p.name for p in self.phases]
+        if len(set(names)) != len(names):
+            raise ValueError(f"phase names must differ (got {', '.join(names)})")
+        return self
+
+
 class StudyConfig(Strict):
     """One cell's fully substituted configuration."""
 
     name: str = Field(min_length=1)
     description: str | None = None
-    target: TargetSpec
+    target: TargetSpec | None
+    """Required (``None`` only for a job study, which sends no requests)."""
     sut: SutSpec | None = None
-    load: LoadSection
+    load: LoadSection | None
+    """Required, like ``target``, unless the study is a job."""
+    job: JobSpec | None = None
     slo: list[SloText] = Field(default_factory=list)
     search: SearchSpec | None = None
     goal: GoalSpec | None = None
@@ -502,6 +534,29 @@ class StudyConfig(Strict):
                 link_classes=link_classes,
             )
         return out
+
+    @model_validator(mode="before")
+    @classmethod
+    def _job_sends_no_load(cls, data: Any) -> Any:
+        """A job study has no target or load: they are None, not missing, for it alone."""
+        if isinstance(data, dict) and data.get("job") is not None:
+            return {"target": None, "load": None} | data
+        return data
+
+    @model_validator(mode="after")
+    def _load_or_job(self) -> StudyConfig:
+        if self.job is None and (self.target is None or self.load is None):
+            raise ValueError("target: and load: are required (or a job: section, for a batch job)")
+        if self.job is not None and (self.search is not None or self.actions):
+            raise ValueError("a job: study runs its phases: no search: or actions: with it")
+        return self
+
+    @property
+    def requests(self) -> tuple[TargetSpec, LoadSection]:
+        """The target and load of a study that sends requests (every study but a job)."""
+        if self.target is None or self.load is None:
+            raise ValueError("a job study sends no requests")
+        return self.target, self.load
 
     def role_profiles(self) -> dict[str, str]:
         """``{role: profile name}``: the SUT's own, or the consolidation's for the cell's placement."""
@@ -744,7 +799,7 @@ def _format_error(path: Path, lines: dict[Path_, int], err: Any, data: Any, cell
 def _check_files(path: Path, lines: dict[Path_, int], config: StudyConfig) -> None:
     """A body_file must exist (relative to the study file), so a typo fails now, not mid-study."""
     for kind in ("http", "tcp"):
-        target = getattr(config.target, kind)
+        target = getattr(config.target, kind) if config.target else None
         if target is not None and target.body_file is not None:
             file = path.parent / target.body_file
             if not file.is_file():
@@ -752,7 +807,7 @@ def _check_files(path: Path, lines: dict[Path_, int], config: StudyConfig) -> No
                 raise SpecError(
                     f"{path}:{_line_of(lines, loc)}: target.{kind}.body_file: no such file: {file}"
                 )
-    pg = config.target.postgres
+    pg = config.target.postgres if config.target else None
     if pg is not None and pg.sql_file is not None and not (path.parent / pg.sql_file).is_file():
         loc = ("target", "postgres", "sql_file")
         file = path.parent / pg.sql_file
@@ -773,6 +828,8 @@ def _check_hosts(path: Path, lines: dict[Path_, int], config: StudyConfig) -> No
 def _check_actions(path: Path, lines: dict[Path_, int], config: StudyConfig) -> None:
     """Actions run during a fixed load, within it, and name actions the system declares."""
     declared = config.sut.actions if config.sut else {}
+    if config.load is None:
+        return  # a job study: its own check refuses actions
     end = config.load.warmup + config.load.duration
 
     def fail(i: int, field: str, message: str) -> SpecError:
@@ -845,7 +902,7 @@ def _check_hardware(
     if sut.ready is not None:
         texts += [(("sut", "ready", k), getattr(sut.ready, k)) for k in ("url", "command", "host")]
     for kind in ("http", "tcp", "postgres"):
-        target = getattr(config.target, kind)
+        target = getattr(config.target, kind) if config.target else None
         if target is not None:
             texts.append((("target", kind, "url"), target.url))
     if sut.metrics is not None:
@@ -886,7 +943,9 @@ def load_study(path: str | Path) -> Study:
     for index, factors in enumerate(matrix):
         try:
             cell_data = substitute(data, factors)
-            searching = isinstance(cell_data, dict) and cell_data.get("search") is not None
+            searching = isinstance(cell_data, dict) and (
+                cell_data.get("search") is not None or cell_data.get("job") is not None
+            )
             config = StudyConfig.model_validate(cell_data, context={"search": searching})
         except ValidationError as e:
             errors = e.errors()

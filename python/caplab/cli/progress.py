@@ -90,6 +90,8 @@ class StudyProgress:
             line.append("no capacity found", style="yellow")
             line.append(f": {metrics['capacity'].get('message', '')}")
             self.console.print(line)
+        elif status == "complete" and "job" in metrics:
+            self.console.print(f"{self.header}: [green]complete[/] {job_note(metrics['job'])}")
         elif status == "complete":
             p99 = (metrics.get("latency_ms") or {}).get("p99")
             note = f"{metrics.get('throughput', 0):,.1f}/s, p99 {fmt_ms(p99)}"
@@ -162,11 +164,13 @@ def _summary_table(document: dict[str, Any], *, with_roles: bool) -> Table:
         padding=0,
         pad_edge=False,
     )
+    phases = list(
+        dict.fromkeys(p for c in cells for p in ((c.get("metrics") or {}).get("job") or {}).get("phases", {}))
+    )
     columns = [
         *varied,
         *([] if everything_complete else ["status"]),
-        "req/s",
-        "p99",
+        *([f"{p}\nitems/s" for p in phases] if phases else ["req/s", "p99"]),
         *(["errors"] if errors else []),
         "limit",
     ]
@@ -181,16 +185,42 @@ def _summary_table(document: dict[str, Any], *, with_roles: bool) -> Table:
         if not everything_complete:
             style = {"complete": "green", "failed": "red"}.get(status, "yellow")
             row.append(f"[{style}]{status}[/]")
-        row.append(f"{m['throughput']:,.0f}" if "throughput" in m else "–")
-        row.append(fmt_ms((m.get("latency_ms") or {}).get("p99")))
+        if phases:
+            figures = (m.get("job") or {}).get("phases", {})
+            row += [_items_rate(figures.get(p) or {}) for p in phases]
+        else:
+            row.append(f"{m['throughput']:,.0f}" if "throughput" in m else "–")
+            row.append(fmt_ms((m.get("latency_ms") or {}).get("p99")))
         if errors:
             row.append(str(m.get("errors", "–")))
-        row.append((m.get("limit") or {}).get("resource", "–"))
+        row.append((m.get("limit") or _phase_limit(m) or {}).get("resource", "–"))
         for role in [*roles, "host"]:
             cpu = _cpu_share(res.get(role) or {})
             row.append(f"{cpu:.0f}" if cpu is not None else "–")
         table.add_row(*row)
     return table
+
+
+def _items_rate(phase: dict[str, Any]) -> str:
+    rate = phase.get("items_per_s")
+    return f"{rate:,.1f}" if rate is not None else "–"
+
+
+def _phase_limit(metrics: dict[str, Any]) -> dict[str, Any] | None:
+    """A job's limit: the first phase's that names one."""
+    phases = ((metrics.get("job") or {}).get("phases") or {}).values()
+    return next((p["limit"] for p in phases if p.get("limit")), None)
+
+
+def job_note(job: dict[str, Any]) -> str:
+    """``stage 199.4 items/s [199.3, 199.6], sync 49.7 items/s``: each phase's rate."""
+    parts = []
+    for name, phase in job.get("phases", {}).items():
+        rate = phase.get("items_per_s")
+        shown = f"{rate:,.1f} items/s" if rate is not None else f"{phase.get('wall_s') or 0:.2f}s"
+        ci = phase.get("ci95")
+        parts.append(f"{name} {shown}" + (f" [{ci[0]:,.1f}, {ci[1]:,.1f}]" if ci else ""))
+    return ", ".join(parts)
 
 
 def _cpu_share(figures: dict[str, Any]) -> float | None:

@@ -74,6 +74,11 @@ class CellContext(Protocol):
     summary: dict[str, Any]
     progress: Any
 
+    @property
+    def collectors(self) -> SamplerSet:
+        """The cell's resource collectors (a job samples them itself while a phase runs)."""
+        ...
+
     def load_spec(self) -> LoadSpec: ...
 
     def plan(self) -> Plan: ...

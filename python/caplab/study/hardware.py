@@ -100,8 +100,8 @@ def bind(config: StudyConfig, hw: CellHardware | None) -> StudyConfig:
     )
     target = config.target
     for kind in ("http", "tcp", "postgres"):
-        payload = getattr(target, kind)
-        if payload is not None:
+        payload = getattr(target, kind) if target is not None else None
+        if target is not None and payload is not None:
             target = target.model_copy(update={kind: payload.model_copy(update={"url": sub(payload.url)})})
     return config.model_copy(update={"sut": sut, "target": target})
 

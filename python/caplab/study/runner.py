@@ -28,6 +28,7 @@ from caplab.experiments.actions import ActionOutcome, TrialActions, recoveries, 
 from caplab.experiments.base import Experiment, Interrupted, TrialRecord, run_trial
 from caplab.experiments.capacity import CapacityExperiment, GeneratorSaturated, combine_replicates
 from caplab.experiments.fixed import FixedLoad
+from caplab.experiments.job import JobExperiment, PhaseFailed
 from caplab.profiles import CellHardware, ProfileError
 from caplab.spec import Cell, Study, StudyConfig
 from caplab.store import CellRow, Store
@@ -59,8 +60,8 @@ class StudyOutcome:
 def load_spec_for(config: StudyConfig, directory: Path) -> LoadSpec:
     """One cell's load as a `LoadSpec`, so a study and `caplab load` build plans alike. A
     PostgreSQL target is tried first (``DatabaseProblem`` when it cannot be used)."""
-    load = config.load
-    pg = config.target.postgres
+    target_spec, load = config.requests
+    pg = target_spec.postgres
     if pg is not None:
         found = prepare(
             pg.url,
@@ -88,10 +89,10 @@ def load_spec_for(config: StudyConfig, directory: Path) -> LoadSpec:
             timeout_s=load.timeout,
             interval_s=load.interval,
         )
-    target = config.target.http or config.target.tcp
+    target = target_spec.http or target_spec.tcp
     assert target is not None
     body_file = (directory / target.body_file) if target.body_file else None
-    http = config.target.http
+    http = target_spec.http
     return LoadSpec(
         url=target.url,
         rate=load.rate if load.open_model else None,
@@ -109,7 +110,7 @@ def load_spec_for(config: StudyConfig, directory: Path) -> LoadSpec:
         body=target.body,
         body_file=body_file,
         template=target.template,
-        framing=config.target.tcp.framing if config.target.tcp else None,
+        framing=target_spec.tcp.framing if target_spec.tcp else None,
         timeout_s=load.timeout,
         interval_s=load.interval,
     )
@@ -226,7 +227,7 @@ class CellRun:
         return build_plan(self.load_spec())
 
     def trial(self, plan: Plan, index: int, kind: str) -> TrialRecord:
-        self.progress.trial_started(index, self.cell.config.load.repeat, plan)
+        self.progress.trial_started(index, self.cell.config.requests[1].repeat, plan)
         actions = self._actions()
         try:
             record = run_trial(plan, self.collectors, self.watch, actions.start if actions else None)
@@ -243,7 +244,7 @@ class CellRun:
         """With a ledger, what the trial acknowledged against what the database holds now: the
         acknowledged transactions a failover lost, measured (a commit whose acknowledgement the
         failure swallowed is held but not counted as acknowledged, so ``lost`` is a lower bound)."""
-        pg = self.config.target.postgres
+        pg = self.config.target.postgres if self.config.target else None
         if pg is None or not pg.ledger:
             return
         directory = self.runner.study.directory
@@ -371,9 +372,7 @@ class StudyRunner:
                 # system starts and removed after it stops, whatever happens in between.
                 with cell_hardware(config, self._hardware_dir(cell)) as hw:
                     ctx = self._replicate(cell, row, kept, replicate, hw)
-                    experiment: Experiment = (
-                        CapacityExperiment(config) if config.search else FixedLoad(config.load.repeat)
-                    )
+                    experiment = self._experiment(config, ctx)
                     try:
                         records += experiment.run(ctx)
                     finally:
@@ -387,7 +386,14 @@ class StudyRunner:
                     {"volume_baseline": volume_baseline} if volume_baseline else {}
                 )
             samples = [s for r in records for s in r.samples]
-            resources = cell_resources(samples, config.load.warmup, config.load.warmup + config.load.duration)
+            window = (
+                (config.load.warmup, config.load.warmup + config.load.duration)
+                if config.load
+                else (None, None)
+            )
+            resources = cell_resources(samples, *window)
+            if config.job is not None:  # a job's resources are its phases', sampled by the job
+                resources = metrics["job"].pop("resources", {})
             if "app" in resources:
                 metrics["app"] = resources["app"]  # what the SUT says it did, beside what caplab saw
             metrics |= priced(config, cell.factors)
@@ -402,12 +408,22 @@ class StudyRunner:
             GeneratorSaturated,
             ProfileError,
             DatabaseProblem,
+            PhaseFailed,
         ) as e:
             self._fail(study_id, cell, row, str(e), kept, hardware)
             return False
         except (Interrupted, KeyboardInterrupt):
             self.store.set_cell_status(row.id, "interrupted", error="interrupted by Ctrl-C")
             raise
+
+    def _experiment(self, config: StudyConfig, ctx: CellRun) -> Experiment:
+        """What the cell runs: a job's phases, a capacity search, or the load as written."""
+        if config.job is not None:
+            roles = [r.name for r in ctx.roles]
+            return JobExperiment(config.job, self.study.directory, sut_environment(), roles)
+        if config.search is not None:
+            return CapacityExperiment(config)
+        return FixedLoad(config.requests[1].repeat)
 
     def _hardware_dir(self, cell: Cell) -> Path:
         """Where a cell's volumes are made: under the study's directory, removed after the cell."""

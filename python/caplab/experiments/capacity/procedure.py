@@ -15,7 +15,7 @@ class CapacityExperiment:
     def __init__(self, config: StudyConfig) -> None:
         assert config.search is not None
         s = config.search
-        load = config.load
+        _, load = config.requests
         self.closed = not load.open_model
         self.settings = FindSettings(
             slos=tuple(config.slos),

@@ -1,0 +1,203 @@
+"""The job experiment: batch work timed phase by phase (the MIIS paper's staging and
+synchronisation of N objects), instead of requests at a rate.
+
+Before each repeat the job's ``reset`` and ``prepare`` commands run, untimed (the paper emptied the
+store before every run). Then each phase's command runs while the cell's collectors sample every
+``interval`` on the phase's own clock — the same resource figures as a load trial, so the limit
+analysis names what bounded the phase (a volume, a role's CPU, or nothing: software). A phase's
+rate is its items over its wall time; repeats give that rate a t-interval. A phase that exits
+non-zero fails the cell with its last lines; one past its timeout is killed and reported so.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import statistics
+import subprocess
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from caplab.analysis.limit import find_limit
+from caplab.analysis.replicates import t_interval
+from caplab.collect.base import ResourceSample
+from caplab.collect.summary import cell_resources, summarize
+from caplab.experiments.base import CellContext, Interrupted, SamplerSet, TrialRecord
+from caplab.spec import JobSpec, PhaseSpec
+from caplab.units import scrub
+
+OUTPUT_LINES = 5
+
+
+class PhaseFailed(Exception):
+    """A phase (or the job's reset/prepare) that exited non-zero or ran past its timeout."""
+
+
+@dataclass
+class PhaseRun:
+    name: str
+    repeat: int
+    wall_s: float
+    items: int | None
+    status: str
+    """``complete``, ``failed`` (non-zero exit) or ``timed out``."""
+    exit_code: int | None
+    output: str
+    samples: list[ResourceSample] = field(default_factory=list, repr=False)
+
+    @property
+    def items_per_s(self) -> float | None:
+        return self.items / self.wall_s if self.items is not None and self.wall_s > 0 else None
+
+
+def run_command(
+    command: str, cwd: Path, env: dict[str, str] | None, timeout_s: float, tick: float, on_tick: Any = None
+) -> tuple[int | None, bool, str, float]:
+    """Runs a shell command to its end or its timeout, calling ``on_tick(elapsed)`` every ``tick``
+    seconds meanwhile; ``(exit code, timed out, last output lines, wall seconds)``."""
+    start = time.monotonic()
+    process = subprocess.Popen(
+        command,
+        shell=True,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    tail: deque[str] = deque(maxlen=OUTPUT_LINES)
+    assert process.stdout is not None
+    stream = process.stdout
+    reader = threading.Thread(target=lambda: tail.extend(line.rstrip() for line in stream), daemon=True)
+    reader.start()
+    timed_out = False
+    try:
+        while process.poll() is None:
+            elapsed = time.monotonic() - start
+            if elapsed >= timeout_s:
+                timed_out = True
+                os.killpg(process.pid, signal.SIGKILL)
+                break
+            try:
+                process.wait(timeout=min(tick, timeout_s - elapsed))
+            except subprocess.TimeoutExpired:
+                if on_tick is not None:
+                    on_tick(time.monotonic() - start)
+    except BaseException:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        raise
+    process.wait()
+    wall = time.monotonic() - start
+    reader.join(timeout=5)
+    return process.returncode, timed_out, scrub("\n".join(tail)), wall
+
+
+class JobExperiment:
+    """Runs the job's phases ``repeat`` times; returns no load trials (its figures go to the cell's
+    metrics as ``job``)."""
+
+    def __init__(self, job: JobSpec, directory: Path, env: dict[str, str] | None, roles: list[str]) -> None:
+        self.job = job
+        self.directory = directory
+        self.env = env
+        self.roles = roles
+
+    def run(self, ctx: CellContext) -> list[TrialRecord]:
+        runs: list[PhaseRun] = []
+        try:
+            for repeat in range(self.job.repeat):
+                for step, command in (("reset", self.job.reset), ("prepare", self.job.prepare)):
+                    if command:
+                        self._untimed(step, command)
+                for phase in self.job.phases:
+                    ctx.progress.note(f"repeat {repeat + 1} of {self.job.repeat}: phase {phase.name}")
+                    done = self._phase(phase, repeat, ctx.collectors)
+                    runs.append(done)
+                    ctx.progress.note(phase_line(done))
+                    if done.status != "complete":
+                        raise PhaseFailed(
+                            f"phase {phase.name} {done.status}"
+                            + (
+                                f" (exit {done.exit_code})"
+                                if done.status == "failed"
+                                else f" after {phase.timeout:g}s"
+                            )
+                            + (f": {done.output.splitlines()[-1]}" if done.output else "")
+                        )
+        finally:
+            ctx.summary["job"] = job_metrics(self.job, runs, self.roles)
+        return []
+
+    def _untimed(self, step: str, command: str) -> None:
+        code, timed_out, output, _ = run_command(command, self.directory, self.env, 3600.0, 1.0)
+        if code != 0 or timed_out:
+            last = f": {output.splitlines()[-1]}" if output else ""
+            raise PhaseFailed(f"job {step} {'timed out' if timed_out else f'exited {code}'}{last}")
+
+    def _phase(self, phase: PhaseSpec, repeat: int, collectors: SamplerSet) -> PhaseRun:
+        samples: list[ResourceSample] = []
+        collectors.start()
+        try:
+            code, timed_out, output, wall = run_command(
+                phase.run,
+                self.directory,
+                self.env,
+                phase.timeout,
+                self.job.interval,
+                lambda elapsed: samples.extend(collectors.sample(elapsed)),
+            )
+            samples.extend(collectors.sample(wall))
+        except KeyboardInterrupt:
+            raise Interrupted() from None
+        finally:
+            collectors.stop()
+        status = "timed out" if timed_out else "complete" if code == 0 else "failed"
+        return PhaseRun(phase.name, repeat, wall, phase.items, status, code, output, samples)
+
+
+def phase_line(run: PhaseRun) -> str:
+    rate = f", {run.items_per_s:,.1f} items/s" if run.items_per_s is not None else ""
+    return f"phase {run.name}: {run.status} in {run.wall_s:.2f}s{rate}"
+
+
+def job_metrics(job: JobSpec, runs: list[PhaseRun], roles: list[str]) -> dict[str, Any]:
+    """Per phase: each run, the items/s mean with its t-interval over repeats, the resources in
+    its window and the limit at that rate."""
+    phases: dict[str, Any] = {}
+    for phase in job.phases:
+        mine = [r for r in runs if r.name == phase.name]
+        rates = [r.items_per_s for r in mine if r.status == "complete" and r.items_per_s is not None]
+        samples = [s for r in mine for s in r.samples]
+        mean = statistics.fmean(rates) if rates else None
+        estimate = t_interval(rates) if len(rates) >= 2 else None
+        scopes = summarize(samples) if samples else {}
+        limit = find_limit(mean, scopes, roles) if mean and scopes else None
+        phases[phase.name] = {
+            "items": phase.items,
+            "items_per_s": mean,
+            "ci95": [estimate.low, estimate.high] if estimate else None,
+            "wall_s": statistics.fmean(r.wall_s for r in mine) if mine else None,
+            "runs": [
+                {
+                    "repeat": r.repeat,
+                    "wall_s": r.wall_s,
+                    "items_per_s": r.items_per_s,
+                    "status": r.status,
+                    "exit_code": r.exit_code,
+                    "output": r.output,
+                }
+                for r in mine
+            ],
+            "resources": cell_resources(samples) if samples else {},
+            "limit": limit,
+        }
+    every = [s for r in runs for s in r.samples]
+    return {"phases": phases, "repeat": job.repeat, "resources": cell_resources(every) if every else {}}
