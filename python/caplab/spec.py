@@ -509,6 +509,8 @@ class StudyConfig(Strict):
     """Faults and role changes during each trial; how the load recovered is measured from the
     interval series (a fixed load only: a search's trials must be alike)."""
     consolidation: ConsolidationSpec | None = None
+    paper: dict[str, Any] | None = None
+    """A seed paper's own figures, to be shown beside the study's (labelled as its hardware)."""
     placement: Literal["apart", "together"] | None = None
     """The cell's placement when the study has ``consolidation:`` (a factor caplab adds)."""
     replicates: int = Field(default=1, ge=1, le=20)

@@ -33,7 +33,13 @@ def _point_values(cell: dict[str, Any]) -> tuple[str, list[float]]:
 
 
 def study_scaling(document: dict[str, Any]) -> list[dict[str, Any]]:
-    cells = [c for c in document.get("cells", []) if c.get("status") == "complete"]
+    # A job's cells have no throughput to scale: its rate against its size is a shape, fitted
+    # apart (size_fit.py), not a scalability law.
+    cells = [
+        c
+        for c in document.get("cells", [])
+        if c.get("status") == "complete" and "job" not in (c.get("metrics") or {})
+    ]
     if not cells:
         return []
     names = list(cells[0]["factors"])

@@ -123,15 +123,7 @@ class JobExperiment:
                     runs.append(done)
                     ctx.progress.note(phase_line(done))
                     if done.status != "complete":
-                        raise PhaseFailed(
-                            f"phase {phase.name} {done.status}"
-                            + (
-                                f" (exit {done.exit_code})"
-                                if done.status == "failed"
-                                else f" after {phase.timeout:g}s"
-                            )
-                            + (f": {done.output.splitlines()[-1]}" if done.output else "")
-                        )
+                        raise PhaseFailed(failure(done, phase))
         finally:
             ctx.summary["job"] = job_metrics(self.job, runs, self.roles)
         return []
@@ -161,6 +153,13 @@ class JobExperiment:
             collectors.stop()
         status = "timed out" if timed_out else "complete" if code == 0 else "failed"
         return PhaseRun(phase.name, repeat, wall, phase.items, status, code, output, samples)
+
+
+def failure(run: PhaseRun, phase: PhaseSpec) -> str:
+    """Why a phase failed the cell: its exit or its timeout, and its last line of output."""
+    how = f"exited {run.exit_code}" if run.status == "failed" else f"timed out after {phase.timeout:g}s"
+    said = f": {run.output.splitlines()[-1]}" if run.output else ""
+    return f"phase {run.name} {how}{said}"
 
 
 def phase_line(run: PhaseRun) -> str:

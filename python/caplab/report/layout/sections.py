@@ -28,6 +28,8 @@ from caplab.report.layout.tables import (
     environment_table,
     events_table,
     fit_tables,
+    job_fit_lines,
+    job_table,
     matrix_table,
     ratings_table,
     recovery_table,
@@ -236,6 +238,13 @@ def _chart(charts: dict[str, Chart], key: str) -> list[ChartBlock]:
     return [ChartBlock(charts[key])] if key in charts else []
 
 
+def job_section(results: Results) -> Section | None:
+    table = job_table(results)
+    if table is None:
+        return None
+    return Section("Batch job", "job", [table, *(Para(line) for line in job_fit_lines(results))])
+
+
 def consolidation_section(results: Results) -> Section | None:
     table = consolidation_table(results)
     return Section("Consolidation", "consolidation", [table]) if table is not None else None
@@ -356,6 +365,7 @@ def build_report(results: Results) -> Report:
             results_section(results, charts),
             *([recovery] if (recovery := recovery_section(results)) else []),
             *([merged] if (merged := consolidation_section(results)) else []),
+            *([job] if (job := job_section(results)) else []),
             capacity(results, charts),
             scaling(results, charts),
             over_time(results),

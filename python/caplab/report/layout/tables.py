@@ -239,6 +239,62 @@ def recovery_table(results: Results) -> Table | None:
     return drop_empty_columns(table)
 
 
+def job_table(results: Results) -> Table | None:
+    """Each phase's rate per configuration, with the paper's own figure beside it when the study
+    gives one (on the paper's hardware, not ours: compare shapes, not values)."""
+    jobs = results["jobs"]
+    if not jobs or not jobs["rows"]:
+        return None
+    with_paper = any(r["paper"] is not None for r in jobs["rows"])
+    columns = [
+        Column("#", True),
+        *_factor_columns(results),
+        Column("phase"),
+        Column("ours", True, "items/s [95% interval]"),
+        Column("wall", True, "s"),
+        Column("limit"),
+        *([Column("paper", True, "items/s, its hardware")] if with_paper else []),
+    ]
+    rows = []
+    by_index = {c["index"]: c for c in results["cells"]}
+    for r in jobs["rows"]:
+        rate, ci = r["items_per_s"], r["ci95"]
+        shown = u.num(rate) + (f" {u.interval(ci[0], ci[1])}" if ci else "")
+        row = [
+            num_cell(r["cell"], str(r["cell"])),
+            *_factor_cells(results, by_index[r["cell"]]),
+            text_cell(r["phase"]),
+            num_cell(rate, shown),
+            num_cell(r["wall_s"], u.num(r["wall_s"])),
+            text_cell(r["limit"] or u.DASH),
+        ]
+        if with_paper:
+            row.append(num_cell(r["paper"], u.num(r["paper"])))
+        rows.append(row)
+    note = (
+        "Items per second of each phase over its wall time, mean over the job's repeats (interval: t, 95 %)."
+    )
+    if with_paper and jobs["paper_source"]:
+        note += f" Paper: {jobs['paper_source']}."
+    return Table(columns, rows, caption="Batch job: each phase's rate", note=note)
+
+
+def job_fit_lines(results: Results) -> list[str]:
+    """Per phase and group: the shape of the rate against the size, and points against the trend."""
+    jobs = results["jobs"]
+    out = []
+    for f in jobs["fits"] if jobs else []:
+        where = f" ({f['group']})" if f["group"] else ""
+        fit = f["fit"]
+        if fit is None:
+            out.append(f"{f['phase']}{where}: too few sizes to fit a shape against {f['factor']}.")
+            continue
+        against = ", ".join(u.num(n) for n in fit["against_trend"])
+        flag = f" Against the trend: {f['factor']} = {against}." if against else ""
+        out.append(f"{f['phase']}{where}, against {f['factor']}: {fit['description']}.{flag}")
+    return out
+
+
 def consolidation_table(results: Results) -> Table | None:
     """The Exchange paper's test 2 table: per resource, the sum of the single-role servers (the
     prediction) against the combined server (the measurement), with the ratio and its verdict."""

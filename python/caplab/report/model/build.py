@@ -8,6 +8,7 @@ from typing import Any
 
 from caplab.report.model.cells import cell_result, samples_by_trial
 from caplab.report.model.consolidation import consolidation_entries
+from caplab.report.model.jobs import job_entries
 from caplab.report.model.matrix import capacity_entries, matrix, scaling_entries
 from caplab.report.model.scenario import goal_of, naming_factors, parse_spec, scenario
 from caplab.report.model.series import cell_series
@@ -76,4 +77,5 @@ def build_measured(
         "events": [_event(e) for e in document.get("events", [])],
         "series": series,
         "consolidation": consolidation_entries(spec, raw_cells, samples),
+        "jobs": job_entries(spec, raw_cells, cells),
     }

@@ -591,6 +591,34 @@ class ConsolidationEntry(TypedDict):
     comparisons: list[Comparison]
 
 
+class JobRow(TypedDict):
+    cell: int
+    label: str
+    factors: Factors
+    phase: str
+    items_per_s: float | None
+    ci95: list[float] | None
+    wall_s: float | None
+    limit: str | None
+    paper: float | None
+    """The paper's figure for the same phase, size and group, on its own hardware."""
+
+
+class JobFit(TypedDict):
+    phase: str
+    group: str
+    factor: str
+    points: list[list[float]]
+    fit: dict[str, Any] | None
+
+
+class Jobs(TypedDict):
+    size_factor: str | None
+    paper_source: str | None
+    rows: list[JobRow]
+    fits: list[JobFit]
+
+
 class Measured(TypedDict):
     """What the study measured, before any text is written from it."""
 
@@ -607,6 +635,7 @@ class Measured(TypedDict):
     events: list[Event]
     series: list[TrialSeries]
     consolidation: list[ConsolidationEntry]
+    jobs: Jobs | None
 
 
 class Results(Measured):

@@ -1,0 +1,80 @@
+"""A job study's figures for the report: each phase's rate per cell, the shape of the rate against
+the job's size (the factor its phases' ``items`` name), and the paper's own figures beside ours
+where the study file gives them (``paper:``, labelled as the paper's hardware)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from caplab.analysis.size_fit import fit_size
+from caplab.report.model.types import CellResult, JobFit, JobRow, Jobs
+
+_REF = re.compile(r"^\{(\w+)\}$")
+
+
+def size_factor(spec: dict[str, Any]) -> str | None:
+    """The factor a phase's ``items`` is: the job's size."""
+    for phase in (spec.get("job") or {}).get("phases") or []:
+        m = _REF.match(str(phase.get("items", "")))
+        if m:
+            return m.group(1)
+    return None
+
+
+def job_entries(
+    spec: dict[str, Any], raw_cells: list[dict[str, Any]], cells: list[CellResult]
+) -> Jobs | None:
+    if not isinstance(spec.get("job"), dict):
+        return None
+    size = size_factor(spec)
+    paper = ((spec.get("paper") or {}).get("job") or {}) if isinstance(spec.get("paper"), dict) else {}
+    source = str((spec.get("paper") or {}).get("source") or "") if isinstance(spec.get("paper"), dict) else ""
+    labels = {c["index"]: c["label"] for c in cells}
+    rows: list[JobRow] = []
+    for raw in raw_cells:
+        phases = ((raw.get("metrics") or {}).get("job") or {}).get("phases") or {}
+        factors = raw.get("factors") or {}
+        group = next((str(v) for k, v in factors.items() if k != size), "")
+        for name, phase in phases.items():
+            theirs = (paper.get(name) or {}).get(group) or {}
+            reference = theirs.get(str(factors.get(size))) if size else None
+            limit = phase.get("limit") or {}
+            rows.append(
+                {
+                    "cell": int(raw["index"]),
+                    "label": labels.get(int(raw["index"]), ""),
+                    "factors": factors,
+                    "phase": str(name),
+                    "items_per_s": phase.get("items_per_s"),
+                    "ci95": phase.get("ci95"),
+                    "wall_s": phase.get("wall_s"),
+                    "limit": limit.get("resource"),
+                    "paper": float(reference) if reference is not None else None,
+                }
+            )
+    return {"size_factor": size, "paper_source": source or None, "rows": rows, "fits": _fits(rows, size)}
+
+
+def _fits(rows: list[JobRow], size: str | None) -> list[JobFit]:
+    if size is None:
+        return []
+    groups: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for r in rows:
+        n, rate = r["factors"].get(size), r["items_per_s"]
+        if isinstance(n, int | float) and rate is not None:
+            group = " ".join(f"{k}={v}" for k, v in r["factors"].items() if k != size)
+            groups.setdefault((r["phase"], group), []).append((float(n), rate))
+    out: list[JobFit] = []
+    for (phase, group), points in groups.items():
+        fit = fit_size(points)
+        out.append(
+            {
+                "phase": phase,
+                "group": group,
+                "factor": size,
+                "points": [[n, r] for n, r in sorted(points)],
+                "fit": fit.as_dict() if fit else None,
+            }
+        )
+    return out

@@ -1,0 +1,88 @@
+"""Batch jobs (`job:`) against commands of known work: a phase that takes a known time over a
+known number of items is reported at that rate (within 2 %), repeats give the rate an interval,
+a failing or overrunning phase fails the cell saying which and why, and the report shows the
+phases with the paper's figures beside ours when the study gives them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support.studies import caplab, json_out, write_study
+
+pytestmark = pytest.mark.slow  # each study sleeps through its phases
+
+
+def run(tmp_path: Path, study: dict[str, Any]) -> Any:
+    path = write_study(tmp_path / "job.yaml", study)
+    return caplab(
+        "run", path, "--db", f"sqlite:///{tmp_path / 'c.db'}", "--json", "-o", tmp_path / "r", timeout=120
+    )
+
+
+def test_a_phase_of_known_work_is_reported_at_its_rate(tmp_path: Path) -> None:
+    study = {
+        "name": "known work",
+        "job": {
+            "reset": "rm -f out.txt",
+            "prepare": "echo ready > out.txt && cat out.txt",
+            "phases": [
+                {"name": "stage", "run": "sleep 1.5", "items": "{objects}"},
+                {"name": "sync", "run": "sleep 1", "items": 100},
+            ],
+            "repeat": 2,
+        },
+        "factors": {"objects": [150, 300, 600]},
+        "paper": {
+            "source": "a test's own figures",
+            "job": {"stage": {"": {"150": 91, "300": 109, "600": 45}}},
+        },
+    }
+    done = run(tmp_path, study)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for cell in json_out(done)["cells"]:
+        phases = cell["metrics"]["job"]["phases"]
+        objects = cell["factors"]["objects"]
+        # 1.5 s for N objects is N / 1.5 a second: the phase's wall time includes starting the shell.
+        assert phases["stage"]["items_per_s"] == pytest.approx(objects / 1.5, rel=0.02)
+        assert phases["sync"]["items_per_s"] == pytest.approx(100, rel=0.02)
+        low, high = phases["stage"]["ci95"]
+        assert low <= phases["stage"]["items_per_s"] <= high
+        assert [r["status"] for r in phases["stage"]["runs"]] == ["complete", "complete"]
+        assert "host" in cell["resources"], "resources sampled while the phases ran"
+    results = json.loads((tmp_path / "r" / "results.json").read_text())
+    fits = {f["phase"]: f for f in results["jobs"]["fits"]}
+    assert fits["stage"]["fit"]["model"] == "linear" and fits["stage"]["fit"]["r2"] > 0.99
+    assert [r["paper"] for r in results["jobs"]["rows"] if r["phase"] == "stage"] == [91, 109, 45]
+    assert "Batch job" in (tmp_path / "r" / "report.md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("phase", "message"),
+    [
+        ({"name": "broken", "run": "echo nope; exit 3"}, "phase broken exited 3: nope"),
+        ({"name": "endless", "run": "sleep 30", "timeout": "1s"}, "phase endless timed out after 1s"),
+    ],
+    ids=["exit", "timeout"],
+)
+def test_a_phase_that_fails_or_overruns_fails_the_cell_saying_why(
+    tmp_path: Path, phase: dict[str, Any], message: str
+) -> None:
+    done = run(tmp_path, {"name": "bad job", "job": {"phases": [phase]}})
+    assert done.returncode == 1, done.stderr[-3000:]
+    [cell] = json_out(done)["cells"]
+    assert cell["status"] == "failed" and message in cell["error"], cell["error"]
+    [kept] = cell["metrics"]["job"]["phases"][phase["name"]]["runs"] if cell["metrics"] else [None]
+    assert kept is None or kept["status"] != "complete"
+
+
+def test_a_bad_job_section_names_file_line_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "job.yaml"
+    path.write_text("name: j\njob:\n  phases:\n    - {name: a, run: 'true'}\n    - {name: a, run: 'true'}\n")
+    done = caplab("run", path, "--db", f"sqlite:///{tmp_path / 'c.db'}")
+    assert done.returncode == 2
+    assert f"{path}:3: job.phases: " in done.stderr or f"{path}:2: job: " in done.stderr, done.stderr
+    assert "phase names must differ" in done.stderr and "Traceback" not in done.stderr
