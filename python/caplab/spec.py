@@ -469,6 +469,9 @@ class JobSpec(Strict):
     repeat: int = Field(default=1, ge=1, le=20)
     interval: Annotated[float, BeforeValidator(_seconds), Field(ge=0.1, le=60)] = 1.0
     """How often resources are sampled while a phase runs."""
+    role: str | None = Field(default=None, pattern=r"\S")
+    """The role (of ``sut.roles``) whose profile the job's commands run on, from their first
+    instruction: its volumes' throttles then apply to every write the job makes."""
 
     @model_validator(mode="after")
     def _unique(self) -> JobSpec:
@@ -874,6 +877,8 @@ def _check_hardware(
     sut = config.sut
     if sut is None:
         return
+    if config.job is not None and config.job.role is not None and config.job.role not in sut.roles:
+        raise fail(("job", "role"), f"no role {config.job.role!r} in sut.roles")
     known = ", ".join(sorted(config.profiles)) or "none: add a profiles: section"
     c = config.consolidation
     if c is not None:
@@ -909,6 +914,9 @@ def _check_hardware(
             texts.append((("target", kind, "url"), target.url))
     if sut.metrics is not None:
         texts.append((("sut", "metrics", "url"), sut.metrics.url))
+    if config.job is not None:
+        texts += [(("job", "reset"), config.job.reset), (("job", "prepare"), config.job.prepare)]
+        texts += [(("job", "phases", i, "run"), p.run) for i, p in enumerate(config.job.phases)]
     for loc, text in texts:
         if text:
             try:

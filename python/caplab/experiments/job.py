@@ -55,14 +55,20 @@ class PhaseRun:
 
 
 def run_command(
-    command: str, cwd: Path, env: dict[str, str] | None, timeout_s: float, tick: float, on_tick: Any = None
+    command: str,
+    cwd: Path,
+    env: dict[str, str] | None,
+    timeout_s: float,
+    tick: float,
+    on_tick: Any = None,
+    prefix: list[str] | None = None,
 ) -> tuple[int | None, bool, str, float]:
     """Runs a shell command to its end or its timeout, calling ``on_tick(elapsed)`` every ``tick``
     seconds meanwhile; ``(exit code, timed out, last output lines, wall seconds)``."""
     start = time.monotonic()
     process = subprocess.Popen(
-        command,
-        shell=True,
+        [*prefix, "/bin/sh", "-c", command] if prefix else command,
+        shell=not prefix,
         cwd=cwd,
         env=env,
         stdout=subprocess.PIPE,
@@ -104,8 +110,17 @@ class JobExperiment:
     """Runs the job's phases ``repeat`` times; returns no load trials (its figures go to the cell's
     metrics as ``job``)."""
 
-    def __init__(self, job: JobSpec, directory: Path, env: dict[str, str] | None, roles: list[str]) -> None:
+    def __init__(
+        self,
+        job: JobSpec,
+        directory: Path,
+        env: dict[str, str] | None,
+        roles: list[str],
+        prefix: list[str] | None = None,
+    ) -> None:
         self.job = job
+        self.prefix = prefix or []
+        """The job role's launch prefix: its commands run on its profile from their first instruction."""
         self.directory = directory
         self.env = env
         self.roles = roles
@@ -129,7 +144,9 @@ class JobExperiment:
         return []
 
     def _untimed(self, step: str, command: str) -> None:
-        code, timed_out, output, _ = run_command(command, self.directory, self.env, 3600.0, 1.0)
+        code, timed_out, output, _ = run_command(
+            command, self.directory, self.env, 3600.0, 1.0, prefix=self.prefix
+        )
         if code != 0 or timed_out:
             last = f": {output.splitlines()[-1]}" if output else ""
             raise PhaseFailed(f"job {step} {'timed out' if timed_out else f'exited {code}'}{last}")
@@ -145,6 +162,7 @@ class JobExperiment:
                 phase.timeout,
                 self.job.interval,
                 lambda elapsed: samples.extend(collectors.sample(elapsed)),
+                self.prefix,
             )
             samples.extend(collectors.sample(wall))
         except KeyboardInterrupt:

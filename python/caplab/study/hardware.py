@@ -103,7 +103,11 @@ def bind(config: StudyConfig, hw: CellHardware | None) -> StudyConfig:
         payload = getattr(target, kind) if target is not None else None
         if target is not None and payload is not None:
             target = target.model_copy(update={kind: payload.model_copy(update={"url": sub(payload.url)})})
-    return config.model_copy(update={"sut": sut, "target": target})
+    job = config.job
+    if job is not None:
+        phases = [p.model_copy(update={"run": sub(p.run)}) for p in job.phases]
+        job = job.model_copy(update={"reset": sub(job.reset), "prepare": sub(job.prepare), "phases": phases})
+    return config.model_copy(update={"sut": sut, "target": target, "job": job})
 
 
 def launched_role(config: StudyConfig, hw: CellHardware) -> str | None:

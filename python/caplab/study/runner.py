@@ -372,7 +372,7 @@ class StudyRunner:
                 # system starts and removed after it stops, whatever happens in between.
                 with cell_hardware(config, self._hardware_dir(cell)) as hw:
                     ctx = self._replicate(cell, row, kept, replicate, hw)
-                    experiment = self._experiment(config, ctx)
+                    experiment = self._experiment(ctx.config, ctx)
                     try:
                         records += experiment.run(ctx)
                     finally:
@@ -420,7 +420,11 @@ class StudyRunner:
         """What the cell runs: a job's phases, a capacity search, or the load as written."""
         if config.job is not None:
             roles = [r.name for r in ctx.roles]
-            return JobExperiment(config.job, self.study.directory, sut_environment(), roles)
+            role, hw = config.job.role, ctx.hardware
+            prefix = (
+                hw.launch_prefix(role) if role is not None and hw is not None and role in hw.profiles else []
+            )
+            return JobExperiment(config.job, self.study.directory, sut_environment(), roles, prefix)
         if config.search is not None:
             return CapacityExperiment(config)
         return FixedLoad(config.requests[1].repeat)
