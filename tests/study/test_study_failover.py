@@ -6,9 +6,6 @@ on the new primary. With synchronous replication a switchover loses nothing ackn
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,15 +14,6 @@ from caplab import studies
 from support.studies import caplab, json_out
 
 pytestmark = pytest.mark.slow  # two pairs built, seeded and failed over under load
-
-
-@pytest.fixture
-def shared_dir() -> Iterator[Path]:
-    """A directory the pair's unprivileged server user can enter (pytest's tmp_path is root's)."""
-    directory = Path(tempfile.mkdtemp(prefix="caplab-test-failover-"))
-    directory.chmod(0o755)
-    yield directory
-    shutil.rmtree(directory, ignore_errors=True)
 
 
 def test_a_switchover_and_a_killed_primary_under_load(shared_dir: Path) -> None:

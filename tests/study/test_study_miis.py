@@ -6,9 +6,6 @@ array, and the report puts the paper's figures beside ours."""
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,15 +16,6 @@ from support.idsync import require_slapd
 from support.studies import caplab, json_out
 
 pytestmark = pytest.mark.slow  # four cells of seeding, staging and syncing thousands of users
-
-
-@pytest.fixture
-def shared_dir() -> Iterator[Path]:
-    """slapd runs as an unprivileged user: its home must be reachable (pytest's tmp_path is not)."""
-    directory = Path(tempfile.mkdtemp(prefix="caplab-test-miis-"))
-    directory.chmod(0o755)
-    yield directory
-    shutil.rmtree(directory, ignore_errors=True)
 
 
 def test_the_quick_miis_study_stages_and_syncs_every_user(shared_dir: Path) -> None:

@@ -8,7 +8,7 @@ then skips the cells already complete.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -61,40 +61,8 @@ def load_spec_for(config: StudyConfig, directory: Path) -> LoadSpec:
     """One cell's load as a `LoadSpec`, so a study and `caplab load` build plans alike. A
     PostgreSQL target is tried first (``DatabaseProblem`` when it cannot be used)."""
     target_spec, load = config.requests
-    pg = target_spec.postgres
-    if pg is not None:
-        found = prepare(
-            pg.url,
-            pg.workload,
-            directory / pg.sql_file if pg.sql_file else None,
-            directory / pg.passfile if pg.passfile else None,
-            ledger=pg.ledger,
-        )
-        return LoadSpec(
-            url=found.url,
-            password=found.password,
-            scale=found.scale,
-            workload=found.workload,
-            body=found.script,
-            rate=load.rate if load.open_model else None,
-            ramp_to=load.ramp_to,
-            users=None if load.open_model else (load.users or 10),
-            think_s=load.think,
-            think_dist=load.think_dist,
-            schedule=load.schedule,
-            duration_s=load.duration,
-            warmup_s=load.warmup,
-            threads=load.threads,
-            connections=load.connections,
-            timeout_s=load.timeout,
-            interval_s=load.interval,
-        )
-    target = target_spec.http or target_spec.tcp
-    assert target is not None
-    body_file = (directory / target.body_file) if target.body_file else None
-    http = target_spec.http
-    return LoadSpec(
-        url=target.url,
+    shape = LoadSpec(
+        url="",
         rate=load.rate if load.open_model else None,
         ramp_to=load.ramp_to,
         users=None if load.open_model else (load.users or 10),
@@ -105,14 +73,38 @@ def load_spec_for(config: StudyConfig, directory: Path) -> LoadSpec:
         warmup_s=load.warmup,
         threads=load.threads,
         connections=load.connections,
+        timeout_s=load.timeout,
+        interval_s=load.interval,
+    )
+    pg = target_spec.postgres
+    if pg is not None:
+        found = prepare(
+            pg.url,
+            pg.workload,
+            directory / pg.sql_file if pg.sql_file else None,
+            directory / pg.passfile if pg.passfile else None,
+            ledger=pg.ledger,
+        )
+        return replace(
+            shape,
+            url=found.url,
+            password=found.password,
+            scale=found.scale,
+            workload=found.workload,
+            body=found.script,
+        )
+    target = target_spec.http or target_spec.tcp
+    assert target is not None
+    http = target_spec.http
+    return replace(
+        shape,
+        url=target.url,
         method=http.method if http else "GET",
         headers=tuple(http.headers.items()) if http else (),
         body=target.body,
-        body_file=body_file,
+        body_file=(directory / target.body_file) if target.body_file else None,
         template=target.template,
         framing=target_spec.tcp.framing if target_spec.tcp else None,
-        timeout_s=load.timeout,
-        interval_s=load.interval,
     )
 
 
