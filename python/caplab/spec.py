@@ -545,6 +545,9 @@ class StudyConfig(Strict):
     def _job_sends_no_load(cls, data: Any) -> Any:
         """A job study has no target or load: they are None, not missing, for it alone."""
         if isinstance(data, dict) and data.get("job") is not None:
+            given = [k for k in ("target", "load") if data.get(k) is not None]
+            if given:
+                raise ValueError(f"a job: study sends no requests: leave out {' and '.join(given)}:")
             return {"target": None, "load": None} | data
         return data
 
@@ -880,6 +883,18 @@ def _check_hardware(
     if config.job is not None and config.job.role is not None and config.job.role not in sut.roles:
         raise fail(("job", "role"), f"no role {config.job.role!r} in sut.roles")
     known = ", ".join(sorted(config.profiles)) or "none: add a profiles: section"
+    for kind, priced, defined in (
+        ("profiles", config.cost.profiles if config.cost else {}, config.profiles),
+        ("volumes", config.cost.volumes if config.cost else {}, config.volumes),
+        ("links", config.cost.links if config.cost else {}, config.links),
+    ):
+        for name in priced:
+            if name not in defined:
+                have = ", ".join(sorted(defined)) or "none"
+                raise fail(
+                    ("cost", kind, name),
+                    f"prices {kind[:-1]} {name!r}, which the study does not define ({have})",
+                )
     c = config.consolidation
     if c is not None:
         for role, name in [*c.apart.items(), ("", c.together)]:

@@ -67,6 +67,23 @@ TARGET = "name: orders\ntarget:\n  http:\n    url: http://127.0.0.1:8080/\n"
             id="app-slo",
         ),
         pytest.param(
+            TARGET + "load:\n  rate: 1\njob:\n  phases:\n    - {name: a, run: 'true'}\n",
+            "1: (top level): a job: study sends no requests: leave out target and load:",
+            id="job-and-load",
+        ),
+        pytest.param(
+            "name: j\njob:\n  phases:\n    - {name: a, items: 5}\n",
+            "4: job.phases.0.run: required field is missing",
+            id="phase-without-run",
+        ),
+        pytest.param(
+            "name: j\nprofiles:\n  small: {cpus: 1}\ncost:\n  profiles: {large: 100}\n"
+            "sut:\n  roles:\n    w: {match: worker, profile: small}\n"
+            "job:\n  phases:\n    - {name: a, run: 'true'}\n",
+            "5: cost.profiles.large: prices profile 'large', which the study does not define (small)",
+            id="cost-unknown-profile",
+        ),
+        pytest.param(
             TARGET + "load:\n  rate: 1\n  duration: 5s\nactions:\n  - {at: 2s, do: switchover}\n",
             "9: actions.0.do: the system has no action 'switchover' (its actions: none: declare them "
             "under sut.actions)",
