@@ -64,3 +64,19 @@ def test_a_roles_link_is_measured_against_its_shaped_rate_not_the_veths() -> Non
     rx, tx = got[("link:web", "rx_mb_s")], got[("link:web", "tx_mb_s")]
     assert rx > 0 and rx == pytest.approx(3 * tx)
     assert got[("link:web", "dropped_s")] == pytest.approx(4 * tx)  # 4 drops in the MB-per-second's time
+
+
+def test_an_fsyncs_cache_flush_counts_against_the_volumes_write_ceiling() -> None:
+    """20 writes and 20 flushes against a 40-IOPS class: the volume is at its ceiling, though its
+    write count alone says half."""
+    before = {"writes": 100, "flushes": 100, "write_sectors": 800, "io_ms": 0}
+    after = {"writes": 120, "flushes": 120, "write_sectors": 960, "io_ms": 0}
+    readings: list[RoleUsage] = [{"volume:log": before}, {"volume:log": after}]
+    collector = ProfileCollector(
+        "db", ProfileSource(lambda: readings.pop(0), {}, {"log": {"write_iops": 40.0}})
+    )
+    collector.start()
+    got = {(s.scope, s.metric): s.value for s in collector.sample(0.5)}
+    writes, flushes = got[("volume:log", "write_iops")], got[("volume:log", "flush_iops")]
+    assert writes == pytest.approx(flushes) and writes > 0
+    assert got[("volume:log", "throttle_percent")] == pytest.approx(100 * 2 * writes / 40)

@@ -86,3 +86,50 @@ def test_a_bad_job_section_names_file_line_and_field(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert f"{path}:3: job.phases: " in done.stderr or f"{path}:2: job: " in done.stderr, done.stderr
     assert "phase names must differ" in done.stderr and "Traceback" not in done.stderr
+
+
+WRITER = (
+    "import os, sys  # writer.py: N fsync'd 4 KiB records, one by one, as a store's log does\n"
+    "with open(os.path.join(sys.argv[1], 'records'), 'wb') as f:\n"
+    "    for _ in range(int(sys.argv[2])):\n"
+    "        f.write(b'x' * 4096); f.flush(); os.fsync(f.fileno())\n"
+)
+
+
+def test_a_phase_on_a_throttled_volume_is_slower_and_names_that_volume(tmp_path: Path) -> None:
+    from caplab.profiles import Profile, VolumeClass, check_support
+
+    slow = VolumeClass(64 << 20, write_iops=40)
+    missing = check_support([Profile.build("p", volumes={"log": "slow"}, volume_classes={"slow": slow})])
+    if missing:
+        pytest.skip("; ".join(missing))
+    (tmp_path / "writer.py").write_text(WRITER)
+    study = {
+        "name": "log on a slow disk",
+        "profiles": {"slow": {"volumes": {"log": "slow"}}, "fast": {"volumes": {"log": "fast"}}},
+        "volumes": {"slow": {"size": "64M", "write_iops": 40}, "fast": {"size": "64M"}},
+        "sut": {"roles": {"writer": {"match": "writer.py", "profile": "{layout}"}}},
+        "job": {
+            "role": "writer",
+            "interval": "250ms",
+            "phases": [
+                {
+                    "name": "write",
+                    "run": f"exec python3 {tmp_path / 'writer.py'} {{volume.log}} 80",
+                    "items": 80,
+                }
+            ],
+        },
+        "factors": {"layout": ["slow", "fast"]},
+    }
+    done = run(tmp_path, study)
+    assert done.returncode == 0, done.stderr[-3000:]
+    phases = {c["factors"]["layout"]: c["metrics"]["job"]["phases"]["write"] for c in json_out(done)["cells"]}
+    assert phases["slow"]["items_per_s"] * 3 < phases["fast"]["items_per_s"], phases
+    # 40 writes a second at most, each record's fsync at least one: the volume is the limit.
+    assert phases["slow"]["items_per_s"] <= 40 * 1.2
+    limit = phases["slow"]["limit"]
+    assert limit["resource"] == "volume:log" and limit["kind"] == "hardware", (
+        limit,
+        phases["slow"]["resources"],
+    )

@@ -125,8 +125,13 @@ class ProfileCollector:
             name = key.removeprefix("volume:")
             label = self.source.volume_labels.get(name, name)
             rates = disk_rates(_counters(self._prev[key]), _counters(volume), wall)
+            if "flushes" in volume and wall > 0:
+                # An fsync's cache flush is a request of its own: the throttle counts it as a write.
+                flushes = max(0.0, _num(volume, "flushes") - _num(self._prev[key], "flushes"))
+                rates["flush_iops"] = flushes / wall
+            counted = rates | {"write_iops": rates["write_iops"] + rates.get("flush_iops", 0.0)}
             ceilings = self.source.volume_limits.get(name, {})
-            shares = [rates[k] / limit for k, limit in ceilings.items() if k in rates and limit > 0]
+            shares = [counted[k] / limit for k, limit in ceilings.items() if k in counted and limit > 0]
             if shares:
                 rates["throttle_percent"] = 100.0 * max(shares)
             for metric, value in rates.items():
