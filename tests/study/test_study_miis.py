@@ -49,4 +49,12 @@ def test_the_quick_miis_study_stages_and_syncs_every_user(shared_dir: Path) -> N
         for r in results["jobs"]["rows"]
     }
     assert all(v is None for v in papers.values()), "the paper has no 2,000- or 5,000-user figures"
-    assert "Batch job" in (shared_dir / "r" / "report.md").read_text()
+    report = (shared_dir / "r" / "report.md").read_text()
+    assert "Batch job" in report and "Drive wear" in report
+    # Priced: external = a 6,000 server + two array volumes and a log volume; internal = the server
+    # and three volumes of the mirror (study's cost: section).
+    costs = {c["factors"]["layout"]: c["cost"]["total"] for c in results["cells"]}
+    assert costs == {"internal": 6000 + 3 * 400, "external": 6000 + 2 * 2500 + 1500}
+    assert all(r["cost_per_item_s"] is not None for r in results["jobs"]["rows"])
+    worn = {w["label"]: w["volumes"] for w in results["jobs"]["endurance"]}
+    assert worn and all(v["tb_per_day"] >= 0 for vs in worn.values() for v in vs)

@@ -5,6 +5,7 @@ searches' probes, the environment and the storage baseline."""
 from __future__ import annotations
 
 from caplab import units as u
+from caplab.analysis.endurance import Endurance, endurance_line
 from caplab.report.layout.blocks import Cell, Column, Table, kv_table, num_cell, text_cell
 from caplab.report.model.types import CapacityEntry, CellResult, Json, Limit, Results, ScalingEntry, Search
 from caplab.report.text.recommend import sustained
@@ -246,6 +247,7 @@ def job_table(results: Results) -> Table | None:
     if not jobs or not jobs["rows"]:
         return None
     with_paper = any(r["paper"] is not None for r in jobs["rows"])
+    with_cost = any(r["cost_per_item_s"] is not None for r in jobs["rows"])
     columns = [
         Column("#", True),
         *_factor_columns(results),
@@ -254,6 +256,7 @@ def job_table(results: Results) -> Table | None:
         Column("wall", True, "s"),
         Column("limit"),
         *([Column("paper", True, "items/s, its hardware")] if with_paper else []),
+        *([Column("cost per item/s", True)] if with_cost else []),
     ]
     rows = []
     by_index = {c["index"]: c for c in results["cells"]}
@@ -270,6 +273,8 @@ def job_table(results: Results) -> Table | None:
         ]
         if with_paper:
             row.append(num_cell(r["paper"], u.num(r["paper"])))
+        if with_cost:
+            row.append(num_cell(r["cost_per_item_s"], u.num(r["cost_per_item_s"])))
         rows.append(row)
     note = (
         "Items per second of each phase over its wall time, mean over the job's repeats (interval: t, 95 %)."
@@ -292,6 +297,9 @@ def job_fit_lines(results: Results) -> list[str]:
         against = ", ".join(u.num(n) for n in fit["against_trend"])
         flag = f" Against the trend: {f['factor']} = {against}." if against else ""
         out.append(f"{f['phase']}{where}, against {f['factor']}: {fit['description']}.{flag}")
+    for worn in jobs["endurance"] if jobs else []:
+        lines = [Endurance(**v) for v in worn["volumes"]]
+        out.append(f"Drive wear, {worn['label']}: " + " ".join(endurance_line(e) + "." for e in lines))
     return out
 
 

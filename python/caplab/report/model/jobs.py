@@ -8,7 +8,8 @@ import re
 from typing import Any
 
 from caplab.analysis.size_fit import fit_size
-from caplab.report.model.types import CellResult, JobFit, JobRow, Jobs
+from caplab.report.model.types import CellResult, JobEndurance, JobFit, JobRow, Jobs
+from caplab.report.model.wear import endurance_rows
 
 _REF = re.compile(r"^\{(\w+)\}$")
 
@@ -31,6 +32,7 @@ def job_entries(
     paper = ((spec.get("paper") or {}).get("job") or {}) if isinstance(spec.get("paper"), dict) else {}
     source = str((spec.get("paper") or {}).get("source") or "") if isinstance(spec.get("paper"), dict) else ""
     labels = {c["index"]: c["label"] for c in cells}
+    by_index = {c["index"]: c for c in cells}
     rows: list[JobRow] = []
     for raw in raw_cells:
         phases = ((raw.get("metrics") or {}).get("job") or {}).get("phases") or {}
@@ -40,6 +42,9 @@ def job_entries(
             theirs = (paper.get(name) or {}).get(group) or {}
             reference = theirs.get(str(factors.get(size))) if size else None
             limit = phase.get("limit") or {}
+            cost = by_index[int(raw["index"])]["cost"]
+            total = cost["total"] if cost else None
+            rate = phase.get("items_per_s")
             rows.append(
                 {
                     "cell": int(raw["index"]),
@@ -51,9 +56,21 @@ def job_entries(
                     "wall_s": phase.get("wall_s"),
                     "limit": limit.get("resource"),
                     "paper": float(reference) if reference is not None else None,
+                    "cost_per_item_s": total / rate if total is not None and rate else None,
                 }
             )
-    return {"size_factor": size, "paper_source": source or None, "rows": rows, "fits": _fits(rows, size)}
+    worn: list[JobEndurance] = [
+        {"cell": c["index"], "label": c["label"], "volumes": rows_}
+        for c in cells
+        if (rows_ := endurance_rows(c))
+    ]
+    return {
+        "size_factor": size,
+        "paper_source": source or None,
+        "rows": rows,
+        "fits": _fits(rows, size),
+        "endurance": worn,
+    }
 
 
 def _fits(rows: list[JobRow], size: str | None) -> list[JobFit]:

@@ -602,6 +602,8 @@ class JobRow(TypedDict):
     limit: str | None
     paper: float | None
     """The paper's figure for the same phase, size and group, on its own hardware."""
+    cost_per_item_s: float | None
+    """The configuration's price per item a second of this phase (with ``cost:``)."""
 
 
 class JobFit(TypedDict):
@@ -617,6 +619,14 @@ class Jobs(TypedDict):
     paper_source: str | None
     rows: list[JobRow]
     fits: list[JobFit]
+    endurance: list[JobEndurance]
+    """Each configuration's rated volumes at the rate the job wrote them."""
+
+
+class JobEndurance(TypedDict):
+    cell: int
+    label: str
+    volumes: list[EnduranceRow]
 
 
 class Measured(TypedDict):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from caplab import units as u
 from caplab.analysis.cost import PER, per_capacity
-from caplab.analysis.endurance import Endurance, endurance, endurance_line
+from caplab.analysis.endurance import Endurance, endurance_line
 from caplab.report.model.types import CellResult, CheapestChoice, CostSummary, EnduranceRow, Goal, Rating
 
 
@@ -58,29 +58,6 @@ def cost_summary(ratings: list[Rating], goal: Goal | None, cells: list[CellResul
         nxt = others[0]
         text += f" Next: {nxt['label']} at {u.num(nxt.get('cost'))}{unit}."
     return {"currency": currency, "basis": basis, "cheapest": cheapest, "text": text}
-
-
-def endurance_rows(cell: CellResult | None) -> list[EnduranceRow]:
-    """Each rated volume of ``cell`` at the rate the cell wrote it."""
-    if cell is None:
-        return []
-    rows: list[EnduranceRow] = []
-    for name, rating in cell["ratings"].items():
-        use = cell["volumes"].get(name)
-        written = use["write_mb_s"] if use else None
-        if written is None:
-            continue
-        e = endurance(name, written, rating["size"], rating["dwpd"], rating["years"], rating["tbw"])
-        rows.append(
-            {
-                "volume": e.volume,
-                "write_mb_s": e.write_mb_s,
-                "tb_per_day": e.tb_per_day,
-                "rated_tbw": e.rated_tbw,
-                "years": e.years,
-            }
-        )
-    return rows
 
 
 def endurance_text(rows: list[EnduranceRow]) -> str:

@@ -31,7 +31,8 @@ from caplab.report.model.types import (
     RecommendationBody,
     Workload,
 )
-from caplab.report.text.costs import cost_summary, endurance_rows, endurance_text, priced
+from caplab.report.model.wear import endurance_rows
+from caplab.report.text.costs import cost_summary, endurance_text, priced
 from caplab.report.text.observations import SATURATED
 from caplab.units import cell_label
 
