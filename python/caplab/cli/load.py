@@ -199,8 +199,11 @@ def _run_load(
             timed.start()
         try:
             result = engine.run(plan, on_interval)
-        finally:
-            outcomes = timed.stop() if timed is not None else []
+        except BaseException:
+            if timed is not None:
+                timed.stop(finish_running=False)
+            raise
+        outcomes = timed.stop(finish_running=not result.interrupted) if timed is not None else []
     recovered = recoveries(result, outcomes)
     if as_json:
         json.dump(

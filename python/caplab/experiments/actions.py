@@ -5,7 +5,8 @@ series on the same clock.
 
 The actions run on a thread of their own while the engine drives the load; each is a shell
 command in the study's directory, stopped (its process group killed) at its timeout or when the
-trial ends early. A failed action does not stop the trial: the load's view of it is the point.
+trial is interrupted; one still running when the load ends on time is let finish. A failed action
+does not stop the trial: the load's view of it is the point.
 """
 
 from __future__ import annotations
@@ -92,14 +93,25 @@ class TrialActions:
         self._thread = threading.Thread(target=self._run, name="caplab-actions", daemon=True)
         self._thread.start()
 
-    def stop(self) -> list[ActionOutcome]:
-        """Ends the schedule (an action still running is killed); the outcomes, in order."""
+    def stop(self, *, finish_running: bool = True) -> list[ActionOutcome]:
+        """Ends the schedule; the outcomes, in order. Actions not yet due never run. One still
+        running when the load ends is let finish within its own timeout, since a role change cut
+        off halfway (a switchover killed while its old primary rejoins) leaves the system broken
+        and its outcome unknown; with ``finish_running=False`` (Ctrl-C, a trial that failed) it is
+        killed at once."""
         self._stop.set()
-        with self._lock:
-            if self._running is not None:
-                _kill_group(self._running)
+        if not finish_running:
+            with self._lock:
+                if self._running is not None:
+                    _kill_group(self._running)
         if self._thread is not None:
-            self._thread.join(timeout=10)
+            self._thread.join(timeout=(max(self._timeouts, default=0.0) + 10) if finish_running else 10)
+        with self._lock:
+            if self._running is not None:  # outlived its own timeout's kill: killed again, and said so
+                _kill_group(self._running)
+                for outcome in self.outcomes:
+                    if outcome.started_s is not None and outcome.ended_s is None:
+                        outcome.timed_out = True
         return self.outcomes
 
     def _run(self) -> None:

@@ -223,8 +223,11 @@ class CellRun:
         actions = self._actions()
         try:
             record = run_trial(plan, self.collectors, self.watch, actions.start if actions else None)
-        finally:
-            outcomes = actions.stop() if actions else []
+        except BaseException:
+            if actions:
+                actions.stop(finish_running=False)
+            raise
+        outcomes = actions.stop(finish_running=not record.result.interrupted) if actions else []
         record.kind = kind
         if outcomes:
             self._recovered(record, outcomes, index)
