@@ -47,7 +47,7 @@ class Column:
 
 
 @dataclass(frozen=True)
-class Cell:
+class TableCell:
     text: str
     sort: float | None = None
     """What the column sorts by (a number for figures); the text when None."""
@@ -58,7 +58,7 @@ class Cell:
 @dataclass(frozen=True)
 class Table:
     columns: list[Column]
-    rows: list[list[Cell]]
+    rows: list[list[TableCell]]
     caption: str = ""
     note: str = ""
     sortable: bool = True
@@ -105,19 +105,19 @@ class Report:
     sections: list[Section]
 
 
-def num_cell(value: object, text: str) -> Cell:
+def num_cell(value: object, text: str) -> TableCell:
     """A figure's cell: sorts by the number, shows the formatted text."""
-    return Cell(text, value if is_number(value) else None)
+    return TableCell(text, value if is_number(value) else None)
 
 
-def text_cell(text: str, tone: str = "") -> Cell:
-    return Cell(text, None, tone)
+def text_cell(text: str, tone: str = "") -> TableCell:
+    return TableCell(text, None, tone)
 
 
 def kv_table(rows: list[tuple[str, str]], caption: str = "") -> Table:
     return Table(
         [Column(""), Column("", wrap=True)],
-        [[Cell(k), Cell(v)] for k, v in rows],
+        [[TableCell(k), TableCell(v)] for k, v in rows],
         caption=caption,
         sortable=False,
         key_value=True,

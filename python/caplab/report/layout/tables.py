@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from caplab import units as u
 from caplab.analysis.endurance import Endurance, endurance_line
-from caplab.report.layout.blocks import Cell, Column, Table, kv_table, num_cell, text_cell
+from caplab.report.layout.blocks import Column, Table, TableCell, kv_table, num_cell, text_cell
 from caplab.report.model.types import CapacityEntry, CellResult, Json, Limit, Results, ScalingEntry, Search
 from caplab.report.text.recommend import sustained
 
@@ -31,7 +31,7 @@ def _factor_columns(results: Results, every: bool = False) -> list[Column]:
     return [Column(n, all(u.is_number(v) for v in values[n])) for n in factor_names(results, every)]
 
 
-def _factor_cells(results: Results, cell: CellResult, every: bool = False) -> list[Cell]:
+def _factor_cells(results: Results, cell: CellResult, every: bool = False) -> list[TableCell]:
     out = []
     for name in factor_names(results, every):
         v = cell["factors"].get(name)
@@ -40,7 +40,7 @@ def _factor_cells(results: Results, cell: CellResult, every: bool = False) -> li
     return out
 
 
-def _status(cell: CellResult) -> Cell:
+def _status(cell: CellResult) -> TableCell:
     return text_cell(cell["status"], STATUS_TONE.get(cell["status"], ""))
 
 
@@ -48,7 +48,7 @@ def app_keys(results: Results) -> list[str]:
     return list(dict.fromkeys(k for c in results["cells"] for k in c["metrics"]["app"]))
 
 
-def _limit_text(limit: Limit | None) -> Cell:
+def _limit_text(limit: Limit | None) -> TableCell:
     if not limit:
         return text_cell(u.DASH)
     if limit["kind"] == "hardware":
@@ -100,7 +100,7 @@ def results_table(results: Results) -> Table:
             num_cell(lat["p50"], u.num(lat["p50"])),
             num_cell(lat["p99"], u.num(lat["p99"])),
             num_cell(lat["p999"], u.num(lat["p999"])),
-            Cell(u.num(error_pct), error_pct, "bad" if error_pct else ""),
+            TableCell(u.num(error_pct), error_pct, "bad" if error_pct else ""),
             text_cell(m["consistency"] or u.DASH, CONSISTENCY_TONE.get(m["consistency"] or "", "")),
             *(num_cell(v, u.num(v)) for v in ((res.get(r) or {}).get("cpu_percent") for r in roles)),
             num_cell(g := (res.get("generator") or {}).get("cpu_percent"), u.num(g)),
@@ -206,7 +206,7 @@ def recovery_table(results: Results) -> Table | None:
                     num_cell(r["before_rps"], u.num(r["before_rps"])),
                     num_cell(r["after_ratio"], u.pct(r["after_ratio"])),
                     num_cell(r["acknowledged"], u.num(r["acknowledged"])),
-                    Cell(u.num(r["lost"]), r["lost"], "bad" if r["lost"] else ""),
+                    TableCell(u.num(r["lost"]), r["lost"], "bad" if r["lost"] else ""),
                 ]
             )
     if not rows:
@@ -460,7 +460,7 @@ def fit_tables(entry: ScalingEntry) -> list[Table]:
         return []
     ci = fit.get("ci") or {}
 
-    def param(name: str, key: str, value: float) -> list[Cell]:
+    def param(name: str, key: str, value: float) -> list[TableCell]:
         low, high = ci.get(key, [None, None])
         return [text_cell(name), num_cell(value, u.num(value)), text_cell(u.interval(low, high))]
 
