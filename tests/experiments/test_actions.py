@@ -4,10 +4,11 @@ one running when the trial is interrupted is killed, and one not yet due never r
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
-from caplab.experiments.actions import TrialActions
+from caplab.experiments.actions import TrialActions, reported_numbers
 from caplab.spec import ActionSpec
 
 
@@ -45,3 +46,19 @@ def test_an_action_not_yet_due_never_runs(tmp_path: Path) -> None:
     [outcome] = timed.stop()
     assert outcome.started_s is None and outcome.exit_code is None
     assert not (tmp_path / "ran").exists()
+
+
+def test_the_numbers_an_action_printed_as_json_are_kept_though_its_output_is_cut_short(
+    tmp_path: Path,
+) -> None:
+    # pgpair prints its role change indented over more lines than an outcome keeps.
+    printed = json.dumps(
+        {"action": "switchover", "writable_after_s": 0.42, "a": 1, "b": 2, "c": 3, "d": 4}, indent=2
+    )
+    (tmp_path / "change.json").write_text("promoting node1\n" + printed + "\n")
+    timed = _started(tmp_path, ActionSpec(at=0, run="cat change.json"))
+    _wait_running(timed)
+    [outcome] = timed.stop()
+    assert "writable_after_s" not in outcome.output, "the kept output is its last lines only"
+    assert outcome.reported == {"writable_after_s": 0.42, "a": 1.0, "b": 2.0, "c": 3.0, "d": 4.0}
+    assert reported_numbers("no json here\n") == {}

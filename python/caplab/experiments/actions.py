@@ -12,12 +12,13 @@ does not stop the trial: the load's view of it is the point.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,9 @@ class ActionOutcome:
     exit_code: int | None = None
     timed_out: bool = False
     output: str = ""
+    reported: dict[str, float] = field(default_factory=dict)
+    """The numbers a JSON object at the end of its output gave (pgpair's role change:
+    ``writable_after_s``, the group-level recovery), read before the output is cut short."""
 
     @property
     def ok(self) -> bool:
@@ -147,9 +151,30 @@ class TrialActions:
             outcome.timed_out = True
         outcome.ended_s = time.monotonic() - self._t0
         outcome.exit_code = process.returncode
+        outcome.reported = reported_numbers(out or "")
         outcome.output = scrub("\n".join((out or "").strip().splitlines()[-OUTPUT_LINES:]))
         with self._lock:
             self._running = None
+
+
+def reported_numbers(output: str) -> dict[str, float]:
+    """The top-level numbers of the last JSON object an action printed (over one or many lines, as
+    ``json.dumps(…, indent=2)`` does); empty when it printed none."""
+    lines = output.rstrip().splitlines()
+    for start in range(len(lines) - 1, -1, -1):
+        if not lines[start].lstrip().startswith("{"):
+            continue
+        try:
+            found = json.loads("\n".join(lines[start:]))
+        except ValueError:
+            continue
+        if isinstance(found, dict):
+            return {
+                k: float(v)
+                for k, v in found.items()
+                if isinstance(v, int | float) and not isinstance(v, bool)
+            }
+    return {}
 
 
 def _kill_group(process: subprocess.Popen[str]) -> None:
