@@ -10,7 +10,9 @@ import time
 
 import psutil
 import pytest
+import yaml
 
+from caplab.studies import study_folder
 from caplab.systems.msgbus import ROLES, RunningMsgbus
 from caplab.systems.process import start_module
 from support.msgbus_client import Start
@@ -33,6 +35,13 @@ def test_roles_match_exactly_their_own_tier(start_msgbus: Start) -> None:
     supervisor = " ".join(psutil.Process(bus.process.pid).cmdline()) + " "
     assert not any(needle in supervisor for needle in ROLES.values())
     assert len(tier_processes(bus)) == 7, "every process belongs to exactly one role"
+
+
+@pytest.mark.parametrize("study", ["study.yaml", "quick.yaml"])
+def test_the_scaleout_study_finds_the_tiers_by_roles(study: str) -> None:
+    """The study names its roles' processes by hand; a tier module renamed must be renamed there."""
+    spec = yaml.safe_load((study_folder("biztalk-scaleout") / study).read_text())
+    assert {role: r["match"] for role, r in spec["sut"]["roles"].items()} == ROLES
 
 
 def test_sigterm_stops_every_tier(start_msgbus: Start) -> None:

@@ -8,11 +8,11 @@ from decimal import Decimal
 import pytest
 
 from caplab.systems.msgbus import MESSAGING_BODY, ORCHESTRATION_BODY, maps
-from caplab.systems.msgbus.counters import SLOT_FIELDS, HostCounter
+from caplab.systems.msgbus.counters import SLOT_FIELDS, ProcessingHostCounter
 from caplab.systems.msgbus.documents import NotAMessage, read_document
-from caplab.systems.msgbus.host import HostInstance
 from caplab.systems.msgbus.leases import Leases
 from caplab.systems.msgbus.pipeline import InvalidDocument, verify
+from caplab.systems.msgbus.processing_host import ProcessingHost
 from caplab.systems.msgbus.protocol import FrameBuffer, FrameTooLarge, frame
 from caplab.systems.msgbus.subscriptions import DEFAULT_SUBSCRIPTIONS
 
@@ -93,13 +93,13 @@ def test_an_invalid_order_is_named_by_its_path() -> None:
 
 def test_a_failing_map_becomes_a_fault_delivery_not_a_stuck_message() -> None:
     counters = memoryview(bytearray(8 * SLOT_FIELDS)).cast("Q")
-    host = HostInstance({s.message_type: s for s in DEFAULT_SUBSCRIPTIONS}, counters)
+    host = ProcessingHost({s.message_type: s for s in DEFAULT_SUBSCRIPTIONS}, counters)
     work = host.process([(1, 11, 501, "order", ORDER), (2, 12, 502, "order", "<order/>")])
     assert work.done == [(1, 11), (2, 12)]
     assert [iid for iid, _ in work.deliveries] == [501, 502]
     fault = ET.fromstring(work.deliveries[1][1])
     assert fault.tag == "fault" and "missing attribute 'id'" in fault.findtext("error", "")
-    assert counters[HostCounter.FAULTS] == 1
+    assert counters[ProcessingHostCounter.FAULTS] == 1
     orchestrated = host.process([(3, 13, 503, "orchestrated-order", ORCHESTRATED)])
     assert orchestrated.deliveries == [] and orchestrated.done == []
     assert [(r[0], r[1], r[2]) for r in orchestrated.republish] == [(3, 13, "approved-order")]

@@ -78,7 +78,7 @@ def test_start_runs_msgbus_in_the_foreground_until_sigterm(tmp_path: Path) -> No
         me = psutil.Process(proc.pid)
         assert "caplab.systems.msgbus" in " ".join(me.cmdline())
         tiers = me.children(recursive=True)
-        assert sum("msgbus.host " in " ".join(c.cmdline()) + " " for c in tiers) == 2
+        assert sum("msgbus.processing_host " in " ".join(c.cmdline()) + " " for c in tiers) == 2
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=15) == 0
         assert not any(c.is_running() and c.status() != psutil.STATUS_ZOMBIE for c in tiers)

@@ -8,13 +8,15 @@
   publishes it to store ``n mod M`` in a group commit and acknowledges it once it is durable, with
   the interchange id it assigned: TCP ``OK <id>`` / HTTP 202 ``{"id": <id>}``; refusals are TCP
   ``ERR <reason>`` / HTTP 400 (not well-formed UTF-8 XML) or 422 (no subscriber).
-- store (``msgbus.store``): one process per MessageBox. Claims are leases that expire, so a host's
-  death loses nothing. Store 0 (the master) also holds the subscriptions.
-- hosts (``msgbus.host``): N processes claiming from every store and routing by message type (the
-  root element). Messaging: ``<order>`` → the send port (validate, price, sign, deliver).
-  Orchestration: ``<orchestrated-order>`` → the orchestration (validate, credit-check, sign), which
-  republishes an ``<approved-order>`` in the same transaction as its complete → the send port.
-  The orchestration flow costs about twice the host work and twice the store round trips.
+- store (``msgbus.messagebox_server``): one MessageBox server process per MessageBox (a "store"
+  in the flags and roles). Claims are leases that expire, so a host's death loses nothing. Store 0
+  (the master) also holds the subscriptions.
+- hosts (``msgbus.processing_host``): N processing hosts (BizTalk's host instances), each claiming
+  from every store and routing by message type (the root element). Messaging: ``<order>`` → the send
+  port (validate, price, sign, deliver). Orchestration: ``<orchestrated-order>`` → the orchestration
+  (validate, credit-check, sign), which republishes an ``<approved-order>`` in the same transaction
+  as its complete → the send port. The orchestration flow costs about twice the host work and twice
+  the store round trips.
 - sink (``msgbus.sink``): the back end; acknowledges every delivery, counts each interchange id once.
 
 Clients send MESSAGING_BODY or ORCHESTRATION_BODY (a 20-line purchase order, ``{seq}`` is the

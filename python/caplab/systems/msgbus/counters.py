@@ -31,7 +31,7 @@ class SinkCounter(IntEnum):
     DUPLICATES = 2  # redeliveries acknowledged but not counted
 
 
-class StoreCounter(IntEnum):
+class MessageBoxCounter(IntEnum):
     PUBLISHED = 0  # messages inserted (received and republished by orchestrations)
     COMPLETED = 1  # messages deleted by a complete
     CLAIMED = 2
@@ -40,7 +40,7 @@ class StoreCounter(IntEnum):
     COMMITS = 5  # group commits
 
 
-class HostCounter(IntEnum):
+class ProcessingHostCounter(IntEnum):
     SENT = 0  # messages delivered to the sink by this host
     ORCHESTRATIONS = 1  # orchestration steps completed (republished)
     FAULTS = 2  # maps that failed: a fault document was delivered instead

@@ -1,4 +1,5 @@
-"""Store server: the one process that owns a MessageBox and serves it to receive and the hosts.
+"""MessageBox server ("store" in the flags and roles): the one process that owns a MessageBox and
+serves it to receive and the processing hosts.
 
 Requests arrive as JSON frames (protocol.py), one in flight per connection:
 
@@ -36,7 +37,7 @@ import psycopg
 
 from caplab.systems.msgbus import child
 from caplab.systems.msgbus.boxes import open_messagebox
-from caplab.systems.msgbus.counters import StoreCounter, open_slot
+from caplab.systems.msgbus.counters import MessageBoxCounter, open_slot
 from caplab.systems.msgbus.leases import Leases
 from caplab.systems.msgbus.messagebox import STORE_URL_ENV, MessageBox, Stored
 from caplab.systems.msgbus.protocol import (
@@ -63,16 +64,16 @@ class BadRequest(ValueError):
 
 @dataclass
 class Claim:
-    connection: StoreConnection
+    connection: MessageBoxConnection
     limit: int
     deadline: float
 
 
-class StoreConnection(asyncio.Protocol):
+class MessageBoxConnection(asyncio.Protocol):
     """One client's connection. Clients keep one request in flight; one that sends more has them
     queued up to MAX_OUTSTANDING, then its connection is not read until answers catch up."""
 
-    def __init__(self, server: StoreServer) -> None:
+    def __init__(self, server: MessageBoxServer) -> None:
         self.server = server
         self.frames = FrameBuffer()
         self.transport: asyncio.Transport | None = None
@@ -119,7 +120,7 @@ class StoreConnection(asyncio.Protocol):
             self._submit_buffered()
 
 
-class StoreServer:
+class MessageBoxServer:
     """Applies requests to the MessageBox in group commits and parks claims that found nothing."""
 
     def __init__(self, box: MessageBox, lease_s: float, counters: memoryview, master: bool) -> None:
@@ -130,11 +131,11 @@ class StoreServer:
         stored = box.stored_ids()
         self.leases.add(stored)
         self.next_id = (stored[-1] if stored else 0) + 1
-        self.pending: list[tuple[StoreConnection, JsonObject]] = []
+        self.pending: list[tuple[MessageBoxConnection, JsonObject]] = []
         self.parked: list[Claim] = []
         self.wake = asyncio.Event()
 
-    def submit(self, connection: StoreConnection, request: JsonObject) -> None:
+    def submit(self, connection: MessageBoxConnection, request: JsonObject) -> None:
         self.pending.append((connection, request))
         self.wake.set()
 
@@ -163,10 +164,10 @@ class StoreServer:
         batch, self.pending = self.pending, []
         now = time.time()
         expired = self.leases.expire(now)
-        self.counters[StoreCounter.EXPIRED] += expired
+        self.counters[MessageBoxCounter.EXPIRED] += expired
         if not batch and not expired and not any(c.deadline <= now for c in self.parked):
             return  # woken early: nothing to do yet
-        replies: list[tuple[StoreConnection, bytes]] = []
+        replies: list[tuple[MessageBoxConnection, bytes]] = []
         claims: list[Claim] = []
         stored = 0
         try:
@@ -188,7 +189,7 @@ class StoreServer:
                 connection.reply(error)
             child.fail("store", f"{self.box.description}: {e}")
         if any(request.get("op") in ("publish", "complete") for _, request in batch):
-            self.counters[StoreCounter.COMMITS] += 1
+            self.counters[MessageBoxCounter.COMMITS] += 1
         for connection, reply in replies:
             connection.reply(reply)
 
@@ -206,10 +207,10 @@ class StoreServer:
     def _store(self, messages: list[Stored]) -> None:
         self.box.insert(messages)
         self.leases.add([m[0] for m in messages])
-        self.counters[StoreCounter.PUBLISHED] += len(messages)
+        self.counters[MessageBoxCounter.PUBLISHED] += len(messages)
 
     def _apply(
-        self, connection: StoreConnection, request: JsonObject, claims: list[Claim]
+        self, connection: MessageBoxConnection, request: JsonObject, claims: list[Claim]
     ) -> tuple[bytes | None, int]:
         """One request's work inside the group; returns its reply (None: a claim, answered later)
         and how many messages it stored."""
@@ -254,11 +255,11 @@ class StoreServer:
         if successors:  # before COMPLETED moves, so the depth (published − completed) never dips
             self._store(successors)
         lost = len(tokens) + len(items) - len(done)
-        self.counters[StoreCounter.COMPLETED] += len(done)
-        self.counters[StoreCounter.LOST_LEASES] += lost
+        self.counters[MessageBoxCounter.COMPLETED] += len(done)
+        self.counters[MessageBoxCounter.LOST_LEASES] += lost
         return encode({"ok": True, "completed": len(done), "lost": lost}), len(successors)
 
-    def _serve_claims(self, claims: list[Claim], now: float) -> list[tuple[StoreConnection, bytes]]:
+    def _serve_claims(self, claims: list[Claim], now: float) -> list[tuple[MessageBoxConnection, bytes]]:
         replies = []
         for claim in claims:
             if not claim.connection.open:
@@ -270,7 +271,7 @@ class StoreServer:
             rows: list[Claimed] = []
             for message_id, iid, mtype, body in self.box.read(ids) if ids else ():
                 rows.append((message_id, self.leases.grant(message_id, iid, now), iid, mtype, body))
-            self.counters[StoreCounter.CLAIMED] += len(rows)
+            self.counters[MessageBoxCounter.CLAIMED] += len(rows)
             replies.append((claim.connection, encode({"ok": True, "messages": rows})))
         return replies
 
@@ -307,8 +308,8 @@ async def serve(args: argparse.Namespace) -> None:
         )
     except (RuntimeError, OSError, sqlite3.Error, psycopg.Error) as e:
         child.fail(who, str(e))
-    server = StoreServer(box, args.lease, open_slot(args.counters, args.slot), args.master)
-    listener, port = await child.listen(who, lambda: StoreConnection(server), args.port)
+    server = MessageBoxServer(box, args.lease, open_slot(args.counters, args.slot), args.master)
+    listener, port = await child.listen(who, lambda: MessageBoxConnection(server), args.port)
     child.announce(f"listening 127.0.0.1:{port}")
     stop_waiter = asyncio.create_task(stop.wait())
     stop_waiter.add_done_callback(lambda _: server.wake.set())
@@ -320,7 +321,7 @@ async def serve(args: argparse.Namespace) -> None:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m caplab.systems.msgbus.store", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m caplab.systems.msgbus.messagebox_server", description=__doc__)
     p.add_argument("--index", type=int, default=0, help="store number; 0 is the master (subscriptions)")
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--data-dir", default=".", help="where the SQLite file goes")

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 from caplab.systems.msgbus.counters import (
     CounterFile,
-    HostCounter,
     Layout,
+    MessageBoxCounter,
+    ProcessingHostCounter,
     ReceiveCounter,
     SinkCounter,
-    StoreCounter,
 )
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -37,12 +37,12 @@ def families(counters: CounterFile, layout: Layout, hosts_alive: int) -> list[Fa
     sink = counters.read(layout.SINK)
     stores = [counters.read(layout.store(i)) for i in range(layout.stores)]
     hosts = [counters.read(layout.host(i)) for i in range(layout.hosts)]
-    depths = [s[StoreCounter.PUBLISHED] - s[StoreCounter.COMPLETED] for s in stores]
+    depths = [s[MessageBoxCounter.PUBLISHED] - s[MessageBoxCounter.COMPLETED] for s in stores]
 
-    def per_store(field: StoreCounter) -> list[tuple[str, int]]:
+    def per_store(field: MessageBoxCounter) -> list[tuple[str, int]]:
         return [(f'{{store="{i}"}}', s[field]) for i, s in enumerate(stores)]
 
-    def per_host(field: HostCounter) -> list[tuple[str, int]]:
+    def per_host(field: ProcessingHostCounter) -> list[tuple[str, int]]:
         return [(f'{{host="{i}"}}', h[field]) for i, h in enumerate(hosts)]
 
     return [
@@ -106,55 +106,55 @@ def families(counters: CounterFile, layout: Layout, hosts_alive: int) -> list[Fa
             "msgbus_store_published_total",
             "counter",
             "Messages published to the store (received and republished by orchestrations).",
-            per_store(StoreCounter.PUBLISHED),
+            per_store(MessageBoxCounter.PUBLISHED),
         ),
         Family(
             "msgbus_store_completed_total",
             "counter",
             "Messages completed.",
-            per_store(StoreCounter.COMPLETED),
+            per_store(MessageBoxCounter.COMPLETED),
         ),
         Family(
             "msgbus_store_claimed_total",
             "counter",
             "Messages claimed by hosts.",
-            per_store(StoreCounter.CLAIMED),
+            per_store(MessageBoxCounter.CLAIMED),
         ),
         Family(
             "msgbus_store_expired_leases_total",
             "counter",
             "Leases that ran out (the host died or stalled): the message became claimable again.",
-            per_store(StoreCounter.EXPIRED),
+            per_store(MessageBoxCounter.EXPIRED),
         ),
         Family(
             "msgbus_store_lost_leases_total",
             "counter",
             "Completes refused because the lease had passed to another claim.",
-            per_store(StoreCounter.LOST_LEASES),
+            per_store(MessageBoxCounter.LOST_LEASES),
         ),
         Family(
             "msgbus_store_commits_total",
             "counter",
             "Group commits (durable transactions) of the store.",
-            per_store(StoreCounter.COMMITS),
+            per_store(MessageBoxCounter.COMMITS),
         ),
         Family(
             "msgbus_host_sent_total",
             "counter",
             "Documents a host delivered to the sink.",
-            per_host(HostCounter.SENT),
+            per_host(ProcessingHostCounter.SENT),
         ),
         Family(
             "msgbus_host_orchestrations_total",
             "counter",
             "Orchestration steps a host completed.",
-            per_host(HostCounter.ORCHESTRATIONS),
+            per_host(ProcessingHostCounter.ORCHESTRATIONS),
         ),
         Family(
             "msgbus_host_faults_total",
             "counter",
             "Maps that failed; a fault document was delivered instead.",
-            per_host(HostCounter.FAULTS),
+            per_host(ProcessingHostCounter.FAULTS),
         ),
     ]
 

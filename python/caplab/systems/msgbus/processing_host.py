@@ -1,7 +1,8 @@
-"""Host: a processing host instance. Claims published messages from every MessageBox, routes each by
-its subscription and runs the subscriber: the send port maps the message and delivers it to the
-back-end sink; the orchestration does its step and republishes the result. Then it completes the
-claims (the orchestration's republish in the same store transaction as its complete).
+"""A processing host (BizTalk's host instance: "host" in the flags and roles, never the machine).
+Claims published messages from every MessageBox, routes each by its subscription and runs the
+subscriber: the send port maps the message and delivers it to the back-end sink; the orchestration
+does its step and republishes the result. Then it completes the claims (the orchestration's
+republish in the same store transaction as its complete).
 
 Each host runs LOOPS_PER_STORE claim loops per store, each claiming its next batch while it maps
 the current one, and one completer per store that completes the loops' batches together; so the
@@ -23,12 +24,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from caplab.systems.msgbus import child, maps
-from caplab.systems.msgbus.counters import HostCounter, open_slot
+from caplab.systems.msgbus.counters import ProcessingHostCounter, open_slot
 from caplab.systems.msgbus.protocol import (
     Claimed,
+    MessageBoxClient,
+    MessageBoxError,
     Republished,
-    StoreClient,
-    StoreError,
     TierConnection,
     Token,
     frame,
@@ -82,7 +83,7 @@ class Work:
     republish: list[Republished] = field(default_factory=list)
 
 
-class HostInstance:
+class ProcessingHost:
     """Routes claimed messages by subscription and runs their subscribers."""
 
     def __init__(self, subscriptions: dict[str, Subscription], counters: memoryview) -> None:
@@ -108,7 +109,7 @@ class HostInstance:
                     continue
                 outbound = SEND_PORTS[sub.subscriber](body, interchange_id)
             except maps.MAP_ERRORS as e:
-                self.counters[HostCounter.FAULTS] += 1
+                self.counters[ProcessingHostCounter.FAULTS] += 1
                 outbound = maps.fault(body, interchange_id, e)
             work.deliveries.append((interchange_id, outbound))
             work.done.append((message_id, token))
@@ -120,7 +121,7 @@ class Completer:
     claiming; the completer sends everything handed over since its last request in one complete
     request (one in flight), so the loops' completes share one store commit."""
 
-    def __init__(self, store: StoreClient, counters: memoryview) -> None:
+    def __init__(self, store: MessageBoxClient, counters: memoryview) -> None:
         self.store = store
         self.counters = counters
         self.done: list[Token] = []
@@ -146,11 +147,13 @@ class Completer:
             self.done, self.republish = [], []
             self.room.set()
             result = await self.store.call({"op": "complete", "done": done, "republish": republish})
-            self.counters[HostCounter.ORCHESTRATIONS] += len(republish)
-            self.counters[HostCounter.LOST_LEASES] += int(result.get("lost", 0))
+            self.counters[ProcessingHostCounter.ORCHESTRATIONS] += len(republish)
+            self.counters[ProcessingHostCounter.LOST_LEASES] += int(result.get("lost", 0))
 
 
-async def claim_loop(host: HostInstance, store: StoreClient, sink: SinkClient, completer: Completer) -> None:
+async def claim_loop(
+    host: ProcessingHost, store: MessageBoxClient, sink: SinkClient, completer: Completer
+) -> None:
     """Claim → process → deliver → hand over to the completer, until cancelled. The next claim is
     sent before the current batch is processed, so its answer is there when the batch is done."""
     request = {"op": "claim", "max": CLAIM_BATCH, "wait_ms": CLAIM_WAIT_MS}
@@ -163,7 +166,7 @@ async def claim_loop(host: HostInstance, store: StoreClient, sink: SinkClient, c
         work = host.process(claimed)
         if work.deliveries:
             await sink.deliver(work.deliveries)
-            host.counters[HostCounter.SENT] += len(work.deliveries)
+            host.counters[ProcessingHostCounter.SENT] += len(work.deliveries)
         await completer.complete(work.done, work.republish)
 
 
@@ -173,19 +176,19 @@ async def serve(args: argparse.Namespace) -> None:
     tasks: list[asyncio.Task[None]] = []
     try:
         addresses = args.stores.split(",")
-        master = await StoreClient.connect(addresses[0])
-        host = HostInstance(
+        master = await MessageBoxClient.connect(addresses[0])
+        host = ProcessingHost(
             from_rows((await master.call({"op": "subscriptions"}))["subscriptions"]),
             open_slot(args.counters, args.slot),
         )
         master.close()
         for address in addresses:
-            completer = Completer(await StoreClient.connect(address), host.counters)
+            completer = Completer(await MessageBoxClient.connect(address), host.counters)
             tasks.append(asyncio.create_task(completer.run()))
             for _ in range(LOOPS_PER_STORE):
-                store, sink = await StoreClient.connect(address), await SinkClient.connect(args.sink)
+                store, sink = await MessageBoxClient.connect(address), await SinkClient.connect(args.sink)
                 tasks.append(asyncio.create_task(claim_loop(host, store, sink, completer)))
-    except (StoreError, DeliveryFailed, ValueError) as e:
+    except (MessageBoxError, DeliveryFailed, ValueError) as e:
         child.fail(who, str(e))
     child.announce(f"ready host {args.index}")
     stopping = asyncio.create_task(stop.wait())
@@ -198,7 +201,7 @@ async def serve(args: argparse.Namespace) -> None:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m caplab.systems.msgbus.host", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m caplab.systems.msgbus.processing_host", description=__doc__)
     p.add_argument("--index", type=int, default=0)
     p.add_argument("--stores", required=True, help="store servers, HOST:PORT,… (the first is the master)")
     p.add_argument("--sink", required=True, help="the back-end sink, HOST:PORT")

@@ -93,7 +93,7 @@ def decode(payload: bytes) -> JsonObject:
     return obj
 
 
-class StoreError(RuntimeError):
+class MessageBoxError(RuntimeError):
     """A store server answered ``ok: false`` or went away."""
 
 
@@ -119,20 +119,20 @@ class TierConnection:
         return cls(address, reader, writer)
 
 
-class StoreClient(TierConnection):
+class MessageBoxClient(TierConnection):
     """One connection to a store server; one request in flight at a time (callers serialise)."""
 
     tier = "store"
-    failure = StoreError
+    failure = MessageBoxError
 
     async def call(self, request: JsonObject) -> JsonObject:
         try:
             self._writer.write(encode(request))
             reply = decode(await read_frame(self._reader))
         except (OSError, asyncio.IncompleteReadError) as e:
-            raise StoreError(f"lost the connection to the store at {self.address}") from e
+            raise MessageBoxError(f"lost the connection to the store at {self.address}") from e
         if not reply.get("ok"):
-            raise StoreError(f"store at {self.address}: {reply.get('error', 'unknown error')}")
+            raise MessageBoxError(f"store at {self.address}: {reply.get('error', 'unknown error')}")
         return reply
 
     def close(self) -> None:

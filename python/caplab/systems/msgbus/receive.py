@@ -29,9 +29,9 @@ from caplab.systems.msgbus.protocol import (
     MAX_FRAME,
     FrameBuffer,
     FrameTooLarge,
+    MessageBoxClient,
+    MessageBoxError,
     Published,
-    StoreClient,
-    StoreError,
     frame,
 )
 
@@ -60,7 +60,7 @@ class Rejected(ValueError):
 class Publisher:
     """Group commit toward one store: one publish request in flight, the next one fills meanwhile."""
 
-    def __init__(self, store: StoreClient, receive: Receive) -> None:
+    def __init__(self, store: MessageBoxClient, receive: Receive) -> None:
         self.store = store
         self.receive = receive
         self.messages: list[Published] = []
@@ -85,7 +85,7 @@ class Publisher:
                 error = None
                 try:
                     await self.store.call({"op": "publish", "messages": batch})
-                except StoreError as e:
+                except MessageBoxError as e:
                     error = str(e)
                 self.receive.published(len(batch), error)
                 for message, done in zip(batch, waiters, strict=True):
@@ -97,7 +97,9 @@ class Publisher:
 class Receive:
     """Checks, numbers and routes documents to their store's publisher; owns back-pressure."""
 
-    def __init__(self, stores: list[StoreClient], subscribed: frozenset[str], counters: memoryview) -> None:
+    def __init__(
+        self, stores: list[MessageBoxClient], subscribed: frozenset[str], counters: memoryview
+    ) -> None:
         self.publishers = [Publisher(store, self) for store in stores]
         self.subscribed = subscribed
         self.counters = counters
@@ -316,9 +318,9 @@ REASONS = {
 async def serve(args: argparse.Namespace) -> None:
     stop = child.stop_event(args.parent_pid is not None)
     try:
-        stores = [await StoreClient.connect(address) for address in args.stores.split(",")]
+        stores = [await MessageBoxClient.connect(address) for address in args.stores.split(",")]
         reply = await stores[0].call({"op": "subscriptions"})
-    except StoreError as e:
+    except MessageBoxError as e:
         child.fail("receive", str(e))
     receive = Receive(
         stores, frozenset(row[0] for row in reply["subscriptions"]), open_slot(args.counters, args.slot)

@@ -30,12 +30,17 @@ from caplab.systems.msgbus.counters import CounterFile, Layout
 from caplab.systems.msgbus.messagebox import STORE_URL_ENV
 
 PACKAGE = "caplab.systems.msgbus"
-MODULES = {"receive": "receive", "hosts": "host", "store": "store", "sink": "sink"}
+MODULES = {
+    "receive": "receive",
+    "hosts": "processing_host",
+    "store": "messagebox_server",
+    "sink": "sink",
+}
 """Role → the module each of its processes runs (``python -m caplab.systems.msgbus.<module>``)."""
 ROLES: dict[str, str] = {role: f"msgbus.{module} " for role, module in MODULES.items()}
 """Role → a command-line substring that matches exactly that tier's processes: the module name
-with the space that always follows it, so ``msgbus.host `` matches neither ``msgbus.hosts`` nor
-the supervisor's own ``-m caplab.systems.msgbus --hosts``."""
+with the space that always follows it, so ``msgbus.receive `` matches no other module's name and
+nothing of the supervisor's own ``-m caplab.systems.msgbus --hosts``."""
 STOP_ORDER = ("receive", "hosts", "sink", "store")
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 5.0
