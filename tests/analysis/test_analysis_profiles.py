@@ -56,3 +56,20 @@ def test_a_role_at_its_memory_limit_is_named_memory_with_the_evidence() -> None:
     ]
     scopes["role:db"] |= {"mem_percent": 50.0, "mem_limit_hits": 0.0}
     assert find_limit(200.0, scopes, ["db"])["resource"] == "cpu:db", "far from its limit: not memory"
+
+
+def test_major_faults_near_the_limit_are_memory_evidence() -> None:
+    """Some kernels no longer count limit hits: a role near its limit whose own pages are read back
+    from disk (major faults) is pressed against it all the same."""
+    scopes = {
+        "host": {"cores": 2.0, "cpu_percent": 100.0},
+        "role:app": {"cpu_percent": 90.0, "quota_cpus": 1.0, "mem_percent": 92.0, "mem_limit_mb": 256.0},
+    }
+    assert find_limit(100.0, scopes, ["app"])["resource"] == "cpu:app", "no sign of pressure"
+    scopes["role:app"]["mem_major_faults"] = 1200.0
+    limit = find_limit(100.0, scopes, ["app"])
+    assert limit["resource"] == "memory:app"
+    assert limit["evidence"]["memory"] == [
+        "92% of its 256 MB limit",
+        "1,200 major faults (pages read back from disk)",
+    ]

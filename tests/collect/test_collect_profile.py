@@ -22,6 +22,7 @@ def test_profile_figures_per_role_and_volume() -> None:
                 "limit_bytes": 256 * MIB,
                 "limit_hits": 3,
                 "oom_kills": 1,
+                "major_faults": 40,
             },
             "volume:data": {"reads": 0, "writes": 100, "write_sectors": 800, "write_ms": 50, "io_ms": 10},
         },
@@ -33,6 +34,7 @@ def test_profile_figures_per_role_and_volume() -> None:
                 "limit_bytes": 256 * MIB,
                 "limit_hits": 5,
                 "oom_kills": 2,
+                "major_faults": 70,
             },
             "volume:data": {"reads": 0, "writes": 140, "write_sectors": 1120, "write_ms": 90, "io_ms": 30},
         },
@@ -46,6 +48,7 @@ def test_profile_figures_per_role_and_volume() -> None:
     assert got[("role:db", "cpu_throttled_percent")] == 50.0
     assert got[("role:db", "mem_percent")] == 50.0 and got[("role:db", "mem_limit_mb")] == 256.0
     assert got[("role:db", "oom_kills")] == 1 and got[("role:db", "mem_limit_hits")] == 2
+    assert got[("role:db", "mem_major_faults")] == 30
     assert got[("volume:db.data", "await_ms")] == 1.0  # 40 ms over 40 writes
     iops = got[("volume:db.data", "write_iops")]
     assert iops > 0 and got[("volume:db.data", "throttle_percent")] == pytest.approx(100.0 * iops / 40)

@@ -212,6 +212,42 @@ def test_an_oom_kill_fails_the_cell_with_that_reason(tmp_path: Path) -> None:
     assert left_behind(before) == []
 
 
+def test_a_server_that_keeps_memory_per_request_is_stopped_by_its_memory_limit(tmp_path: Path) -> None:
+    """knownserver keeping 1 MB per request at 100 requests/s on a 256M profile: its memory, not
+    its CPU (2 ms a request of a whole core) nor its software, ends the cell — the OOM killer at
+    the profile's limit, reported as the cell's reason."""
+    port = free_port()
+    study = {
+        "name": "leak",
+        "target": {"http": {"url": f"http://127.0.0.1:{port}/"}},
+        "profiles": {"box": {"cpus": 1, "memory": "256M"}},
+        "sut": {
+            "start": f"exec {knownserver(port, '--alloc-kb', '1024')}",
+            "ready": {"port": port, "timeout": "20s"},
+            "roles": {"server": {"match": f"knownserver --port {port}", "profile": "box"}},
+        },
+        "load": {"rate": 100, "duration": "10s"},
+    }
+    require(Profile.build("box", cpus=1, memory="256M"))
+    before = set(leftovers())
+    done = caplab(
+        "run", write_study(tmp_path / "s.yaml", study), "--db", f"sqlite:///{tmp_path / 'c.db'}",
+        "--json", "-o", tmp_path / "r", timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr[-3000:]
+    [cell] = json_out(done)["cells"]
+    assert cell["status"] == "failed" and cell["metrics"]["hardware"]["launched_under"] == "server"
+    assert cell["error"].startswith(
+        "role server ran out of memory: the OOM killer killed 1 process(es) at its profile's limit of 256 MB"
+    ), cell["error"]
+    [reported] = json.loads((tmp_path / "r" / "results.json").read_text())["cells"]
+    # The report names the limit from the trial's samples: the role's memory, with the kill.
+    limit = reported["limit"]
+    assert limit["resource"] == "memory:server" and limit["kind"] == "hardware", limit
+    assert "the OOM killer killed a process" in limit["summary"], limit["summary"]
+    assert left_behind(before) == []
+
+
 def _slow() -> VolumeClass:
     return VolumeClass(64 << 20, write_iops=40)
 

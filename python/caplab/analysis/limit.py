@@ -14,8 +14,8 @@ limit that hit it or lost a process to the OOM killer is named ``memory:ROLE`` w
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypedDict
 
 NEAR_SATURATION = 0.80
 # A latency SLO usually gives out before a resource is fully busy: a resource this busy at
@@ -31,6 +31,53 @@ class Demand:
     """Milliseconds of the resource each request uses: U / X."""
     bound_rps: float | None
     note: str
+
+    def entry(self) -> DemandEntry:
+        return DemandEntry(
+            resource=self.resource,
+            utilization=self.utilization,
+            demand_ms=self.demand_ms,
+            bound_rps=self.bound_rps,
+            note=self.note,
+        )
+
+
+class DemandEntry(TypedDict):
+    """A Demand in the limit's evidence (the results document, ``--json``)."""
+
+    resource: str
+    utilization: float
+    demand_ms: float
+    """Milliseconds of the resource each request uses: U / X."""
+    bound_rps: float | None
+    note: str
+
+
+class ClosedLoopCheck(TypedDict):
+    """A closed loop run at the open search's concurrency at capacity, and what it carried."""
+
+    users: int
+    throughput: float
+
+
+class LimitEvidence(TypedDict, total=False):
+    demands: list[DemandEntry]
+    signals: list[str]
+    memory: list[str]
+    """Why a role's memory is named: its share of the limit, limit hits, faults, OOM kills."""
+    closed_loop: ClosedLoopCheck
+
+
+class Limit(TypedDict):
+    """What bounds the system at its capacity (``hardware``, ``software``, ``generator``,
+    ``unknown``), or for a fixed load the busiest resource (``not reached``)."""
+
+    resource: str | None
+    kind: str
+    utilization: float | None
+    bound_rps: float | None
+    evidence: LimitEvidence
+    summary: str
 
 
 def demands(throughput: float, scopes: dict[str, dict[str, float]], roles: list[str]) -> list[Demand]:
@@ -74,21 +121,25 @@ def demands(throughput: float, scopes: dict[str, dict[str, float]], roles: list[
 
 def memory_pressure(scopes: dict[str, dict[str, float]], roles: list[str]) -> dict[str, Any] | None:
     """The role most pressed against its profile's memory limit, if one is: an OOM kill, or use
-    near the limit with the limit hit (reclaim). None when no role is."""
+    near the limit with the limit hit (reclaim) or major faults (its own pages read back from
+    disk after the kernel evicted them to stay under the limit). None when no role is."""
     pressed = []
     for role in roles:
         m = scopes.get(f"role:{role}", {})
         if "mem_percent" not in m:
             continue
         share, hits, kills = m["mem_percent"] / 100.0, m.get("mem_limit_hits", 0.0), m.get("oom_kills", 0.0)
-        if kills > 0 or (share >= NEAR_SATURATION and hits > 0):
-            pressed.append((kills > 0, share, role, hits, kills, m.get("mem_limit_mb")))
+        faults = m.get("mem_major_faults", 0.0)
+        if kills > 0 or (share >= NEAR_SATURATION and (hits > 0 or faults > 0)):
+            pressed.append((kills > 0, share, role, hits, faults, kills, m.get("mem_limit_mb")))
     if not pressed:
         return None
-    _, share, role, hits, kills, limit = max(pressed)
+    _, share, role, hits, faults, kills, limit = max(pressed)
     evidence = [f"{share:.0%} of its {limit or 0:,.0f} MB limit"]
     if hits > 0:
         evidence.append("the limit was hit (the kernel reclaimed to stay under it)")
+    if faults > 0:
+        evidence.append(f"{faults:,.0f} major faults (pages read back from disk)")
     if kills > 0:
         evidence.append("the OOM killer killed a process")
     return {"resource": f"memory:{role}", "utilization": share, "evidence": evidence}
@@ -113,11 +164,11 @@ def find_limit(
     roles: list[str],
     signals: list[str] | None = None,
     above: tuple[str, float] | None = None,
-) -> dict[str, Any]:
-    """``{resource, kind, utilization, bound_rps, evidence, summary}`` at the capacity load.
+) -> Limit:
+    """What bounds throughput at the capacity load, with its evidence.
     ``above``: the busiest resource and its utilisation in the first trial that failed above it."""
     table = demands(throughput, scopes, roles)
-    evidence: dict[str, Any] = {"demands": [asdict(d) for d in table], "signals": list(signals or [])}
+    evidence: LimitEvidence = {"demands": [d.entry() for d in table], "signals": list(signals or [])}
     if not roles:
         return {
             "resource": None,

@@ -5,11 +5,13 @@ needs nothing of how the profile was applied.
 
 Scopes: ``role:NAME`` gains ``quota_cpus`` (host CPUs the quota grants), ``cpu_throttled_percent``
 (share of quota periods that ran out), ``mem_used_mb``, ``mem_peak_mb``, ``mem_limit_mb``,
-``mem_percent`` (of the limit), ``mem_limit_hits`` and ``oom_kills`` (counted since the trial
-started); ``volume:LABEL`` gets the disk figures of ``disk:DEV`` under the volume's own name, and
-``throttle_percent``: its busiest figure against its class's ceiling; ``link:ROLE`` (a role with a
-link) gets ``rx_mb_s``/``tx_mb_s`` as the role receives and sends them, packets, ``dropped_s`` and
-``link_mb_s``, the shaped rate of its class — not the veth's nominal 10 Gbit/s, which says nothing.
+``mem_percent`` (of the limit), ``mem_limit_hits``, ``mem_major_faults`` (pages read back from
+disk: the kernel reclaimed the role's own file pages to stay under its limit) and ``oom_kills``
+(counted since the trial started); ``volume:LABEL`` gets the disk figures of ``disk:DEV`` under
+the volume's own name, and ``throttle_percent``: its busiest figure against its class's ceiling;
+``link:ROLE`` (a role with a link) gets ``rx_mb_s``/``tx_mb_s`` as the role receives and sends
+them, packets, ``dropped_s`` and ``link_mb_s``, the shaped rate of its class — not the veth's
+nominal 10 Gbit/s, which says nothing.
 """
 
 from __future__ import annotations
@@ -106,6 +108,7 @@ class ProfileCollector:
                 add(scope, "mem_limit_mb", limit / MIB)
                 add(scope, "mem_percent", 100.0 * used / limit)
             add(scope, "mem_limit_hits", _num(memory, "limit_hits") - _num(first, "limit_hits"))
+            add(scope, "mem_major_faults", _num(memory, "major_faults") - _num(first, "major_faults"))
             add(scope, "oom_kills", _num(memory, "oom_kills") - _num(first, "oom_kills"))
         link, before = now.get("link"), self._prev.get("link")
         if link is not None and before is not None and wall > 0:

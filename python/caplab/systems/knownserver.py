@@ -2,8 +2,10 @@
 
 Each request can burn a fixed CPU time (capacity ≈ cores / cost), sleep without blocking
 (latency without load), or sleep while holding the only thread (a software limit: capacity =
-1 / sleep with the CPU idle). It can freeze once, answer with an error status, and speak HTTP/1.1
-or framed TCP (``line``, ``u32``, ``mllp``: the payload is echoed back in the same framing).
+1 / sleep with the CPU idle), or keep some memory for good per request (a leak, or a cache that
+grows with the load: under a memory limit the server meets the limit, not its CPU). It can freeze
+once, answer with an error status, and speak HTTP/1.1 or framed TCP (``line``, ``u32``, ``mllp``:
+the payload is echoed back in the same framing).
 
 Run: ``python -m caplab.systems.knownserver --protocol http --cpu-us 200``; the first line on
 stdout is ``listening HOST:PORT``. ``GET /__stats`` (JSON) and ``GET /metrics`` (Prometheus text)
@@ -20,10 +22,11 @@ import os
 import signal
 import struct
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 MLLP_START = b"\x0b"
 MLLP_END = b"\x1c\x0d"
+PAGE = 4096
 
 
 @dataclass
@@ -34,8 +37,12 @@ class Behaviour:
     freeze_after: int = 0
     freeze_s: float = 0.0
     status: int = 200
+    alloc_kb: int = 0
+    alloc_cap_mb: float = 0.0
     requests: int = 0
     frozen: bool = False
+    retained: list[bytearray] = field(default_factory=list)
+    retained_bytes: int = 0
 
     async def serve_one(self) -> None:
         """Does the configured work for one request."""
@@ -47,8 +54,20 @@ class Behaviour:
             burn_cpu(self.cpu_us / 1e6)
         if self.serial_sleep_ms:
             time.sleep(self.serial_sleep_ms / 1000)
+        if self.alloc_kb:
+            self.retain(self.alloc_kb * 1024)
         if self.sleep_ms:
             await asyncio.sleep(self.sleep_ms / 1000)
+
+    def retain(self, size: int) -> None:
+        """Keeps `size` bytes for good, every page written (a page never touched costs no memory),
+        until the cap is reached."""
+        if self.alloc_cap_mb and self.retained_bytes + size > self.alloc_cap_mb * 2**20:
+            return
+        chunk = bytearray(size)
+        chunk[::PAGE] = b"\x01" * len(range(0, size, PAGE))
+        self.retained.append(chunk)
+        self.retained_bytes += size
 
 
 def served_requests(host: str, port: int) -> int:
@@ -83,7 +102,7 @@ async def handle_http(b: Behaviour, reader: asyncio.StreamReader, writer: asynci
         if length:
             await reader.readexactly(length)
         if head.startswith(b"GET /__stats"):
-            body = json.dumps({"requests": b.requests}).encode()
+            body = json.dumps({"requests": b.requests, "retained_bytes": b.retained_bytes}).encode()
         elif head.startswith(b"GET /metrics"):
             body = (  # Prometheus text format, for studies that read a system's own counters
                 b"# HELP knownserver_requests_total Requests served (stats and metrics not counted).\n"
@@ -141,6 +160,8 @@ async def serve(args: argparse.Namespace) -> None:
         freeze_after=args.freeze_after,
         freeze_s=args.freeze_s,
         status=args.status,
+        alloc_kb=args.alloc_kb,
+        alloc_cap_mb=args.alloc_cap_mb,
     )
 
     async def on_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -178,6 +199,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--freeze-after", type=int, default=0, help="freeze once after this many requests")
     p.add_argument("--freeze-s", type=float, default=1.0, help="how long the one freeze lasts")
     p.add_argument("--status", type=int, default=200, help="HTTP status of every reply")
+    p.add_argument("--alloc-kb", type=int, default=0, help="memory kept for good per request (KB)")
+    p.add_argument("--alloc-cap-mb", type=float, default=0.0, help="keep no more than this (0: no cap)")
     p.add_argument("--reuse-port", action="store_true", help="let several processes share the port")
     return p.parse_args(argv)
 

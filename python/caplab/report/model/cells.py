@@ -211,6 +211,9 @@ def _fixed_limit(
             m: statistics.fmean(trial[scope][m] for trial in per_trial if m in trial.get(scope, {}))
             for m in metric_names
         }
+    # A cell whose system died in its trial (an OOM kill) summarises no resources: its roles are
+    # the ones its samples name.
+    roles = roles or sorted(s.removeprefix("role:") for s in scopes if s.startswith("role:"))
     # find_limit returns the Limit document (the analysis package keeps plain dicts).
     found = cast(Limit, find_limit(float(throughput), scopes, roles))
     if found["kind"] != "software":
