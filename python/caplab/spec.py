@@ -82,11 +82,69 @@ class TcpTarget(_Payload):
     framing: Literal["line", "u32", "mllp"]
 
 
+def _percent_fraction(value: Any) -> Any:
+    if isinstance(value, str) and value.strip().endswith("%"):
+        return float(value.strip()[:-1]) / 100.0
+    return value
+
+
+DATABASE_INDEX = "{i}"
+"""Where a database list's index goes in its URL (``…/ag_{i}``)."""
+
+
+def spread(count: int, share: float) -> list[int]:
+    """An evenly spread ``share`` of ``range(count)``: at least one when the share is above 0 and
+    there is anything to take, none when it is 0 (5 % of 100 is 0, 20, 40, 60, 80)."""
+    if count <= 0 or share <= 0:
+        return []
+    taken = min(count, max(1, round(count * share)))
+    return [j * count // taken for j in range(taken)]
+
+
+class DatabaseListSpec(Strict):
+    """Many databases named by one URL: ``{i}`` in it runs over ``range(count)``; ``share`` keeps an
+    evenly spread subset of them (the databases the load reaches), and ``loaded`` a share of those
+    that carry ``weight`` times the load of the others (the seed's OLTP traffic on 5–10 % of the
+    availability group's databases, the rest only probed)."""
+
+    count: int = Field(ge=0)
+    share: Annotated[float, BeforeValidator(_percent_fraction), Field(ge=0, le=1)] = 1.0
+    loaded: Annotated[float, BeforeValidator(_percent_fraction), Field(ge=0, le=1)] = 0.0
+    weight: int = Field(default=10, ge=1)
+
+    @model_validator(mode="after")
+    def _matches_some(self) -> DatabaseListSpec:
+        if not self.indices():
+            raise ValueError(
+                f"matches no database ({self.share:.0%} of {self.count}): the load needs at least one"
+            )
+        return self
+
+    def indices(self) -> list[int]:
+        """The databases in the list, by index."""
+        return spread(self.count, self.share)
+
+    def loaded_indices(self) -> list[int]:
+        """The databases that carry the weighted load, evenly spread over the list."""
+        listed = self.indices()
+        return [listed[k] for k in spread(len(listed), self.loaded)]
+
+    def targets(self, url: str) -> list[str]:
+        """One URL per place in the load's round-robin: every listed database once, each loaded one
+        ``weight`` times (users and arrivals are spread evenly over the places)."""
+        loaded = set(self.loaded_indices())
+        places = [url.replace(DATABASE_INDEX, str(i)) for i in self.indices()]
+        extra = [url.replace(DATABASE_INDEX, str(i)) for i in self.indices() if i in loaded]
+        return places + extra * (self.weight - 1)
+
+
 class PostgresTargetSpec(Strict):
     """A PostgreSQL database (libpq URL, several hosts allowed) running a transaction script:
-    pgbench's ``tpcb`` or ``select-only``, or a pgbench script file (relative to the study)."""
+    pgbench's ``tpcb`` or ``select-only``, or a pgbench script file (relative to the study). With
+    ``databases:``, the URL names many (``…/ag_{i}``) and the load is spread over them."""
 
     url: str = Field(pattern=r"^postgres(ql)?://")
+    databases: DatabaseListSpec | None = None
     workload: Literal["tpcb", "select-only"] | None = None
     sql_file: str | None = None
     passfile: str | None = None
@@ -99,7 +157,21 @@ class PostgresTargetSpec(Strict):
     def _one_script(self) -> PostgresTargetSpec:
         if self.workload is not None and self.sql_file is not None:
             raise ValueError("give workload: or sql_file:, not both")
+        if (self.databases is not None) != (DATABASE_INDEX in self.url):
+            raise ValueError(
+                "a database list needs {i} in the url (…/ag_{i}), and {i} in the url needs databases:"
+            )
         return self
+
+    def urls(self) -> list[str]:
+        """Each database of the target once, in order (one: the URL itself)."""
+        if self.databases is None:
+            return [self.url]
+        return [self.url.replace(DATABASE_INDEX, str(i)) for i in self.databases.indices()]
+
+    def places(self) -> list[str]:
+        """The load's round-robin over the databases (see `DatabaseListSpec.targets`)."""
+        return [self.url] if self.databases is None else self.databases.targets(self.url)
 
 
 class TargetSpec(Strict):
@@ -245,6 +317,9 @@ class LoadSection(Strict):
     interval: Annotated[float, BeforeValidator(_seconds), Field(ge=0.05, le=60)] = 1.0
     """The interval series' resolution (and the collectors' sampling): a failover's recovery is
     read from it, so finer than the default 1 s there."""
+    per_target: bool = False
+    """``users`` or ``rate`` are per place in the target's list (a database list: per database,
+    each loaded one counted ``weight`` times), so one study file serves every list length."""
 
     @model_validator(mode="after")
     def _needs_load(self, info: ValidationInfo) -> LoadSection:
@@ -267,6 +342,15 @@ class LoadSection(Strict):
         return (self.model or ("closed" if self.users is not None else "open")) == "open"
 
 
+class RecoverySpec(Strict):
+    """What a successful failover is: every database taking writes again ``within`` the recovery
+    SLO of the fault, and — where the replication mode promises it (``lossless``: synchronous) — no
+    acknowledged transaction lost. Each trial is judged; the cell reports k of K."""
+
+    within: Annotated[float, BeforeValidator(_seconds), Field(gt=0)]
+    lossless: bool = True
+
+
 class ActionSpec(Strict):
     """Something done to the system during each trial of a fixed load, at ``at`` seconds after the
     load starts (warm-up included): one of the system's own actions (``do: switchover``) or any
@@ -287,12 +371,6 @@ class ActionSpec(Strict):
     @property
     def label(self) -> str:
         return self.name or self.do or (self.run or "").split()[0]
-
-
-def _percent_fraction(value: Any) -> Any:
-    if isinstance(value, str) and value.strip().endswith("%"):
-        return float(value.strip()[:-1]) / 100.0
-    return value
 
 
 def _slo_text(value: Any) -> Any:
@@ -511,6 +589,8 @@ class StudyConfig(Strict):
     actions: list[ActionSpec] = Field(default_factory=list)
     """Faults and role changes during each trial; how the load recovered is measured from the
     interval series (a fixed load only: a search's trials must be alike)."""
+    recovery: RecoverySpec | None = None
+    """The recovery SLO each trial's failover is judged by (with ``actions:``)."""
     consolidation: ConsolidationSpec | None = None
     paper: dict[str, Any] | None = None
     """A seed paper's own figures, to be shown beside the study's (labelled as its hardware)."""

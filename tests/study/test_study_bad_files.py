@@ -105,6 +105,13 @@ TARGET = "name: orders\ntarget:\n  http:\n    url: http://127.0.0.1:8080/\n"
             "9: actions.0.at: actions run during a fixed load, not a search",
             id="action-in-a-search",
         ),
+        pytest.param(
+            "name: ag\nfactors:\n  n: [20, 0]\ntarget:\n  postgres:\n"
+            "    url: postgresql://u@127.0.0.1:9/ag_{i}\n    databases: {count: '{n}', share: 10%}\n"
+            "load:\n  rate: 1\n",
+            "7: target.postgres.databases: matches no database (10% of 0): the load needs at least one",
+            id="database-list-of-none",
+        ),
     ],
 )
 def test_a_bad_study_exits_2_with_file_line_and_field(tmp_path: Path, text: str, expected: str) -> None:

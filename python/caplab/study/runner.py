@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from caplab.analysis.cost import configuration_cost
+from caplab.analysis.failover import Verdict, success_rate
+from caplab.analysis.recovery import Interval
 from caplab.collect import MetricsSource, RoleSpec, cell_resources, default_collectors
 from caplab.collect.base import ResourceSample
 from caplab.engine import (
@@ -20,6 +22,7 @@ from caplab.engine import (
     LoadSpec,
     Plan,
     PlanError,
+    Target,
     TargetUnreachable,
     UsageProblem,
     build_plan,
@@ -34,6 +37,7 @@ from caplab.spec import Cell, Study, StudyConfig
 from caplab.store import CellRow, Store
 from caplab.study.baseline import baseline_line, storage_baseline, volume_baselines
 from caplab.study.environment import environment
+from caplab.study.failover import database_series, failover_line, judged_failover, ledger_entry
 from caplab.study.hardware import (
     Attacher,
     bind,
@@ -47,7 +51,7 @@ from caplab.study.hardware import (
 from caplab.study.metrics import cell_metrics
 from caplab.study.observer import StudyObserver
 from caplab.study.sut import Sut, SutFailed, sut_environment
-from caplab.workloads.postgres import DatabaseProblem, ledger_rows, prepare, with_passfile_under
+from caplab.workloads.postgres import DatabaseProblem, prepare, with_passfile_under
 
 
 @dataclass(frozen=True)
@@ -61,11 +65,14 @@ def load_spec_for(config: StudyConfig, directory: Path) -> LoadSpec:
     """One cell's load as a `LoadSpec`, so a study and `caplab load` build plans alike. A
     PostgreSQL target is tried first (``DatabaseProblem`` when it cannot be used)."""
     target_spec, load = config.requests
+    pg = target_spec.postgres
+    places = pg.places() if pg is not None else [""]
+    times = len(places) if load.per_target else 1  # users or rate given per place in the list
     shape = LoadSpec(
         url="",
-        rate=load.rate if load.open_model else None,
-        ramp_to=load.ramp_to,
-        users=None if load.open_model else (load.users or 10),
+        rate=load.rate * times if load.open_model and load.rate is not None else None,
+        ramp_to=load.ramp_to * times if load.ramp_to is not None else None,
+        users=None if load.open_model else (load.users or 10) * times,
         think_s=load.think,
         think_dist=load.think_dist,
         schedule=load.schedule,
@@ -76,22 +83,24 @@ def load_spec_for(config: StudyConfig, directory: Path) -> LoadSpec:
         timeout_s=load.timeout,
         interval_s=load.interval,
     )
-    pg = target_spec.postgres
     if pg is not None:
-        found = prepare(
-            pg.url,
-            pg.workload,
-            directory / pg.sql_file if pg.sql_file else None,
-            directory / pg.passfile if pg.passfile else None,
-            ledger=pg.ledger,
-        )
+        sql_file = directory / pg.sql_file if pg.sql_file else None
+        passfile = directory / pg.passfile if pg.passfile else None
+        # each database tried once (and its ledger made), however many places it takes
+        found = {
+            u: prepare(u, pg.workload, sql_file, passfile, ledger=pg.ledger) for u in dict.fromkeys(places)
+        }
+        first = found[places[0]]
         return replace(
             shape,
-            url=found.url,
-            password=found.password,
-            scale=found.scale,
-            workload=found.workload,
-            body=found.script,
+            url=first.url,
+            password=first.password,
+            scale=first.scale,
+            workload=first.workload,
+            body=first.script,
+            **extra_targets(  # TODO(D1): plain extra_targets= once LoadSpec has it
+                tuple(Target(found[u].url, None, found[u].password, found[u].scale) for u in places[1:])
+            ),
         )
     target = target_spec.http or target_spec.tcp
     assert target is not None
@@ -106,6 +115,10 @@ def load_spec_for(config: StudyConfig, directory: Path) -> LoadSpec:
         template=target.template,
         framing=target_spec.tcp.framing if target_spec.tcp else None,
     )
+
+
+def extra_targets(targets: tuple[Target, ...]) -> dict[str, Any]:
+    return {"extra_targets": targets} if targets else {}
 
 
 def priced(config: StudyConfig, factors: dict[str, Any]) -> dict[str, Any]:
@@ -231,31 +244,47 @@ class CellRun:
         record.kind = kind
         if outcomes:
             self._recovered(record, outcomes, index)
-        self._ledger(record, index)
+        series = self._databases(record)
+        ledger = self._ledger(record, index, series)
+        if outcomes:
+            self._judged(series, outcomes, ledger)
         self.keep(record)
         return record
 
-    def _ledger(self, record: TrialRecord, index: int) -> None:
+    def _databases(self, record: TrialRecord) -> dict[str, list[Interval]]:
+        pg = self.config.target.postgres if self.config.target else None
+        return database_series(record.result, pg.urls()[0]) if pg is not None else {}
+
+    def _judged(
+        self, series: dict[str, list[Interval]], outcomes: list[ActionOutcome], ledger: dict[str, Any] | None
+    ) -> None:
+        """The failover read database by database and, with a recovery SLO, judged (the cell's k/K)."""
+        pg = self.config.target.postgres if self.config.target else None
+        if pg is None:
+            return
+        trial = len(self.records) + 1  # across the cell's replicates
+        entry = judged_failover(self.config.recovery, series, outcomes, ledger, trial)
+        if entry is not None:
+            self.progress.note(f"trial {trial}: {failover_line(entry)}")
+            self.summary.setdefault("failover", []).append(entry)
+
+    def _ledger(
+        self, record: TrialRecord, index: int, series: dict[str, list[Interval]]
+    ) -> dict[str, Any] | None:
         """With a ledger, what the trial acknowledged against what the database holds now: the
         acknowledged transactions a failover lost, measured (a commit whose acknowledgement the
         failure swallowed is held but not counted as acknowledged, so ``lost`` is a lower bound)."""
         pg = self.config.target.postgres if self.config.target else None
         if pg is None or not pg.ledger:
-            return
+            return None
         directory = self.runner.study.directory
-        held = ledger_rows(pg.url, directory / pg.passfile if pg.passfile else None, empty=True)
-        acknowledged = sum(i.completed for i in record.result.intervals)  # the warm-up wrote rows too
-        entry = {
-            "trial": index,
-            "acknowledged": acknowledged,
-            "held": held,
-            "lost": max(0, acknowledged - held),
-        }
+        entry = ledger_entry(pg, directory / pg.passfile if pg.passfile else None, series, index)
         self.summary.setdefault("ledger", []).append(entry)
         self.progress.note(
-            f"trial {index + 1}: ledger: {acknowledged:,} transactions acknowledged, {held:,} held, "
-            f"{entry['lost']:,} lost"
+            f"trial {index + 1}: ledger: {entry['acknowledged']:,} transactions acknowledged, "
+            f"{entry['held']:,} held, {entry['lost']:,} lost"
         )
+        return entry
 
     def _actions(self) -> TrialActions | None:
         if not self.config.actions:
@@ -376,6 +405,9 @@ class StudyRunner:
                         volume_baseline = volume_baseline or ctx.volume_baseline
                 summaries.append(ctx.summary)
             metrics = {**cell_metrics([r.result for r in records]), **combine_replicates(summaries)}
+            failovers = [f for f in metrics.get("failover", []) if "verdict" in f]
+            if judged := [(str(f["trial"]), Verdict(**f["verdict"])) for f in failovers]:
+                metrics["success"] = success_rate(judged).as_dict()  # k/K over the cell's failovers
             if hardware is not None:
                 metrics["hardware"] = hardware | (
                     {"volume_baseline": volume_baseline} if volume_baseline else {}

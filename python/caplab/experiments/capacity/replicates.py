@@ -21,7 +21,7 @@ def combine_replicates(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     searched = [s for s in summaries if "capacity" in s]
     if len(summaries) == 1 or not searched:
         merged = dict(summaries[-1]) if summaries else {}
-        for key in ("recovery", "ledger"):  # every replicate's faults and ledgers
+        for key in ("recovery", "ledger", "failover"):  # every replicate's faults and ledgers
             found = [r for s in summaries for r in s.get(key, [])]
             merged |= {key: found} if found else {}
         return merged
