@@ -13,6 +13,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Self
@@ -30,6 +31,7 @@ from pydantic import (
 
 from caplab.analysis.cost import PricedRole, Prices, ProfilePrice
 from caplab.profiles import LinkClass, Profile, VolumeClass, parse_rate, parse_size
+from caplab.profiles.models import format_size
 from caplab.profiles.placeholders import check_placeholders
 from caplab.units import parse_duration
 
@@ -1020,6 +1022,30 @@ def _check_hardware(
                 raise fail(loc, str(e)) from e
 
 
+def _check_disk_room(path: Path, lines: dict[Path_, int], config: StudyConfig) -> None:
+    """A cell's volumes fit in the space free where their images go (under the study's directory):
+    said here, before anything runs, rather than by the first cell that cannot make its volume."""
+    used = [c for p in config.hardware().values() for c in p.volume_class_names.values()]
+    if not used:
+        return
+    where = path.parent.resolve()
+    free = shutil.disk_usage(where).free
+    total = 0
+    for vclass in used:
+        size = config.volumes[vclass].size
+        total += size
+        if total > free:
+            need = (
+                f"{format_size(size)} is"
+                if size == total
+                else f"with the cell's other volumes, {format_size(total)} in all, is"
+            )
+            raise SpecError(
+                f"{path}:{_line_of(lines, ('volumes', vclass, 'size'))}: volumes.{vclass}.size: {need} more "
+                f"than the {format_size(free)} free under {where} (where the cell's volumes are made)"
+            )
+
+
 def load_study(path: str | Path) -> Study:
     """Reads and validates a study file; raises SpecError with ``file:line: field: message``."""
     path = Path(path)
@@ -1061,6 +1087,7 @@ def load_study(path: str | Path) -> Study:
         _check_actions(path, lines, config)
         _check_hosts(path, lines, config)
         _check_hardware(path, lines, config, data, factors)
+        _check_disk_room(path, lines, config)
         cells.append(Cell(index, factors, config))
     names = list(matrix[0]) if matrix else []
     goal = cells[0].config.goal if cells else None

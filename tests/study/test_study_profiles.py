@@ -290,8 +290,9 @@ load: {rate: 10}
             ":13: sut.start: {volume.logs}: no role's profile has that volume",
         ),
         (("rate: 1gbit", "rate: fast"), ":10: links.1gbit.rate: 'fast' is not a link rate"),
+        (("size: 2G", "size: 900T"), ":8: volumes.hdd.size: 900T is more than the"),
     ],
-    ids=["cpus-0", "memory", "volume-class", "link-class", "profile", "volume-ref", "link-rate"],
+    ids=["cpus-0", "memory", "volume-class", "link-class", "profile", "volume-ref", "link-rate", "disk-room"],
 )
 def test_a_bad_hardware_section_names_file_line_and_field(
     tmp_path: Path, change: tuple[str, str], expected: str

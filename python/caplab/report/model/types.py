@@ -15,10 +15,10 @@ Factors: TypeAlias = dict[str, Json]
 """A cell's factors by name, in the study's order."""
 Interval: TypeAlias = list[float | None]
 """A 95% interval ``[low, high]``; ``[None, None]`` when there is none."""
-Unit: TypeAlias = Literal["req/s", "users"]
-Basis: TypeAlias = Literal["capacity", "throughput"]
+Unit: TypeAlias = Literal["req/s", "users", "items/s"]
+Basis: TypeAlias = Literal["capacity", "throughput", "job"]
 """What a configuration is rated by: its searched capacity, or (not searched) the throughput it
-carried at a fixed load — a lower bound."""
+carried at a fixed load — a lower bound —, or for a job one phase's items a second."""
 
 
 class StudyInfo(TypedDict):
@@ -373,8 +373,8 @@ class Prediction(TypedDict):
     high: float
 
 
-Fit = TypedDict(
-    "Fit",
+Candidate = TypedDict(
+    "Candidate",
     {
         "model": str,
         "lambda": float,
@@ -388,10 +388,16 @@ Fit = TypedDict(
         "points": int,
         "distinct_n": int,
         "aicc": dict[str, float | None],
-        "predictions": list[Prediction],
     },
 )
-"""The scalability law that fits best (``linear``, ``amdahl`` or ``usl``) by AICc."""
+"""The scalability law that fits best (``linear``, ``amdahl`` or ``usl``) by AICc, without its
+predictions: as such, a law that was tried and found not to be a model of the points."""
+
+
+class Fit(Candidate):
+    """The best law when it is a model of the points, with what it predicts."""
+
+    predictions: list[Prediction]
 
 
 class ScalingEntry(TypedDict):
@@ -403,8 +409,14 @@ class ScalingEntry(TypedDict):
     cells: list[int]
     points: list[Point]
     fit: Fit | None
+    """The law the points follow; null when none does (then nothing is predicted)."""
     note: NotRequired[str]
-    """Why there is no fit."""
+    """Why there is no fit: too few points, or ``no model fits — …`` with the reason."""
+    candidate: NotRequired[Candidate]
+    """The best law tried when it is not a model of the points: its R² and held-out error, no
+    predictions."""
+    peak: NotRequired[Point]
+    """The measured peak (the highest mean at one N): what the points say without any model."""
     labels: list[str]
     group_label: str
     curve: list[Point]
@@ -475,6 +487,7 @@ Rating = TypedDict(
         "for": NotRequired[Factors],
         "cost": NotRequired[float | None],
         "cost_per_1000": NotRequired[float | None],
+        "cost_per_item_s": NotRequired[float | None],
     },
 )
 """What a configuration can be rated for: its figure less the headroom. ``for``: the workload
@@ -522,6 +535,8 @@ class CheapestChoice(TypedDict):
     cost: float
     cost_per_1000: float | None
     rated: float
+    cost_per_item_s: NotRequired[float | None]
+    """A job's configuration: its price per item a second of the phase that rates it."""
 
 
 class CostSummary(TypedDict):
@@ -621,6 +636,11 @@ class Jobs(TypedDict):
     fits: list[JobFit]
     endurance: list[JobEndurance]
     """Each configuration's rated volumes at the rate the job wrote them."""
+    rated_by: str | None
+    """The phase whose items/s rates a configuration (``goal.phase``, else the job's last)."""
+    capacity: list[CapacityEntry]
+    """Each configuration rated by that phase (at the largest size it ran, unless the goal is met
+    for each size): what the recommendation sizes from."""
 
 
 class JobEndurance(TypedDict):
@@ -648,8 +668,39 @@ class Measured(TypedDict):
     jobs: Jobs | None
 
 
+class PricedConfiguration(TypedDict):
+    cell: int
+    label: str
+    cost: float | None
+    rate: float
+    unit: Unit
+    cost_per_1000: float | None
+    cost_per_item_s: float | None
+
+
+class StudyCost(CostSummary):
+    """results.json's ``cost``: what each rated configuration costs, and the cheapest (as in the
+    recommendation: meeting the goal, or without one the lowest cost per capacity)."""
+
+    configurations: list[PricedConfiguration]
+
+
+class CellEndurance(TypedDict):
+    """results.json's ``endurance``: a configuration's rated volumes at the rate it wrote them."""
+
+    cell: int
+    label: str
+    chosen: bool
+    """The recommended configuration (or the cheapest, without a goal)."""
+    volumes: list[EnduranceRow]
+
+
 class Results(Measured):
     """results.json: the measurements and what the report says of them."""
 
     observations: list[Observation]
     recommendation: Recommendation
+    cost: StudyCost | None
+    """Prices against capacity (with ``cost:``): also in the recommendation, kept there too."""
+    endurance: list[CellEndurance]
+    """Every configuration's rated volumes (with ``dwpd``/``tbw`` ratings) at its write rate."""

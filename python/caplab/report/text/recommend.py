@@ -13,7 +13,6 @@ import numpy as np
 from caplab import units as u
 from caplab.analysis.replicates import overlap
 from caplab.analysis.usl import usl
-from caplab.report.model.matrix import sizeable
 from caplab.report.model.runs import size_order
 from caplab.report.model.scenario import DEFAULT_HEADROOM
 from caplab.report.model.types import (
@@ -88,7 +87,7 @@ def _extrapolate(results: Measured, needed: float, workload: Factors) -> Extrapo
         if any(entry["group"].get(k) != v for k, v in workload.items()):
             continue
         fit = entry.get("fit")
-        if not fit or not sizeable(entry)[0]:
+        if not fit:  # no law is a model of the points: nothing to extrapolate from
             continue
         top = max(p["n"] for p in entry["points"])
         peak = fit.get("peak_n")
@@ -231,7 +230,7 @@ def advice(results: Measured, observations: list[Observation]) -> list[str]:
     if any(o["topic"] == "generator" and o["severity"] == "warning" for o in observations):
         out.append("Run the load generator on another machine so that it does not take CPU from the SUT.")
     for entry in results["scaling"]:
-        if entry.get("fit") and not sizeable(entry)[0]:
+        if entry.get("candidate"):  # a law was tried, and is no model of the points
             out.append(
                 f"Before extrapolating over {entry['factor']}, test more values of it (four or "
                 "more, past the "
