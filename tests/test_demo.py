@@ -87,8 +87,12 @@ def test_the_scale_out_over_hosts_is_fitted(results: dict[str, Any]) -> None:
     [fit] = [s for s in results["scaling"] if s["factor"] == "hosts"]
     assert fit["cells"] == [0, 1, 2, 3]
     assert fit["group"] == {"scenario": "messaging", "stores": 1}
-    assert fit["fit"]["model"] in ("linear", "amdahl", "usl")
     assert [p["n"] for p in fit["points"]] == [1.0, 2.0, 3.0, 4.0]
+    # On one shared machine the hosts may not scale: then no law is a model, nothing is predicted.
+    if fit["fit"] is not None:
+        assert fit["fit"]["model"] in ("linear", "amdahl", "usl")
+    else:
+        assert fit["note"].startswith("no model fits — ") and "predictions" not in fit["candidate"]
 
 
 def test_the_storage_baseline_and_the_recommendation_are_reported(results: dict[str, Any]) -> None:

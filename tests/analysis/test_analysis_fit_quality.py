@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from caplab.analysis.scaling import fit_quality, study_scaling
+from caplab.cli.progress import scaling_line
 
 
 def scaling_over_hosts(capacities: list[float]) -> dict[str, Any]:
@@ -49,3 +50,27 @@ def test_a_factor_that_only_costs_throughput_is_not_a_resource() -> None:
     sound, why = fit_quality(scaling_over_hosts([1500, 1200, 900]))
     assert not sound
     assert "falls as hosts grows (1,500/s at 1 → 900/s at 3)" in why
+
+
+def test_a_fit_that_does_not_fit_is_no_model_and_predicts_nothing() -> None:
+    """The quick demo's scale-out: a linear law with R² −4.71 was once reported, and 8 hosts
+    extrapolated to 7,549/s. The judgement is made once, in the analysis: no fit, the rejected law
+    kept only as a candidate without predictions, the measured peak, the reason with its figures."""
+    entry = scaling_over_hosts([2000, 2960, 2800, 2800])
+    assert entry["fit"] is None
+    assert entry["peak"] == {"n": 2.0, "throughput": 2960.0}
+    assert entry["note"].startswith("no model fits — ")
+    assert "R² -4.71, under the 0.8 a model needs" in entry["note"]
+    assert "held out, the largest hosts is predicted 73% off" in entry["note"]
+    assert "predictions" not in entry["candidate"]
+    line = scaling_line(entry)
+    assert "no model fits" in line and "measured peak 2,960/s at hosts=2, nothing extrapolated" in line
+    assert "λ" not in line and "R² -4.71" in line
+
+
+def test_a_fit_that_fits_keeps_its_model_and_its_predictions() -> None:
+    entry = scaling_over_hosts([1000, 1950, 2900, 3800])
+    assert entry["fit"] is not None and "candidate" not in entry
+    assert max(p["n"] for p in entry["fit"]["predictions"]) == 8.0
+    assert entry["peak"] == {"n": 4.0, "throughput": 3800.0}
+    assert "λ=" in scaling_line(entry)

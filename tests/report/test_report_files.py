@@ -105,11 +105,14 @@ def test_every_plot_has_a_valid_plotly_figure(built: Built) -> None:
             assert figure["layout"]["title"]["text"]
 
 
-def test_the_scaling_chart_draws_the_fit_and_its_interval(built: Built) -> None:
+def test_the_scaling_chart_draws_the_fit_and_its_interval_or_only_the_points(built: Built) -> None:
     figure = _figures(built.scaleout)["scaling-0"]
     names = [t.get("name") for t in figure["data"]]
-    assert "measured capacity" in names and "95% interval" in names
-    assert any(str(n).endswith(" fit") for n in names)
+    if built.scaleout.results["scaling"][0]["fit"] is not None:
+        assert "measured capacity" in names and "95% interval" in names
+        assert any(str(n).endswith(" fit") for n in names)
+    else:  # no law is a model of the points (see test_report_variants for both cases forced)
+        assert names == ["measured capacity", "measured peak"]
     assert figure["layout"]["xaxis"]["title"]["text"] == "workers"
 
 

@@ -189,10 +189,56 @@ def test_capacity_falling_between_larger_configurations_is_an_anomaly(
     assert "300 → 600 → 420/s" in anomaly["text"]
 
 
+def _scale_out(document: dict[str, Any], capacities: list[float]) -> dict[str, Any]:
+    """The study with one cell per capacity at workers = 1, 2, …: its cells copied as needed."""
+    varied = copy.deepcopy(document)
+    cells = varied["cells"]
+    varied["cells"] = [
+        {**copy.deepcopy(cells[min(i, len(cells) - 1)]), "index": i, "factors": {"workers": i + 1}}
+        for i in range(len(capacities))
+    ]
+    for cell, capacity in zip(varied["cells"], capacities, strict=True):
+        cell["metrics"]["capacity"]["capacity_rps"] = capacity
+    return varied
+
+
+def test_a_fit_that_does_not_fit_is_no_model_anywhere_in_the_report(
+    study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+) -> None:
+    """2,000 / 2,960 / 2,800 / 2,800: the points and their peak, that no model fits and why, and
+    nothing extrapolated — in the text, the tables, the chart and results.json alike."""
+    results = build_results(_scale_out(study_document, [2000, 2960, 2800, 2800]), study_samples)
+    [entry] = results["scaling"]
+    assert entry["fit"] is None and entry["curve"] == []
+    assert entry["peak"] == {"n": 2.0, "throughput": 2960.0}
+    assert '"predictions"' not in dumps(results)
+    [said] = [o["text"] for o in results["observations"] if o["topic"] == "scaling"]
+    assert "no model fits" in said and "R² -4.71" in said
+    assert "The measured peak is 2,960/s at workers = 2; nothing is extrapolated" in said
+    markdown, html = _render(results)
+    for text in (markdown, html):
+        assert "no model fits" in text
+        assert "Measured and predicted" not in text and "Extrapolated" not in text and "λ" not in text
+    chart = summary_charts(results)["scaling-0"]
+    names = [s.name for panel in chart.panels for s in panel.series]
+    assert names == ["measured capacity", "measured peak"]
+
+
+def test_a_fit_that_fits_is_shown_as_its_model(
+    study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+) -> None:
+    results = build_results(_scale_out(study_document, [1000, 1950, 2900, 3800]), study_samples)
+    [entry] = results["scaling"]
+    assert entry["fit"] is not None and "candidate" not in entry
+    markdown, _ = _render(results)
+    assert "Measured and predicted" in markdown and "Extrapolated to workers = 8" in markdown
+    assert "no model fits" not in markdown
+
+
 def test_non_finite_figures_become_null(
     study_document: dict[str, Any], study_samples: list[dict[str, Any]]
 ) -> None:
-    varied = copy.deepcopy(study_document)
+    varied = _scale_out(study_document, [1000, 1950, 2900])  # a fit that fits, with an infinite AICc
     varied["cells"][0]["metrics"]["throughput_stdev"] = float("nan")
     results = build_results(varied, study_samples)
     text = dumps(results)  # allow_nan=False: raises on any NaN or Infinity left

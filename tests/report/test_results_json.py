@@ -73,8 +73,14 @@ def test_scaling_names_its_factor_and_the_cells_it_used(built: Built) -> None:
     assert fit["factor"] == "workers"
     assert fit["cells"] == [0, 1, 2]
     assert sorted(p["n"] for p in fit["points"]) == [float(w) for w in WORKERS]
-    assert fit["fit"]["model"] in ("linear", "amdahl", "usl")
-    assert fit["curve"] and all(p["throughput"] >= 0 for p in fit["curve"])
+    # Three workers on this machine's cores may scale or plateau: either a law that fits, with its
+    # curve, or no model, nothing drawn and the measured peak.
+    if fit["fit"] is not None:
+        assert fit["fit"]["model"] in ("linear", "amdahl", "usl")
+        assert fit["curve"] and all(p["throughput"] >= 0 for p in fit["curve"])
+    else:
+        assert fit["note"].startswith("no model fits — ") and "predictions" not in fit["candidate"]
+        assert fit["curve"] == [] and fit["peak"]["throughput"] == max(p["throughput"] for p in fit["points"])
 
 
 def test_the_fixed_study_rates_configurations_by_measured_throughput(built: Built) -> None:

@@ -5,11 +5,12 @@ other factors. Derived from the stored cells, so `show` and `run` give the same 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from caplab.analysis.usl import UslFit, fit_usl
-from caplab.units import is_number
+from caplab.units import is_number, num
 
 MIN_DISTINCT = 3
 GOOD_R2 = 0.80
@@ -68,16 +69,33 @@ def study_scaling(document: dict[str, Any]) -> list[dict[str, Any]]:
                 "cells": [c["index"] for c in members],
                 "points": [{"n": a, "throughput": b} for a, b in zip(n, x, strict=True)],
             }
+            if x:
+                peak_n, peak = max(means_by_n(entry["points"]), key=lambda point: point[1])
+                entry["peak"] = {"n": peak_n, "throughput": peak}
             try:
-                entry["fit"] = fit_usl(n, x, extrapolate_to=2 * max(n)).to_dict()
+                fit = fit_usl(n, x, extrapolate_to=2 * max(n))
             except ValueError as e:
                 entry["fit"] = None
                 entry["note"] = str(e)
+            else:
+                entry.update(model_or_none(entry, fit))
             fits.append(entry)
     return fits
 
 
-def means_by_n(points: list[dict[str, Any]]) -> list[tuple[float, float]]:
+def model_or_none(entry: dict[str, Any], fit: UslFit) -> dict[str, Any]:
+    """The keys that say whether ``fit`` is a model of the entry's points. One that is not is no
+    fit at all: ``fit`` is null and ``note`` says why (its R² or held-out error, the points' shape),
+    and the rejected law is kept as ``candidate`` without its predictions — so neither the report,
+    nor the terminal, nor results.json has anything to extrapolate from."""
+    usable, reason = fit_quality({**entry, "fit": fit.to_dict()})
+    if usable:
+        return {"fit": fit.to_dict()}
+    candidate = {k: v for k, v in fit.to_dict().items() if k != "predictions"}
+    return {"fit": None, "note": f"no model fits — {reason}", "candidate": candidate}
+
+
+def means_by_n(points: Iterable[Mapping[str, Any]]) -> list[tuple[float, float]]:
     """(N, mean throughput at N), ascending in N: repeated trials at one N count once."""
     by_n: dict[float, list[float]] = {}
     for p in points:
@@ -116,10 +134,20 @@ def fit_quality(entry: dict[str, Any]) -> tuple[bool, str]:
         )
     r2 = fit.get("r2")
     holdout = fit.get("holdout_error")
-    poor = (is_number(r2) and r2 < GOOD_R2) or (is_number(holdout) and abs(holdout) > GOOD_HOLDOUT)
-    if poor and not reasons:
+    figures = []
+    if is_number(r2) and r2 < GOOD_R2:
+        figures.append(
+            f"the best law tried ({fit.get('model')}) has R² {num(r2)}, under the {GOOD_R2:g} a model needs"
+        )
+    if is_number(holdout) and abs(holdout) > GOOD_HOLDOUT:
+        figures.append(
+            f"held out, the largest {factor} is predicted {abs(holdout):.0%} off "
+            f"(more than {GOOD_HOLDOUT:.0%})"
+        )
+    if figures and not reasons:
         reasons.append("the measured points scatter about the curve")
-    return not poor and not reasons, "; ".join(reasons)
+    reasons += figures
+    return not figures and not reasons, "; ".join(reasons)
 
 
 @dataclass(frozen=True)

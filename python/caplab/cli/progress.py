@@ -12,7 +12,6 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from caplab.analysis.scaling import fit_quality
 from caplab.cli.render import fmt_ms
 from caplab.collect.base import ResourceSample
 from caplab.engine import IntervalSnapshot, OpenLoad, Plan
@@ -254,11 +253,17 @@ def scaling_line(entry: dict[str, Any]) -> str:
     where = f" ({group})" if group else ""
     fit = entry.get("fit")
     if not fit:
-        return f"scaling over {entry['factor']}{where}: {entry.get('note', 'no fit')}"
+        # No law fits (analysis/scaling.py decides): the measured peak, and nothing extrapolated.
+        measured = entry.get("peak")
+        peak = (
+            f"; measured peak {measured['throughput']:,.0f}/s at {entry['factor']}={measured['n']:g}, "
+            "nothing extrapolated"
+            if measured and entry.get("candidate")
+            else ""
+        )
+        return f"scaling over {entry['factor']}{where}: {entry.get('note', 'no fit')}{peak}"
     peak = f", peak N {fit['peak_n']:.1f}" if fit.get("peak_n") else ""
-    sound, why = fit_quality(entry)
-    verdict = "" if sound else f" — do not extrapolate: {why}"
     return (
         f"scaling over {entry['factor']}{where}: {fit['model']} λ={fit['lambda']:.4g} σ={fit['sigma']:.3g} "
-        f"κ={fit['kappa']:.3g}, R² {fit['r2']:.3f}{peak}{verdict}"
+        f"κ={fit['kappa']:.3g}, R² {fit['r2']:.3f}{peak}"
     )

@@ -89,9 +89,20 @@ def _key_figures(results: Results) -> KeyFigures:
         resource, count = limits.most_common(1)[0]
         items.append(Figure("limit", resource, f"in {count} of {sum(limits.values())} cells"))
     fits = [(e, fit) for e in results["scaling"] if (fit := e.get("fit"))]
+    unfitted = [(e, peak) for e in results["scaling"] if e.get("candidate") and (peak := e.get("peak"))]
     if fits:
         entry, fit = fits[0]
         items.append(Figure(f"scaling over {entry['factor']}", fit["model"], f"R² {u.num(fit['r2'])}"))
+    elif unfitted:
+        entry, peak = unfitted[0]
+        where = f"{entry['factor']} = {peak['n']:g}"
+        items.append(
+            Figure(
+                f"scaling over {entry['factor']}",
+                "no model fits",
+                f"peak {u.rate(peak['throughput'])} at {where}",
+            )
+        )
     by_status = results["matrix"]["by_status"]
     done = by_status.get("complete", 0)
     others = ", ".join(f"{n} {s}" for s, n in by_status.items() if s != "complete")

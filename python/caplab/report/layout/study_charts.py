@@ -218,7 +218,8 @@ def _rated(results: Results, entries: list[CapacityEntry]) -> list[float | None]
 
 
 def scaling_chart(entry: ScalingEntry, number: int) -> Chart | None:
-    """Measured points, the fitted law, its 95% interval and the extrapolation."""
+    """Measured points, the fitted law, its 95% interval and the extrapolation — or, when no law is
+    a model of the points, the points and their peak alone."""
     fit = entry.get("fit")
     points = entry["points"]
     what = "capacity" if entry["metric"] == "capacity_rps" else "throughput"
@@ -259,14 +260,23 @@ def scaling_chart(entry: ScalingEntry, number: int) -> Chart | None:
                     high=[p["high"] for p in beyond],
                 )
             )
+    peak = entry.get("peak")
+    if not fit and peak:
+        series.append(Series("measured peak", [peak["n"]], [peak["throughput"]], "markers", 3))
     where = f" ({entry['group_label']})" if entry.get("group_label") else ""
+    caption = (
+        "The fitted law X(N) = λN / (1 + σ(N−1) + κN(N−1)) with its 95% bootstrap interval "
+        "at the measured and extrapolated N."
+        if fit
+        else "The measured points and their peak only: no scalability law is a model of them (the "
+        "text says why), so nothing is drawn between or beyond them."
+    )
     return Chart(
         f"scaling-{number}",
         f"Scaling: {what} against {entry['factor']}{where}",
         entry["factor"],
         [Panel(f"{what} (req/s)", series)],
-        caption="The fitted law X(N) = λN / (1 + σ(N−1) + κN(N−1)) with its 95% bootstrap interval "
-        "at the measured and extrapolated N.",
+        caption=caption,
     )
 
 

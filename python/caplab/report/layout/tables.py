@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from caplab import units as u
 from caplab.analysis.endurance import Endurance, endurance_line
+from caplab.analysis.scaling import means_by_n
 from caplab.report.layout.blocks import Column, Table, TableCell, kv_table, num_cell, text_cell
 from caplab.report.model.types import CapacityEntry, CellResult, Json, Limit, Results, ScalingEntry, Search
 from caplab.report.text.recommend import sustained
@@ -454,10 +455,29 @@ def capacity_table(results: Results) -> Table:
     return Table(columns, rows, caption=f"{basis.capitalize()} per configuration", note=note)
 
 
+def measured_table(entry: ScalingEntry) -> Table:
+    """The points alone, their peak marked: what is shown when no law is a model of them."""
+    peak = entry.get("peak")
+    rows = [
+        [
+            num_cell(n, u.num(n)),
+            num_cell(x, u.num(x)),
+            text_cell("peak" if peak and n == peak["n"] else ""),
+        ]
+        for n, x in means_by_n(entry["points"])
+    ]
+    return Table(
+        [Column(entry["factor"], True), Column("measured", True, "req/s"), Column("")],
+        rows,
+        caption="Measured (no model fits: nothing is predicted)",
+        sortable=False,
+    )
+
+
 def fit_tables(entry: ScalingEntry) -> list[Table]:
     fit = entry.get("fit")
     if not fit:
-        return []
+        return [measured_table(entry)] if entry.get("candidate") else []
     ci = fit.get("ci") or {}
 
     def param(name: str, key: str, value: float) -> list[TableCell]:

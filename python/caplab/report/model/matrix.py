@@ -8,7 +8,7 @@ from typing import Any, cast
 import numpy as np
 
 from caplab.analysis.replicates import overlap
-from caplab.analysis.scaling import fit_quality, study_scaling
+from caplab.analysis.scaling import study_scaling
 from caplab.analysis.usl import usl
 from caplab.report.model.scenario import DEFAULT_HEADROOM
 from caplab.report.model.types import (
@@ -128,8 +128,3 @@ def scaling_entries(document: dict[str, Any], labels: dict[int, str]) -> list[Sc
         }
         out.append(entry)
     return out
-
-
-def sizeable(entry: ScalingEntry) -> tuple[bool, str]:
-    """Whether a fit can be sized from, and if not, why (the analysis reads the entry as a dict)."""
-    return fit_quality(cast(dict[str, Any], entry))

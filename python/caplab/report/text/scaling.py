@@ -1,10 +1,11 @@
 """Scaling observations: the law the data supports, its parameters with their intervals, the peak,
-the extrapolation — and, when the fit is poor, that it is poor and why, so nobody sizes from it."""
+the extrapolation — and, when no law is a model of the points, the points, their peak and why no
+law fits, with nothing extrapolated, so nobody sizes from a curve the points do not follow."""
 
 from __future__ import annotations
 
 from caplab import units as u
-from caplab.report.model.matrix import sizeable
+from caplab.analysis.scaling import means_by_n
 from caplab.report.model.types import Fit, Measured, Observation, ScalingEntry
 
 MODEL_NAMES = {
@@ -60,11 +61,26 @@ def _extrapolation(entry: ScalingEntry, fit: Fit) -> str:
     )
 
 
+def _no_model(entry: ScalingEntry) -> str:
+    """The points and their peak, and why no law is a model of them: nothing is extrapolated."""
+    what = "Capacity" if entry["metric"] == "capacity_rps" else "Throughput"
+    where = f" ({entry['group_label']})" if entry.get("group_label") else ""
+    measured = ", ".join(f"{u.rate(x)} at {n:g}" for n, x in means_by_n(entry["points"]))
+    text = f"{what} against {entry['factor']}{where} — {measured}: {entry.get('note', 'no model fits')}."
+    peak = entry.get("peak")
+    if peak:
+        text += f" The measured peak is {u.rate(peak['throughput'])} at {entry['factor']} = {peak['n']:g}"
+    return text + "; nothing is extrapolated beyond the points measured."
+
+
 def scaling_observations(results: Measured) -> list[Observation]:
     out: list[Observation] = []
     for entry in results["scaling"]:
         cells = list(entry["cells"])
         fit = entry.get("fit")
+        if not fit and entry.get("candidate"):
+            out.append({"topic": "scaling", "severity": "warning", "text": _no_model(entry), "cells": cells})
+            continue
         if not fit:
             out.append(
                 {
@@ -75,13 +91,8 @@ def scaling_observations(results: Measured) -> list[Observation]:
                 }
             )
             continue
-        good, why = sizeable(entry)
-        text = _sentence(entry, fit)
-        if good:
-            text += _extrapolation(entry, fit)
-        else:
-            text += f" The fit is poor: {why}. Do not size from its extrapolation."
-        out.append(
-            {"topic": "scaling", "severity": "info" if good else "warning", "text": text, "cells": cells}
-        )
+        # A fit is kept only when it is a model of the points (analysis/scaling.py): it may be
+        # extrapolated.
+        text = _sentence(entry, fit) + _extrapolation(entry, fit)
+        out.append({"topic": "scaling", "severity": "info", "text": text, "cells": cells})
     return out
