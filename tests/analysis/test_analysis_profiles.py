@@ -21,6 +21,22 @@ def test_mem_role_is_a_share_of_the_roles_limit() -> None:
     assert not slo.evaluate(figures({"db": {"rss_mb": 10.0}})).passed, "no limit: no data, not a pass"
 
 
+def test_cpu_role_on_a_profile_is_a_share_of_its_quota() -> None:
+    """47 % of one host core is 94 % of a 0.5-host-CPU quota: ``cpu[app]<=75%`` fails on the
+    profile, where against a host core it could never fail; the reason reads both ways."""
+    slo = parse_slo("cpu[app]<=75%")
+    verdict = slo.evaluate(figures({"app": {"cpu_percent": 47.0, "quota_cpus": 0.5}}))
+    assert not verdict.passed and verdict.observed == pytest.approx(94.0)
+    assert verdict.reason == (
+        "cpu[app]<=75%: 94% fails <= 75% (of its profile's quota of 0.5 host CPUs; 47% of one host core)"
+    )
+    assert slo.evaluate(figures({"app": {"cpu_percent": 35.0, "quota_cpus": 0.5}})).passed
+    # Four profile cores emulated as 2 host CPUs: 120 % of one host core is 60 % of the profile.
+    assert slo.evaluate(figures({"app": {"cpu_percent": 120.0, "quota_cpus": 2.0}})).observed == 60.0
+    unlimited = slo.evaluate(figures({"app": {"cpu_percent": 80.0}}))
+    assert not unlimited.passed and unlimited.observed == 80.0, "no quota: 100 % is one host core"
+
+
 def test_mem_needs_a_role() -> None:
     with pytest.raises(SloError, match=r"mem takes a role on a hardware profile"):
         parse_slo("mem<=80%")

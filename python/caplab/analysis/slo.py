@@ -4,7 +4,8 @@ p99 <= 50ms          latency percentile (p50 p90 p99 p999 max mean), from the in
 errors <= 0.1%       failed / sent
 throughput >= 0.99*offered   achieved against offered (implied for open-model searches)
 cpu <= 75%           host CPU, share of all cores
-cpu[server] <= 75%   a role's CPU, 100 % = one core (as top shows it)
+cpu[server] <= 75%   a role's CPU, 100 % = one core (as top shows it); on a hardware profile,
+                     100 % = its profile's CPUs (the host CPUs its quota grants)
 mem[db] <= 80%       a role's memory, share of its hardware profile's limit
 disk_busy <= 90%     the busiest disk
 app[processed_per_s] >= 0.99*offered   one of the SUT's own figures (sut.metrics: in a study),
@@ -82,7 +83,17 @@ class Slo:
             self.op
         ]
         shown = f"{observed:.4g}{self.unit} {'meets' if ok else 'fails'} {self.op} {bound:.4g}{self.unit}"
-        return Verdict(self.text, ok, observed, f"{self.text}: {shown}", bound)
+        return Verdict(self.text, ok, observed, f"{self.text}: {shown}{self._on_quota(t)}", bound)
+
+    def _on_quota(self, t: TrialFigures) -> str:
+        """How a role's CPU on a profile reads both ways: of its quota, and of one host core."""
+        if self.metric != "cpu" or self.role is None:
+            return ""
+        m = t.resources.get(self.role) or {}
+        quota, cpu = m.get("quota_cpus"), m.get("cpu_percent")
+        if not quota or cpu is None:
+            return ""
+        return f" (of its profile's quota of {quota:g} host CPUs; {cpu:.4g}% of one host core)"
 
     @property
     def unit(self) -> str:
@@ -103,7 +114,9 @@ class Slo:
             return t.throughput
         if self.metric == "cpu":
             if self.role is not None:
-                return (t.resources.get(self.role) or {}).get("cpu_percent")
+                role = t.resources.get(self.role) or {}
+                used, quota = role.get("cpu_percent"), role.get("quota_cpus")
+                return used / quota if used is not None and quota else used
             host = t.resources.get("host") or {}
             cpu = host.get("cpu_percent")
             return cpu / max(t.cores, 1) if cpu is not None else None
