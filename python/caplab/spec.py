@@ -401,13 +401,22 @@ class SearchSpec(Strict):
 
 
 class GoalSpec(Strict):
-    """What the report sizes for: the load to carry, and the headroom to keep above it."""
+    """What the report sizes for: the load to carry, and the headroom to keep above it. A job study
+    is rated by one phase's items a second (``phase``, by default its last): its ``rate`` is then in
+    items/s, and may be left out to rate the configurations without sizing for a goal."""
 
-    rate: float = Field(gt=0)
+    rate: float | None = Field(default=None, gt=0)
+    phase: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]+$")
     headroom: Annotated[float, BeforeValidator(_percent_fraction), Field(ge=0, lt=1)] = 0.25
     for_each: list[str] = Field(default_factory=list)
     """Factors that are workloads to serve, not options to choose (the paper's messaging and
     orchestration scenarios): the report recommends a configuration for each of their values."""
+
+    @model_validator(mode="after")
+    def _rate_or_phase(self) -> GoalSpec:
+        if self.rate is None and self.phase is None:
+            raise ValueError("a goal needs a rate (req/s, or for a job the items/s of its phase)")
+        return self
 
 
 class StorageBaselineSpec(Strict):
@@ -1096,4 +1105,11 @@ def load_study(path: str | Path) -> Study:
             line = lines.get(("goal", "for_each", i), lines.get(("goal",), 1))
             known = ", ".join(names) or "none"
             raise SpecError(f"{path}:{line}: goal.for_each: {name!r} is not a factor (the factors: {known})")
+    if goal is not None and goal.phase is not None:
+        job = cells[0].config.job
+        phases = [p.name for p in job.phases] if job else []
+        if goal.phase not in phases:
+            line = lines.get(("goal", "phase"), lines.get(("goal",), 1))
+            what = f"the job's phases: {', '.join(phases)}" if phases else "the study has no job:"
+            raise SpecError(f"{path}:{line}: goal.phase: {goal.phase!r} is not a phase of the job ({what})")
     return Study(path=path, text=text, name=cells[0].config.name, factor_names=names, cells=cells)

@@ -73,10 +73,10 @@ def rate(value: object) -> str:
 
 
 def load(value: object, unit: str) -> str:
-    """A load in the search's unit: a rate (``/s``) or a number of users."""
+    """A load in the search's unit: a rate (``/s``: requests, or a job's items) or a number of users."""
     if value is None:
         return DASH
-    return rate(value) if unit == "req/s" else f"{num(value)} users"
+    return f"{num(value)} users" if unit == "users" else rate(value)
 
 
 def pct(fraction: object) -> str:
@@ -114,7 +114,7 @@ def interval(low: object, high: object, unit: str = "") -> str:
     """A confidence interval: ``[890, 950]/s``."""
     if low is None or high is None:
         return DASH
-    suffix = "/s" if unit == "req/s" else ""
+    suffix = "/s" if unit.endswith("/s") else ""
     return f"[{num(low)}, {num(high)}]{suffix}"
 
 

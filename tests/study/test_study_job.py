@@ -88,6 +88,48 @@ def test_a_bad_job_section_names_file_line_and_field(tmp_path: Path) -> None:
     assert "phase names must differ" in done.stderr and "Traceback" not in done.stderr
 
 
+def test_a_job_study_recommends_the_cheapest_configuration_by_a_phase_rate(tmp_path: Path) -> None:
+    """Two configurations of known rates (200 and 100 items/s in the stage phase), priced 3,000 and
+    1,000: with a goal of 60 items/s and 25 % headroom both carry it (rated 150 and 75), so the
+    recommendation names the cheaper, at 1,000 / 100 = 10 USD per item/s; results.json carries the
+    same at its top level (``cost``, ``endurance``)."""
+    study = {
+        "name": "priced job",
+        "job": {
+            "phases": [
+                {"name": "stage", "run": "sleep {pace}", "items": 200},
+                {"name": "sync", "run": "true", "items": 1},
+            ],
+        },
+        "factors": {"pace": [1, 2]},
+        "goal": {"phase": "stage", "rate": 60},
+        "cost": {
+            "currency": "USD",
+            "configurations": [{"when": {"pace": 1}, "price": 3000}, {"when": {"pace": 2}, "price": 1000}],
+        },
+    }
+    done = run(tmp_path, study)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((tmp_path / "r" / "results.json").read_text())
+    rec = results["recommendation"]
+    assert rec["basis"] == "job" and results["jobs"]["rated_by"] == "stage"
+    rated = {r["factors"]["pace"]: r for r in rec["ratings"]}
+    assert rated[1]["rate"] == pytest.approx(200, rel=0.02) and rated[2]["rate"] == pytest.approx(
+        100, rel=0.02
+    )
+    assert rated[2]["cost_per_item_s"] == pytest.approx(1000 / 100, rel=0.02)
+    assert len(rec["choices"]) == 1, "the smallest configuration that carries the goal"
+    cheapest = results["cost"]["cheapest"]
+    assert cheapest == rec["cost"]["cheapest"]
+    assert cheapest["label"] == "pace=2" and cheapest["cost"] == 1000
+    assert cheapest["cost_per_item_s"] == pytest.approx(10, rel=0.02)
+    assert "Cheapest that meets the goal: pace=2 at 1,000 USD (10" in rec["text"], rec["text"]
+    assert {c["cell"] for c in results["cost"]["configurations"]} == {0, 1}
+    assert results["endurance"] == [], "no volume with an endurance rating"
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert "cost per item/s" in report and "stage phase" in report
+
+
 WRITER = (
     "import os, sys  # writer.py: N fsync'd 4 KiB records, one by one, as a store's log does\n"
     "with open(os.path.join(sys.argv[1], 'records'), 'wb') as f:\n"

@@ -15,6 +15,7 @@ from typing import Any, cast
 from caplab.report.model.build import SCHEMA, build_measured
 from caplab.report.model.types import Measured, Results
 from caplab.report.text.observations import observe
+from caplab.report.text.pricing import study_cost, study_endurance
 from caplab.report.text.recommend import recommend
 from caplab.store.repository import Store
 from caplab.store.urls import scrub_json
@@ -34,10 +35,13 @@ def build_results(
     # Masked (and NaN nulled) before any text is written from it: scrub_json keeps the shape.
     measured = cast(Measured, scrub_json(build_measured(document, sample_rows, generated_at)))
     observations = observe(measured)
+    recommendation = recommend(measured, observations)
     results: Results = {
         **measured,
         "observations": observations,
-        "recommendation": recommend(measured, observations),
+        "recommendation": recommendation,
+        "cost": study_cost(recommendation),
+        "endurance": study_endurance(measured["cells"], recommendation),
     }
     return cast(Results, scrub_json(results))
 

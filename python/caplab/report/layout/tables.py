@@ -543,17 +543,21 @@ def fit_tables(entry: ScalingEntry) -> list[Table]:
 def ratings_table(results: Results) -> Table:
     rec = results["recommendation"]
     goal = results["goal"]
+    jobs = results["jobs"]
+    job = rec["basis"] == "job"
+    unit = "items/s" if job else "req/s"
     columns = [
         Column("configuration"),
-        Column(rec["basis"] or "figure", True, "req/s"),
-        Column(f"rated ({u.pct(rec['headroom'])} headroom)", True, "req/s"),
+        Column(f"{jobs['rated_by']} phase" if job and jobs else rec["basis"] or "figure", True, unit),
+        Column(f"rated ({u.pct(rec['headroom'])} headroom)", True, unit),
     ]
     if goal:
         columns.append(Column(f"meets {u.rate(goal['rate'])}"))
     costs = rec.get("cost")
     if costs:
-        unit = costs["currency"] + (" /h" if costs["basis"] == "hour" else "")
-        columns += [Column("cost", True, unit), Column("cost per 1,000/s", True, unit)]
+        price = costs["currency"] + (" /h" if costs["basis"] == "hour" else "")
+        per = "cost per item/s" if job else "cost per 1,000/s"
+        columns += [Column("cost", True, price), Column(per, True, price)]
     rows = []
     chosen = {c["cell"] for c in rec.get("choices") or []}
     for r in rec["ratings"]:
@@ -569,8 +573,8 @@ def ratings_table(results: Results) -> Table:
             meets = r["rated"] >= goal["rate"]
             row.append(text_cell("yes" if meets else "no", "good" if meets else "bad"))
         if costs:
-            cost, per = r.get("cost"), r.get("cost_per_1000")
-            row += [num_cell(cost, u.num(cost)), num_cell(per, u.num(per))]
+            cost, each = r.get("cost"), r.get("cost_per_item_s") if job else r.get("cost_per_1000")
+            row += [num_cell(cost, u.num(cost)), num_cell(each, u.num(each))]
         rows.append(row)
     return Table(columns, rows, caption="What each configuration can be rated for", sortable=False)
 

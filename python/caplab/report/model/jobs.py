@@ -8,8 +8,10 @@ import re
 from typing import Any
 
 from caplab.analysis.size_fit import fit_size
-from caplab.report.model.types import CellResult, JobEndurance, JobFit, JobRow, Jobs
+from caplab.report.model.scenario import DEFAULT_HEADROOM, goal_of
+from caplab.report.model.types import CapacityEntry, CellResult, JobEndurance, JobFit, JobRow, Jobs
 from caplab.report.model.wear import endurance_rows
+from caplab.units import is_number
 
 _REF = re.compile(r"^\{(\w+)\}$")
 
@@ -21,6 +23,16 @@ def size_factor(spec: dict[str, Any]) -> str | None:
         if m:
             return m.group(1)
     return None
+
+
+def rating_phase(spec: dict[str, Any]) -> str | None:
+    """The phase whose items/s rates a configuration: ``goal.phase``, else the job's last (the one
+    that finishes the job)."""
+    goal = spec.get("goal")
+    if isinstance(goal, dict) and goal.get("phase"):
+        return str(goal["phase"])
+    names = [str(p.get("name")) for p in (spec.get("job") or {}).get("phases") or [] if isinstance(p, dict)]
+    return names[-1] if names else None
 
 
 def job_entries(
@@ -64,13 +76,67 @@ def job_entries(
         for c in cells
         if (rows_ := endurance_rows(c))
     ]
+    phase = rating_phase(spec)
     return {
         "size_factor": size,
         "paper_source": source or None,
         "rows": rows,
         "fits": _fits(rows, size),
         "endurance": worn,
+        "rated_by": phase,
+        "capacity": _capacity(spec, rows, cells, phase, size),
     }
+
+
+def _capacity(
+    spec: dict[str, Any], rows: list[JobRow], cells: list[CellResult], phase: str | None, size: str | None
+) -> list[CapacityEntry]:
+    """Each configuration rated by ``phase``'s items/s, as the recommendation sizes from it. The size
+    factor is the job's work, not a choice of hardware: a configuration is rated at the largest size
+    it completed (the hardest job; rates fall with size), unless the goal is met for each size
+    (``goal.for_each`` names it)."""
+    goal = goal_of(spec)
+    headroom = goal["headroom"] if goal else DEFAULT_HEADROOM
+    complete = {c["index"] for c in cells if c["status"] == "complete"}
+    mine = [r for r in rows if r["phase"] == phase and r["cell"] in complete and is_number(r["items_per_s"])]
+    if size is not None and size not in (goal["for_each"] if goal else []):
+        largest: dict[str, JobRow] = {}
+        for r in mine:
+            group = repr({k: v for k, v in r["factors"].items() if k != size})
+            n, held = r["factors"].get(size), largest.get(group)
+            before = held["factors"].get(size) if held else None
+            if held is None or (is_number(n) and (not is_number(before) or n > before)):
+                largest[group] = r
+        mine = [r for r in mine if any(r is kept for kept in largest.values())]
+    repeats = (spec.get("job") or {}).get("repeat")
+    out: list[CapacityEntry] = []
+    for r in mine:
+        rate = float(r["items_per_s"] or 0.0)
+        ci = r["ci95"]
+        out.append(
+            {
+                "cell": r["cell"],
+                "label": r["label"],
+                "factors": r["factors"],
+                "basis": "job",
+                "value": rate,
+                "unit": "items/s",
+                "ci95": [ci[0], ci[1]] if ci else [None, None],
+                "interval": "replicates" if ci else None,
+                "replicates": repeats if isinstance(repeats, int) and repeats > 0 else 1,
+                "indistinguishable": [],
+                "found": True,
+                "message": None,
+                "trials": None,
+                "search_s": None,
+                "consistency": None,
+                "limit": r["limit"],
+                "headroom": headroom,
+                "rate": rate,
+                "rated": rate * (1.0 - headroom),
+            }
+        )
+    return out
 
 
 def _fits(rows: list[JobRow], size: str | None) -> list[JobFit]:

@@ -17,7 +17,10 @@ def priced(ratings: list[Rating], cells: list[CellResult]) -> list[Rating]:
     for r in ratings:
         cost = costs.get(r["cell"])
         total = cost["total"] if cost else None
-        out.append({**r, "cost": total, "cost_per_1000": per_capacity(total, r["rate"])})
+        row: Rating = {**r, "cost": total, "cost_per_1000": per_capacity(total, r["rate"])}
+        if r["unit"] == "items/s":  # a job's rate is tens or hundreds of items/s: priced per one
+            row["cost_per_1000"], row["cost_per_item_s"] = None, per_capacity(total, r["rate"], 1.0)
+        out.append(row)
     return out
 
 
@@ -39,18 +42,26 @@ def cost_summary(ratings: list[Rating], goal: Goal | None, cells: list[CellResul
             else "No priced configuration has a capacity to price."
         )
         return {"currency": currency, "basis": basis, "cheapest": None, "text": text}
-    key = (lambda r: r.get("cost") or 0.0) if goal else (lambda r: r.get("cost_per_1000") or float("inf"))
+    job = candidates[0]["unit"] == "items/s"
+
+    def per_unit(r: Rating) -> float | None:
+        return r.get("cost_per_item_s") if job else r.get("cost_per_1000")
+
+    key = (lambda r: r.get("cost") or 0.0) if goal else (lambda r: per_unit(r) or float("inf"))
     best = min(candidates, key=key)
     cost = float(best.get("cost") or 0.0)
-    per = best.get("cost_per_1000")
+    per = per_unit(best)
     cheapest: CheapestChoice = {
         "cell": best["cell"],
         "label": best["label"],
         "cost": cost,
-        "cost_per_1000": per,
+        "cost_per_1000": best.get("cost_per_1000"),
         "rated": best["rated"],
     }
-    per_text = f" ({u.num(per)}{unit} per {PER:,.0f}/s of capacity)" if per is not None else ""
+    if job:
+        cheapest["cost_per_item_s"] = per
+    per_what = "item/s" if job else f"{PER:,.0f}/s of capacity"
+    per_text = f" ({u.num(per)}{unit} per {per_what})" if per is not None else ""
     what = "Cheapest that meets the goal" if goal else "Lowest cost per capacity"
     text = f"{what}: {best['label']} at {u.num(cost)}{unit}{per_text}, rated for {u.rate(best['rated'])}."
     others = sorted((r for r in candidates if r is not best), key=key)

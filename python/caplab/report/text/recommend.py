@@ -36,14 +36,17 @@ from caplab.report.text.observations import SATURATED
 from caplab.units import cell_label
 
 GOAL_HINT = "add `goal: {rate: R, headroom: 25%}` to the study file"
+JOB_GOAL_HINT = "add `goal: {phase: P, rate: R}` (R in items/s) to the study file to size for a rate"
 
 
 def _ratings(results: Measured, headroom: float) -> list[Rating]:
-    """The configurations with a figure, smallest first, each with the load it can be rated for."""
+    """The configurations with a figure, smallest first, each with the load it can be rated for (a
+    job study's: each rated by its phase's items/s)."""
     position = {c["index"]: i for i, c in enumerate(results["cells"])}
+    jobs = results["jobs"]
     entries = [
         (e, value, rate)
-        for e in results["capacity"]
+        for e in results["capacity"] or (jobs["capacity"] if jobs else [])
         if u.is_number(value := e["value"]) and u.is_number(rate := e["rate"])
     ]
     entries.sort(key=lambda x: size_order(x[0]["factors"], position.get(x[0]["cell"], 0)))
@@ -56,7 +59,7 @@ def _ratings(results: Measured, headroom: float) -> list[Rating]:
             "value": value,
             "unit": e["unit"],
             "rate": rate,
-            "ci95": e["ci95"] if e["unit"] == "req/s" else [None, None],
+            "ci95": e["ci95"] if e["unit"] != "users" else [None, None],
             "interval": e["interval"],
             "rated": rate * (1.0 - headroom),
         }
@@ -77,7 +80,7 @@ def _within_noise(a: Rating, b: Rating) -> bool:
 def sustained(r: Rating) -> str:
     """What a configuration sustained, in its unit (and as a rate when that is users)."""
     shown = u.load(r["value"], r["unit"])
-    return shown if r["unit"] == "req/s" else f"{shown} ({u.rate(r['rate'])})"
+    return shown if r["unit"] != "users" else f"{shown} ({u.rate(r['rate'])})"
 
 
 def _extrapolate(results: Measured, needed: float, workload: Factors) -> Extrapolation | None:
@@ -162,8 +165,9 @@ def _with_goal(ratings: list[Rating], goal: Goal, results: Measured, workload: F
 def _without_goal(ratings: list[Rating], headroom: float) -> str:
     best = max(ratings, key=lambda r: r["rate"])
     smallest = ratings[0]
+    hint = JOB_GOAL_HINT if best["basis"] == "job" else f"{GOAL_HINT} to size for a load"
     text = (
-        f"No goal was given ({GOAL_HINT} to size for a load). The best configuration, {best['label']}, "
+        f"No goal was given ({hint}). The best configuration, {best['label']}, "
         f"sustained {sustained(best)}: with {u.pct(headroom)} headroom, rate it for "
         f"{u.rate(best['rated'])}."
     )
@@ -241,6 +245,20 @@ def advice(results: Measured, observations: list[Observation]) -> list[str]:
     return out
 
 
+def _job_basis(results: Measured) -> str:
+    """How a job study's configurations are rated, said before the choice."""
+    jobs, goal = results["jobs"], results["goal"]
+    if jobs is None:
+        return ""
+    size = jobs["size_factor"]
+    each = size is not None and size in (goal["for_each"] if goal else [])
+    at = f", at the largest {size} each ran" if size and not each else ""
+    return (
+        f"Each configuration is rated by its {jobs['rated_by']} phase's items a second (mean over the "
+        f"job's repeats{at}). "
+    )
+
+
 class _Sized(TypedDict):
     """What meeting a goal adds to the recommendation, in results.json's key order."""
 
@@ -315,16 +333,27 @@ def recommend(results: Measured, observations: list[Observation]) -> Recommendat
             else "The study has no cells yet: there is nothing to size from."
         )
         return {**common, "text": nothing}
-    basis: Basis = "capacity" if any(r["basis"] == "capacity" for r in ratings) else "throughput"
+    basis: Basis = next(
+        (b for b in ("capacity", "job") if any(r["basis"] == b for r in ratings)), "throughput"
+    )
     common["basis"] = basis
     prefix = (
         ""
         if basis == "capacity"
+        else _job_basis(results)
+        if basis == "job"
         else "No cell was searched: the figures are the throughput measured at the offered load — a "
         "configuration carried at least that much, perhaps more. "
     )
     if not goal:
-        return {**common, "text": prefix + _without_goal(ratings, headroom)}
+        costs = cost_summary(ratings, None, results["cells"])
+        cheapest = costs["cheapest"] if costs else None
+        best = cheapest["cell"] if cheapest else max(ratings, key=lambda r: r["rate"])["cell"]
+        worn = endurance_rows(next((c for c in results["cells"] if c["index"] == best), None))
+        common["cost"], common["endurance"] = costs, worn
+        text = prefix + _without_goal(ratings, headroom)
+        text += (" " + costs["text"] if costs else "") + (" " + endurance_text(worn) if worn else "")
+        return {**common, "text": text}
     sized = _per_workload(ratings, goal, results)
     common["choice"], common["choices"] = sized["choice"], sized["choices"]
     text = prefix + sized["text"]
