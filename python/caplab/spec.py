@@ -968,12 +968,7 @@ def _check_hardware(
         if profile.link is not None and profile.link not in config.links:
             known = ", ".join(sorted(config.links)) or "none: add a links: section"
             raise fail(("profiles", name, "link"), f"unknown link class {profile.link!r} (defined: {known})")
-    sut = config.sut
-    if sut is None:
-        return
-    if config.job is not None and config.job.role is not None and config.job.role not in sut.roles:
-        raise fail(("job", "role"), f"no role {config.job.role!r} in sut.roles")
-    known = ", ".join(sorted(config.profiles)) or "none: add a profiles: section"
+    # Prices name what the study defines, with or without a SUT to run them on.
     for kind, priced, defined in (
         ("profiles", config.cost.profiles if config.cost else {}, config.profiles),
         ("volumes", config.cost.volumes if config.cost else {}, config.volumes),
@@ -986,6 +981,12 @@ def _check_hardware(
                     ("cost", kind, name),
                     f"prices {kind[:-1]} {name!r}, which the study does not define ({have})",
                 )
+    sut = config.sut
+    if sut is None:
+        return
+    if config.job is not None and config.job.role is not None and config.job.role not in sut.roles:
+        raise fail(("job", "role"), f"no role {config.job.role!r} in sut.roles")
+    known = ", ".join(sorted(config.profiles)) or "none: add a profiles: section"
     c = config.consolidation
     if c is not None:
         for role, name in [*c.apart.items(), ("", c.together)]:

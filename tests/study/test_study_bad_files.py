@@ -83,6 +83,17 @@ TARGET = "name: orders\ntarget:\n  http:\n    url: http://127.0.0.1:8080/\n"
             "5: cost.profiles.large: prices profile 'large', which the study does not define (small)",
             id="cost-unknown-profile",
         ),
+        pytest.param(  # no sut: the prices are checked all the same
+            "name: j\nprofiles:\n  small: {cpus: 1}\ncost:\n  profiles: {large: 100}\n"
+            "job:\n  phases:\n    - {name: a, run: 'true'}\n",
+            "5: cost.profiles.large: prices profile 'large', which the study does not define (small)",
+            id="cost-unknown-profile-without-sut",
+        ),
+        pytest.param(
+            "name: j\njob:\n  phases:\n    - {name: a, run: 'true'}\ngoal: {phase: b, rate: 3}\n",
+            "5: goal.phase: 'b' is not a phase of the job (the job's phases: a)",
+            id="goal-phase-unknown",
+        ),
         pytest.param(
             TARGET + "load:\n  rate: 1\n  duration: 5s\nactions:\n  - {at: 2s, do: switchover}\n",
             "9: actions.0.do: the system has no action 'switchover' (its actions: none: declare them "
