@@ -37,9 +37,15 @@ def test_cpu_role_on_a_profile_is_a_share_of_its_quota() -> None:
     assert not unlimited.passed and unlimited.observed == 80.0, "no quota: 100 % is one host core"
 
 
-def test_mem_needs_a_role() -> None:
-    with pytest.raises(SloError, match=r"mem takes a role on a hardware profile"):
-        parse_slo("mem<=80%")
+def test_mem_without_a_role_is_the_hosts_memory_in_use() -> None:
+    slo = parse_slo("mem<=80%")
+    assert slo.role is None
+    assert slo.evaluate(figures({"host": {"mem_percent": 42.0}, "db": {"mem_percent": 99.0}})).passed
+    verdict = slo.evaluate(figures({"host": {"mem_percent": 85.0}}))
+    assert not verdict.passed and verdict.reason == "mem<=80%: 85% fails <= 80%"
+    assert not slo.evaluate(figures({"host": {"mem_used_mb": 900.0}})).passed, "no total: no data"
+    with pytest.raises(SloError, match=r"must be a percentage"):
+        parse_slo("mem<=800M")
 
 
 def test_a_roles_cpu_is_measured_against_its_quota() -> None:

@@ -30,7 +30,15 @@ def test_cell_resources_shape() -> None:
     samples: list[ResourceSample] = []
     for t in (1.0, 2.0):
         samples += rows(t, "role:app", cpu_percent=40.0 * t, rss_mb=100.0, read_mb_s=1.0, write_mb_s=2.0)
-        samples += rows(t, "host", cpu_percent=120.0, cpu_util_percent=60.0, mem_used_mb=900.0, cores=2.0)
+        samples += rows(
+            t,
+            "host",
+            cpu_percent=120.0,
+            cpu_util_percent=60.0,
+            mem_used_mb=900.0,
+            mem_total_mb=3600.0,
+            cores=2.0,
+        )
         samples += rows(t, "cpu:0", cpu_percent=60.0)
         samples += rows(t, "disk:sda", busy_percent=30.0, avg_queue=0.5, read_mb_s=1.0, write_mb_s=4.0)
         samples += rows(t, "disk:sdb", busy_percent=80.0, avg_queue=2.0, read_mb_s=2.0, write_mb_s=1.0)
@@ -45,6 +53,7 @@ def test_cell_resources_shape() -> None:
         "cpu_percent": 120.0,
         "cpu_util_percent": 60.0,
         "mem_used_mb": 900.0,
+        "mem_percent": 25.0,  # of the host's total: what mem<=80% holds it to
         "disk_busy_percent": 85.0,  # the busiest device, stacked or not
         "disk_avg_queue": 3.0,
         "disk_read_mb_s": 3.0,  # sda + sdb: dm-0's IO is already theirs

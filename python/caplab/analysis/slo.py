@@ -6,6 +6,7 @@ throughput >= 0.99*offered   achieved against offered (implied for open-model se
 cpu <= 75%           host CPU, share of all cores
 cpu[server] <= 75%   a role's CPU, 100 % = one core (as top shows it); on a hardware profile,
                      100 % = its profile's CPUs (the host CPUs its quota grants)
+mem <= 80%           the host's memory in use (total − available), share of its total
 mem[db] <= 80%       a role's memory, share of its hardware profile's limit
 disk_busy <= 90%     the busiest disk
 app[processed_per_s] >= 0.99*offered   one of the SUT's own figures (sut.metrics: in a study),
@@ -120,8 +121,8 @@ class Slo:
             host = t.resources.get("host") or {}
             cpu = host.get("cpu_percent")
             return cpu / max(t.cores, 1) if cpu is not None else None
-        if self.metric == "mem" and self.role is not None:
-            return (t.resources.get(self.role) or {}).get("mem_percent")
+        if self.metric == "mem":
+            return (t.resources.get(self.role or "host") or {}).get("mem_percent")
         if self.metric == "disk_busy":
             return (t.resources.get("host") or {}).get("disk_busy_percent")
         if self.metric == "app" and self.role is not None:
@@ -153,10 +154,6 @@ def parse_slo(text: str) -> Slo:
             _no_role(text, role)
         return Slo(text, metric, role, op, _percent(text, raw))
     if metric == "mem":
-        if not role:
-            raise SloError(
-                f"{text!r}: mem takes a role on a hardware profile, e.g. mem[db]<=80% (of its limit)"
-            )
         return Slo(text, metric, role, op, _percent(text, raw))
     if metric == "throughput":
         _no_role(text, role)
@@ -166,7 +163,17 @@ def parse_slo(text: str) -> Slo:
             raise SloError(f"{text!r}: app takes the name of a figure, e.g. app[processed_per_s]")
         return _rate_slo(text, metric, role, op, raw)
     known = ", ".join(
-        [*_LATENCY, "errors", "throughput", "cpu", "cpu[ROLE]", "mem[ROLE]", "disk_busy", "app[FIGURE]"]
+        [
+            *_LATENCY,
+            "errors",
+            "throughput",
+            "cpu",
+            "cpu[ROLE]",
+            "mem",
+            "mem[ROLE]",
+            "disk_busy",
+            "app[FIGURE]",
+        ]
     )
     raise SloError(f"{text!r}: unknown metric {metric!r} (known: {known})")
 

@@ -60,8 +60,9 @@ def cell_resources(
     (collect/profile.py).
 
         Host keys: cpu_percent, cpu_util_percent, iowait_percent, mem_used_mb, load1 (from the host
-        scope); disk_busy_percent and disk_avg_queue (the busiest disk's, since one saturated disk
-        limits the system however idle the others are); disk_read_mb_s, disk_write_mb_s,
+        scope); mem_percent (in use — total − available — of the host's total); disk_busy_percent
+        and disk_avg_queue (the busiest disk's, since one saturated disk limits the system however
+        idle the others are); disk_read_mb_s, disk_write_mb_s,
         disk_read_iops, disk_write_iops (sums over disks, stacked devices left out unless there is
         nothing else); net_rx_mb_s, net_tx_mb_s (sums over interfaces and links, loopback included). A key is
         present only when its source was sampled, so a missing collector never reads as zero use.
@@ -81,6 +82,9 @@ def cell_resources(
             out[scope] = dict(metrics)
 
     host: dict[str, float] = {k: v for k, v in means.get("host", {}).items() if k in HOST_METRICS}
+    total_mb = means.get("host", {}).get("mem_total_mb")
+    if "mem_used_mb" in host and total_mb:
+        host["mem_percent"] = 100.0 * host["mem_used_mb"] / total_mb
     disks = {scope.removeprefix("disk:"): m for scope, m in means.items() if scope.startswith("disk:")}
     if disks:
         host["disk_busy_percent"] = max(m.get("busy_percent", 0.0) for m in disks.values())
