@@ -235,6 +235,31 @@ def test_a_fit_that_fits_is_shown_as_its_model(
     assert "no model fits" not in markdown
 
 
+@pytest.mark.parametrize("replicates", [1, 3])
+def test_each_interval_is_labelled_by_what_it_is(
+    replicates: int, study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+) -> None:
+    """One search's bracket is not a 95% confidence interval: the results table and the capacity
+    chart say which each interval is, as the capacity table does."""
+    varied = copy.deepcopy(study_document)
+    for cell in varied["cells"]:
+        capacity = cell["metrics"]["capacity"]
+        capacity["ci95"] = [0.9 * capacity["capacity_rps"], 1.1 * capacity["capacity_rps"]]
+        capacity.update(interval="replicates" if replicates > 1 else "search", replicate_count=replicates)
+    results = build_results(varied, study_samples)
+    markdown, html = _render(results)
+    caption = summary_charts(results)["capacity"].caption
+    assert "[95% interval]" not in markdown + html and "95% interval" not in caption
+    if replicates > 1:
+        assert "(95%, 3 replicates)" in markdown
+        assert caption.startswith("Error bars: the 95% t-interval over 3 replicates")
+    else:
+        assert markdown.count("(search bracket)") >= 2 * len(varied["cells"])  # results and capacity
+        assert "(95%," not in markdown
+        assert caption.startswith("Error bars: each configuration's one search bracket")
+        assert "not a confidence interval" in caption
+
+
 def test_non_finite_figures_become_null(
     study_document: dict[str, Any], study_samples: list[dict[str, Any]]
 ) -> None:

@@ -17,6 +17,7 @@ from caplab.report.model.types import (
     ScalingEntry,
     SearchTrial,
 )
+from caplab.report.text.intervals import error_bars
 from caplab.units import cell_label, is_number
 
 LATENCY_METRICS = ("p50", "p90", "p99", "p999", "max", "mean")
@@ -182,7 +183,8 @@ def _slo_lines(results: Measured) -> list[tuple[float, str]]:
 
 
 def capacity_chart(results: Results) -> Chart | None:
-    """What each configuration sustained, with its 95% interval and the goal line."""
+    """What each configuration sustained, with its interval (labelled by its kind: a search's bracket
+    or a 95% t-interval over replicates) and the goal line."""
     entries = [e for e in results["capacity"] if is_number(e["value"])]
     if not entries:
         return None
@@ -206,8 +208,8 @@ def capacity_chart(results: Results) -> Chart | None:
         "configuration",
         [Panel(f"{basis} ({unit})", series, lines=lines)],
         categorical=True,
-        caption="Error bars: the 95% interval of each capacity. Rated: the capacity less the headroom kept "
-        "for peaks and growth.",
+        caption=f"{error_bars((e['interval'], e['replicates']) for e in entries)} Rated: the capacity less "
+        "the headroom kept for peaks and growth.".lstrip(),
     )
 
 

@@ -9,6 +9,7 @@ from caplab.analysis.endurance import Endurance, endurance_line
 from caplab.analysis.scaling import means_by_n
 from caplab.report.layout.blocks import Column, Table, TableCell, kv_table, num_cell, text_cell
 from caplab.report.model.types import CapacityEntry, CellResult, Json, Limit, Results, ScalingEntry, Search
+from caplab.report.text.intervals import interval_kind
 from caplab.report.text.recommend import sustained
 
 STATUS_TONE = {
@@ -66,7 +67,7 @@ def results_table(results: Results) -> Table:
     searched = any(c["searched"] for c in results["cells"])
     columns = [Column("#", True), *_factor_columns(results), Column("status")]
     if searched:
-        columns.append(Column("capacity", True, "req/s [95% interval]"))
+        columns.append(Column("capacity", True, "req/s [interval]"))
     columns += [
         Column("throughput", True, "req/s"),
         Column("p50", True, "ms"),
@@ -91,7 +92,8 @@ def results_table(results: Results) -> Table:
             cap = m["capacity"]
             value = cap["value"] if cap else None
             low, high = cap["ci95"] if cap else [None, None]
-            shown = u.num(value) + (f" {u.interval(low, high)}" if low is not None else "")
+            kind = interval_kind(cap["interval"], cap["replicates"]) if cap else ""
+            shown = u.num(value) + (f" {u.interval(low, high)} {kind}".rstrip() if low is not None else "")
             row.append(num_cell(value, shown))
         lat = m["latency_ms"]
         net = [v for v in (host.get("net_rx_mb_s"), host.get("net_tx_mb_s")) if u.is_number(v)]
@@ -283,6 +285,34 @@ def job_table(results: Results) -> Table | None:
     if with_paper and jobs["paper_source"]:
         note += f" Paper: {jobs['paper_source']}."
     return Table(columns, rows, caption="Batch job: each phase's rate", note=note)
+
+
+def paper_tables(results: Results) -> list[Table]:
+    """The paper's tables with ours beside them: per phase, a row per size (the paper's sizes we did
+    not run with its figures alone), per group our items/s and the paper's, on its hardware."""
+    jobs = results["jobs"]
+    out = []
+    for t in jobs["paper_tables"] if jobs else []:
+        columns = [Column(jobs["size_factor"] if jobs and jobs["size_factor"] else "size", True)]
+        for g in t["groups"]:
+            columns += [
+                Column(f"{g} (ours)", True, "items/s"),
+                Column(f"{g} (paper's hardware)", True, "ops/s"),
+            ]
+        rows = []
+        for r in t["rows"]:
+            row = [num_cell(r["size"], u.num(r["size"]))]
+            for ours, theirs in zip(r["ours"], r["paper"], strict=True):
+                row += [num_cell(ours, u.num(ours)), num_cell(theirs, u.num(theirs))]
+            rows.append(row)
+        note = (
+            "Ours measured on this machine's emulated hardware, the paper's on its own: compare the shapes "
+            "(how the rate falls with size, which layout is faster), not the values."
+        )
+        if jobs and jobs["paper_source"]:
+            note += f" Paper: {jobs['paper_source']}."
+        out.append(Table(columns, rows, caption=f"{t['phase']}: ours beside the paper's", note=note))
+    return out
 
 
 def job_fit_lines(results: Results) -> list[str]:
