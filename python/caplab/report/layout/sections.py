@@ -21,6 +21,7 @@ from caplab.report.layout.blocks import (
     kv_table,
 )
 from caplab.report.layout.charts import Chart
+from caplab.report.layout.job_charts import job_chart
 from caplab.report.layout.study_charts import summary_charts
 from caplab.report.layout.tables import (
     capacity_table,
@@ -31,6 +32,7 @@ from caplab.report.layout.tables import (
     job_fit_lines,
     job_table,
     matrix_table,
+    paper_tables,
     ratings_table,
     recovery_table,
     results_table,
@@ -253,7 +255,16 @@ def job_section(results: Results) -> Section | None:
     table = job_table(results)
     if table is None:
         return None
-    return Section("Batch job", "job", [table, *(Para(line) for line in job_fit_lines(results))])
+    return Section(
+        "Batch job",
+        "job",
+        [
+            table,
+            *paper_tables(results),
+            *([ChartBlock(chart)] if (chart := job_chart(results)) else []),
+            *(Para(line) for line in job_fit_lines(results)),
+        ],
+    )
 
 
 def consolidation_section(results: Results) -> Section | None:

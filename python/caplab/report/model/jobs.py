@@ -9,7 +9,16 @@ from typing import Any
 
 from caplab.analysis.size_fit import fit_size
 from caplab.report.model.scenario import DEFAULT_HEADROOM, goal_of
-from caplab.report.model.types import CapacityEntry, CellResult, JobEndurance, JobFit, JobRow, Jobs
+from caplab.report.model.types import (
+    CapacityEntry,
+    CellResult,
+    JobEndurance,
+    JobFit,
+    JobRow,
+    Jobs,
+    PaperRow,
+    PaperTable,
+)
 from caplab.report.model.wear import endurance_rows
 from caplab.units import is_number
 
@@ -84,6 +93,7 @@ def job_entries(
         "fits": _fits(rows, size),
         "endurance": worn,
         "rated_by": phase,
+        "paper_tables": _side_by_side(rows, paper, size),
         "capacity": _capacity(spec, rows, cells, phase, size),
     }
 
@@ -160,4 +170,53 @@ def _fits(rows: list[JobRow], size: str | None) -> list[JobFit]:
                 "fit": fit.as_dict() if fit else None,
             }
         )
+    return out
+
+
+def _group(factors: dict[str, Any], size: str | None) -> str:
+    """The group a cell is in for the paper's figures: its first factor other than the size."""
+    return next((str(v) for k, v in factors.items() if k != size), "")
+
+
+def _figure(value: Any) -> float | None:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _side_by_side(rows: list[JobRow], paper: dict[str, Any], size: str | None) -> list[PaperTable]:
+    """Per phase with the paper's figures: ours and the paper's per group, at every size either ran
+    (the paper's sizes we did not run shown with its figures alone, and ours it has none for)."""
+    if size is None or not paper:
+        return []
+    out: list[PaperTable] = []
+    phases = list(dict.fromkeys([*(r["phase"] for r in rows), *paper]))
+    for phase in phases:
+        theirs = paper.get(phase) if isinstance(paper.get(phase), dict) else {}
+        if not theirs:
+            continue
+        ours: dict[tuple[str, float], float | None] = {}
+        for r in rows:
+            n = _figure(r["factors"].get(size))
+            if r["phase"] == phase and n is not None:
+                ours[(_group(r["factors"], size), n)] = r["items_per_s"]
+        groups = list(dict.fromkeys([*(g for g, _ in ours), *(str(g) for g in theirs)]))
+        figures = {
+            (str(g), n): _figure(v)
+            for g, by_size in theirs.items()
+            if isinstance(by_size, dict)
+            for k, v in by_size.items()
+            if (n := _figure(k)) is not None
+        }
+        sizes = sorted({n for _, n in ours} | {n for _, n in figures})
+        table_rows: list[PaperRow] = [
+            {
+                "size": n,
+                "ours": [ours.get((g, n)) for g in groups],
+                "paper": [figures.get((g, n)) for g in groups],
+            }
+            for n in sizes
+        ]
+        out.append({"phase": phase, "groups": groups, "rows": table_rows})
     return out

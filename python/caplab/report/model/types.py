@@ -629,6 +629,23 @@ class JobFit(TypedDict):
     fit: dict[str, Any] | None
 
 
+class PaperRow(TypedDict):
+    size: float
+    ours: list[float | None]
+    """Per group (``PaperTable.groups``), our items/s at this size; null where we ran no cell."""
+    paper: list[float | None]
+    """Per group, the paper's figure (its hardware); null where it gives none."""
+
+
+class PaperTable(TypedDict):
+    """One phase, ours beside the paper's: a row per size either of us ran, a pair of columns per
+    group (the factor other than the size: the paper's internal and external storage)."""
+
+    phase: str
+    groups: list[str]
+    rows: list[PaperRow]
+
+
 class Jobs(TypedDict):
     size_factor: str | None
     paper_source: str | None
@@ -638,6 +655,8 @@ class Jobs(TypedDict):
     """Each configuration's rated volumes at the rate the job wrote them."""
     rated_by: str | None
     """The phase whose items/s rates a configuration (``goal.phase``, else the job's last)."""
+    paper_tables: list[PaperTable]
+    """With ``paper:``, each phase's rates beside the paper's, at every size either ran."""
     capacity: list[CapacityEntry]
     """Each configuration rated by that phase (at the largest size it ran, unless the goal is met
     for each size): what the recommendation sizes from."""
