@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.console import Console
 
-from caplab.cli.progress import summary_table
+from caplab.cli.progress import replicates_line, summary_table
 
 
 def cell(index: int, hosts: int, throughput: float | None, found: bool = True) -> dict[str, Any]:
@@ -78,3 +78,16 @@ def test_a_role_on_a_profile_shows_its_cpu_against_the_profile_not_one_host_core
     assert row.split()[-5:] == ["98", "10", "40", "30", "190"], row  # hosts receive sink store host
     assert "cpu % of its profile's quota" in text
     assert "profile" not in render([cell(0, 1, 325.0)], 120)
+
+
+def test_capacities_from_one_search_say_their_intervals_are_brackets() -> None:
+    one = [cell(0, 1, 1199.0), cell(1, 2, 1797.0)]
+    assert "from 1 replicate" in str(replicates_line({"cells": one}))
+    assert "search's bracket, not a confidence interval" in str(replicates_line({"cells": one}))
+    three = [cell(0, 1, 1199.0), cell(1, 2, 1797.0)]
+    for c in three:
+        c["metrics"]["capacity"]["replicate_count"] = 3
+    assert replicates_line({"cells": three}) == (
+        "capacities: the mean of 3 replicates each (fresh SUT start each), 95% t-interval over them"
+    )
+    assert replicates_line({"cells": [cell(0, 1, None, found=False)]}) is None

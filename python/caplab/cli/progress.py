@@ -248,6 +248,27 @@ def _status(cell: dict[str, Any]) -> str:
     return str(cell["status"])
 
 
+def replicates_line(document: dict[str, Any]) -> str | None:
+    """What the searched cells' intervals are: from replicates, a confidence interval; from one
+    search (``replicates: 1``), only that search's bracket — said, so nobody reads it as more."""
+    searched = [
+        c["metrics"]["capacity"]
+        for c in document["cells"]
+        if isinstance((c.get("metrics") or {}).get("capacity"), dict)
+        and c["metrics"]["capacity"].get("found")
+    ]
+    if not searched:
+        return None
+    counts = sorted({int(s.get("replicate_count") or 1) for s in searched})
+    if counts == [1]:
+        return (
+            "capacities from 1 replicate: each interval is that search's bracket, not a confidence "
+            "interval (`replicates: 3` measures how much runs vary)"
+        )
+    over = " or ".join(str(n) for n in counts)
+    return f"capacities: the mean of {over} replicates each (fresh SUT start each), 95% t-interval over them"
+
+
 def scaling_line(entry: dict[str, Any]) -> str:
     group = " ".join(f"{k}={v}" for k, v in entry["group"].items())
     where = f" ({group})" if group else ""

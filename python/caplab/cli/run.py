@@ -139,7 +139,7 @@ def cmd_run(
     # The runner, the store, the fits and the report load scipy, pandas and the plotting
     # libraries: only once the study file has parsed, so a bad file is answered at once.
     from caplab.analysis.scaling import study_scaling
-    from caplab.cli.progress import StudyProgress, scaling_line, summary_table
+    from caplab.cli.progress import StudyProgress, replicates_line, scaling_line, summary_table
     from caplab.store import Store, StoreError, default_url
     from caplab.study.hardware import HardwareUnavailable
     from caplab.study.runner import StudyRunner
@@ -173,6 +173,8 @@ def cmd_run(
     else:
         console = consoles.stdout()
         console.print(summary_table(document, console))
+        if (replicated := replicates_line(document)) is not None:
+            console.print(replicated, highlight=False)
         for fit in document["scaling"]:
             console.print(scaling_line(fit))
         console.print(f"stored as study {outcome.study_id} in {store.url} — `caplab show {outcome.study_id}`")
