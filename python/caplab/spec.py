@@ -538,12 +538,20 @@ class ScaleSpec(Strict):
     """Host cores per profile core: 0.25 lets two host cores carry an 8-core profile."""
 
 
+class CounterItems(Strict):
+    """A phase's items counted by the system itself: how much its counter (a series of
+    ``sut.metrics``' endpoint, summed over labels) rose over the phase."""
+
+    counter: SeriesName
+
+
 class PhaseSpec(Strict):
-    """One timed step of a batch job: a command, and how many items it does (for items/s)."""
+    """One timed step of a batch job: a command, and how many items it does (for items/s): a number,
+    or ``{counter: SERIES}`` read from the system's own counter."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     run: str = Field(pattern=r"\S")
-    items: int | None = Field(default=None, ge=1)
+    items: Annotated[int, Field(ge=1)] | CounterItems | None = None
     timeout: Annotated[float, BeforeValidator(_seconds), Field(gt=0)] = 3600.0
 
 
@@ -1056,6 +1064,19 @@ def _check_disk_room(path: Path, lines: dict[Path_, int], config: StudyConfig) -
             )
 
 
+def _check_counters(path: Path, lines: dict[Path_, int], config: StudyConfig) -> None:
+    """A phase whose items are the system's counter needs the endpoint to read it from."""
+    if config.job is None or (config.sut is not None and config.sut.metrics is not None):
+        return
+    for i, phase in enumerate(config.job.phases):
+        if isinstance(phase.items, CounterItems):
+            loc: Path_ = ("job", "phases", i, "items", "counter")
+            raise SpecError(
+                f"{path}:{_line_of(lines, loc)}: job.phases.{i}.items.counter: the system's counter is "
+                "read from sut.metrics: add it (url, and a rate or gauge to sample)"
+            )
+
+
 def load_study(path: str | Path) -> Study:
     """Reads and validates a study file; raises SpecError with ``file:line: field: message``."""
     path = Path(path)
@@ -1097,6 +1118,7 @@ def load_study(path: str | Path) -> Study:
         _check_actions(path, lines, config)
         _check_hosts(path, lines, config)
         _check_hardware(path, lines, config, data, factors)
+        _check_counters(path, lines, config)
         _check_disk_room(path, lines, config)
         cells.append(Cell(index, factors, config))
     names = list(matrix[0]) if matrix else []

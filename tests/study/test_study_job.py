@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from support.studies import caplab, json_out, write_study
+from support.studies import caplab, free_port, json_out, write_study
 
 pytestmark = pytest.mark.slow  # each study sleeps through its phases
 
@@ -128,6 +128,64 @@ def test_a_job_study_recommends_the_cheapest_configuration_by_a_phase_rate(tmp_p
     assert results["endurance"] == [], "no volume with an endurance rating"
     report = (tmp_path / "r" / "report.md").read_text()
     assert "cost per item/s" in report and "stage phase" in report
+
+
+def test_a_phase_counts_its_items_by_the_systems_own_counter(tmp_path: Path) -> None:
+    """``items: {counter: SERIES}``: the items are how much the series rose over the phase, read
+    from ``sut.metrics`` (here a real HTTP server serving the system's counter file, two label sets
+    summed): 150 items in a 1.5 s phase is 100 a second, whatever the counter held before."""
+    port = free_port()
+    (tmp_path / "metrics").write_text("")
+    (tmp_path / "count.py").write_text(
+        "import sys  # count.py A B: the system's counter, over two label sets\n"
+        "open(sys.argv[3], 'w').write("
+        'f\'done_total{{shard="a"}} {sys.argv[1]}\\ndone_total{{shard="b"}} {sys.argv[2]}\\n\')\n'
+    )
+    count = f"python3 {tmp_path / 'count.py'} {{a}} {{b}} {tmp_path / 'metrics'}"
+    study = {
+        "name": "counted job",
+        "sut": {
+            "start": f"exec python3 -m http.server {port} --bind 127.0.0.1 --directory {tmp_path}",
+            "ready": {"port": port, "timeout": "10s"},
+            "metrics": {"url": f"http://127.0.0.1:{port}/metrics", "rates": {"done_per_s": "done_total"}},
+        },
+        "job": {
+            "reset": count.format(a=1000, b=7),
+            "phases": [
+                {
+                    "name": "stage",
+                    "run": "sleep 1.5 && " + count.format(a=1100, b=57),
+                    "items": {"counter": "done_total"},
+                },
+                {
+                    "name": "idle",
+                    "run": count.format(a=1100, b=57),
+                    "items": {"counter": "done_total"},
+                },
+            ],
+        },
+    }
+    done = run(tmp_path, study)
+    assert done.returncode == 0, done.stderr[-3000:]
+    [cell] = json_out(done)["cells"]
+    phases = cell["metrics"]["job"]["phases"]
+    assert phases["stage"]["items"] == {"counter": "done_total"}
+    [staged] = phases["stage"]["runs"]
+    assert staged["items"] == 150 and phases["stage"]["items_per_s"] == pytest.approx(100, rel=0.05)
+    [idle] = phases["idle"]["runs"]
+    assert idle["items"] == 0 and phases["idle"]["items_per_s"] == 0
+
+
+def test_a_counter_without_sut_metrics_exits_2(tmp_path: Path) -> None:
+    path = tmp_path / "job.yaml"
+    path.write_text(
+        "name: j\njob:\n  phases:\n    - name: a\n      run: 'true'\n      items: {counter: done_total}\n"
+    )
+    done = caplab("run", path, "--db", f"sqlite:///{tmp_path / 'c.db'}")
+    assert done.returncode == 2, done.stderr
+    assert (
+        f"{path}:6: job.phases.0.items.counter: the system's counter is read from sut.metrics" in done.stderr
+    )
 
 
 WRITER = (

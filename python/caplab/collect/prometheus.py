@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 from caplab.collect.base import ResourceSample
 
-__all__ = ["MetricsSource", "PrometheusCollector", "parse_exposition"]
+__all__ = ["MetricsSource", "PrometheusCollector", "parse_exposition", "scrape"]
 
 SCOPE = "app"
 TIMEOUT_S = 1.0
@@ -144,10 +144,15 @@ class PrometheusCollector:
             time.sleep(DRAIN_POLL_S)
 
     def _scrape(self) -> dict[str, float]:
-        try:
-            with urllib.request.urlopen(self.source.url, timeout=TIMEOUT_S) as reply:
-                text = reply.read().decode("utf-8", "replace")
-        except (urllib.error.URLError, OSError) as e:
-            reason = getattr(e, "reason", e)
-            raise OSError(f"cannot scrape {self.source.url}: {reason}") from e
-        return parse_exposition(text)
+        return scrape(self.source.url)
+
+
+def scrape(url: str) -> dict[str, float]:
+    """The endpoint's series once (summed over labels); OSError when it cannot be read."""
+    try:
+        with urllib.request.urlopen(url, timeout=TIMEOUT_S) as reply:
+            text = reply.read().decode("utf-8", "replace")
+    except (urllib.error.URLError, OSError) as e:
+        reason = getattr(e, "reason", e)
+        raise OSError(f"cannot scrape {url}: {reason}") from e
+    return parse_exposition(text)

@@ -5,7 +5,9 @@ Before each repeat the job's ``reset`` and ``prepare`` commands run, untimed (th
 store before every run). Then each phase's command runs while the cell's collectors sample every
 ``interval`` on the phase's own clock — the same resource figures as a load trial, so the limit
 analysis names what bounded the phase (a volume, a role's CPU, or nothing: software). A phase's
-rate is its items over its wall time; repeats give that rate a t-interval. A phase that exits
+rate is its items over its wall time — a number the study gives, or how much the system's own
+counter (``items: {counter: SERIES}``, read from ``sut.metrics``) rose over the phase; repeats give
+that rate a t-interval. A phase that exits
 non-zero fails the cell with its last lines; one past its timeout is killed and reported so.
 """
 
@@ -25,9 +27,10 @@ from typing import Any
 from caplab.analysis.limit import find_limit
 from caplab.analysis.replicates import t_interval
 from caplab.collect.base import ResourceSample
+from caplab.collect.prometheus import scrape
 from caplab.collect.summary import cell_resources, summarize
 from caplab.experiments.base import CellContext, Interrupted, SamplerSet, TrialRecord
-from caplab.spec import JobSpec, PhaseSpec
+from caplab.spec import CounterItems, JobSpec, PhaseSpec
 from caplab.units import scrub
 
 OUTPUT_LINES = 5
@@ -117,8 +120,11 @@ class JobExperiment:
         env: dict[str, str] | None,
         roles: list[str],
         prefix: list[str] | None = None,
+        metrics_url: str | None = None,
     ) -> None:
         self.job = job
+        self.metrics_url = metrics_url
+        """Where the system's counters are read, for phases that count items by one."""
         self.prefix = prefix or []
         """The job role's launch prefix: its commands run on its profile from their first instruction."""
         self.directory = directory
@@ -153,6 +159,8 @@ class JobExperiment:
 
     def _phase(self, phase: PhaseSpec, repeat: int, collectors: SamplerSet) -> PhaseRun:
         samples: list[ResourceSample] = []
+        counter = phase.items.counter if isinstance(phase.items, CounterItems) else None
+        before = self._count(phase, counter) if counter else 0.0
         collectors.start()
         try:
             code, timed_out, output, wall = run_command(
@@ -170,7 +178,21 @@ class JobExperiment:
         finally:
             collectors.stop()
         status = "timed out" if timed_out else "complete" if code == 0 else "failed"
-        return PhaseRun(phase.name, repeat, wall, phase.items, status, code, output, samples)
+        items = phase.items if isinstance(phase.items, int) else None
+        if counter and status == "complete":
+            items = round(self._count(phase, counter) - before)
+        return PhaseRun(phase.name, repeat, wall, items, status, code, output, samples)
+
+    def _count(self, phase: PhaseSpec, counter: str) -> float:
+        """The counter's value now (a missing series or endpoint fails the phase, saying so)."""
+        assert self.metrics_url is not None  # the study file's check: a counter needs sut.metrics
+        try:
+            value = scrape(self.metrics_url).get(counter)
+        except (OSError, ValueError) as e:
+            raise PhaseFailed(f"phase {phase.name}: items: {e}") from e
+        if value is None:
+            raise PhaseFailed(f"phase {phase.name}: items: {self.metrics_url} has no series {counter}")
+        return value
 
 
 def failure(run: PhaseRun, phase: PhaseSpec) -> str:
@@ -198,7 +220,9 @@ def job_metrics(job: JobSpec, runs: list[PhaseRun], roles: list[str]) -> dict[st
         scopes = summarize(samples) if samples else {}
         limit = find_limit(mean, scopes, roles) if mean and scopes else None
         phases[phase.name] = {
-            "items": phase.items,
+            "items": {"counter": phase.items.counter}
+            if isinstance(phase.items, CounterItems)
+            else phase.items,
             "items_per_s": mean,
             "ci95": [estimate.low, estimate.high] if estimate else None,
             "wall_s": statistics.fmean(r.wall_s for r in mine) if mine else None,
@@ -206,6 +230,7 @@ def job_metrics(job: JobSpec, runs: list[PhaseRun], roles: list[str]) -> dict[st
                 {
                     "repeat": r.repeat,
                     "wall_s": r.wall_s,
+                    "items": r.items,
                     "items_per_s": r.items_per_s,
                     "status": r.status,
                     "exit_code": r.exit_code,

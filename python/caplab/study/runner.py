@@ -451,7 +451,8 @@ class StudyRunner:
             prefix = (
                 hw.launch_prefix(role) if role is not None and hw is not None and role in hw.profiles else []
             )
-            return JobExperiment(config.job, self.study.directory, sut_environment(), roles, prefix)
+            metrics = config.sut.metrics.url if config.sut and config.sut.metrics else None
+            return JobExperiment(config.job, self.study.directory, sut_environment(), roles, prefix, metrics)
         if config.search is not None:
             return CapacityExperiment(config)
         return FixedLoad(config.requests[1].repeat)
