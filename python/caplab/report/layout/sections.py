@@ -21,6 +21,7 @@ from caplab.report.layout.blocks import (
     kv_table,
 )
 from caplab.report.layout.charts import Chart
+from caplab.report.layout.failover import database_recovery_table, recovery_fit_lines, success_table
 from caplab.report.layout.job_charts import job_chart
 from caplab.report.layout.study_charts import summary_charts
 from caplab.report.layout.tables import (
@@ -273,8 +274,11 @@ def consolidation_section(results: Results) -> Section | None:
 
 
 def recovery_section(results: Results) -> Section | None:
-    table = recovery_table(results)
-    return Section("Recovery", "recovery", [table]) if table is not None else None
+    by_database = [t for t in (success_table(results), database_recovery_table(results)) if t is not None]
+    blocks: list[Block | Section] = [*by_database, *(Para(line) for line in recovery_fit_lines(results))]
+    if (table := recovery_table(results)) is not None:
+        blocks.append(table)
+    return Section("Recovery", "recovery", blocks) if blocks else None
 
 
 def results_section(results: Results, charts: dict[str, Chart]) -> Section:

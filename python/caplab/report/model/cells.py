@@ -19,6 +19,7 @@ from caplab.collect.summary import summarize
 from caplab.report.model.types import (
     CellCapacity,
     CellResult,
+    DatabaseFailover,
     Latency,
     Limit,
     Metrics,
@@ -264,6 +265,8 @@ def cell_result(
         "hardware": hardware.get("roles"),
         "volumes": _volumes(cell.get("resources") or {}, hardware.get("volume_baseline") or {}),
         "recovery": [_recovery(r, raw.get("ledger") or []) for r in raw.get("recovery") or []],
+        "failover": [failover_row(f) for f in raw.get("failover") or []],
+        "success": raw.get("success"),
         "cost": raw.get("cost"),
         "ratings": {str(k): v for k, v in (raw.get("ratings") or {}).items()},
     }
@@ -299,6 +302,25 @@ def _recovery(raw: dict[str, Any], ledgers: list[dict[str, Any]]) -> RecoveryRow
         "resolution_s": load.get("resolution_s"),
         "acknowledged": ledger.get("acknowledged"),
         "lost": ledger.get("lost"),
+    }
+
+
+def failover_row(raw: dict[str, Any]) -> DatabaseFailover:
+    """A failover trial as the runner stored it (study/failover.py), as the report shows it."""
+    r, verdict = raw.get("recovery") or {}, raw.get("verdict")
+    return {
+        "trial": int(raw.get("trial") or 0),
+        "action": str(raw.get("action") or "?"),
+        "databases": len(r.get("databases") or []),
+        "group_s": r.get("group_s"),
+        "p50_s": r.get("p50_s"),
+        "p95_s": r.get("p95_s"),
+        "max_s": r.get("max_s"),
+        "not_recovered": [str(n) for n in r.get("not_recovered") or []],
+        "failed": int(r.get("failed") or 0),
+        "resolution_s": float(r.get("resolution_s") or 0.0),
+        "success": verdict.get("success") if verdict else None,
+        "reasons": [free_text(str(x)) for x in (verdict.get("reasons") or [] if verdict else [])],
     }
 
 

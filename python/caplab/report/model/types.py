@@ -286,6 +286,34 @@ class RecoveryRow(TypedDict):
     lost: int | None
 
 
+class DatabaseFailover(TypedDict):
+    """One trial's failover read database by database (analysis/failover.py): the group-level
+    time the system reported, the spread of the databases' own times, and the verdict against the
+    study's recovery SLO (None without one)."""
+
+    trial: int
+    action: str
+    databases: int
+    group_s: float | None
+    p50_s: float | None
+    p95_s: float | None
+    max_s: float | None
+    not_recovered: list[str]
+    failed: int
+    resolution_s: float
+    success: bool | None
+    reasons: list[str]
+
+
+class FailoverSuccess(TypedDict):
+    """k of K failovers met the recovery SLO (``text``: ``k/K``), each failure with its reasons."""
+
+    successes: int
+    trials: int
+    text: str
+    failures: list[dict[str, Any]]
+
+
 class CellCost(TypedDict):
     """The configuration's price as the study's ``cost:`` gives it (analysis/cost.py)."""
 
@@ -325,6 +353,9 @@ class CellResult(TypedDict):
     """The cell's profile volumes by name (empty when it had none)."""
     recovery: list[RecoveryRow]
     """Actions during its trials (faults, role changes) and the load's recovery from each."""
+    failover: list[DatabaseFailover]
+    """Each failover trial read database by database (many databases in one target)."""
+    success: FailoverSuccess | None
     cost: CellCost | None
     ratings: dict[str, VolumeRating]
     """Rated volumes by name (their class's DWPD and years, or TBW): their endurance is reported."""

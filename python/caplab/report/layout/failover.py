@@ -1,0 +1,180 @@
+"""The Recovery section's database-level part (the availability-group paper's table): per failover
+trial the group-level time and the spread of the databases' times, per configuration the success
+rate k/K with each failure's reason, and whether recovery time grows with the number of databases
+— fitted (analysis/size_fit), not eyeballed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from caplab import units as u
+from caplab.analysis.size_fit import fit_size
+from caplab.report.layout.blocks import Column, Table, TableCell, num_cell, text_cell
+from caplab.report.model.types import CellResult, DatabaseFailover, Results
+
+FIT_MIN_SIZES = 3
+"""Database counts needed before a shape is fitted to recovery time against them."""
+
+
+def _factor_names(results: Results) -> list[str]:
+    m = results["matrix"]
+    return list(m.get("naming") or m["factors"])
+
+
+def _factor_cells(results: Results, cell: CellResult) -> list[TableCell]:
+    out = []
+    for name in _factor_names(results):
+        v = cell["factors"].get(name)
+        shown = u.cell_label({"": v}).removeprefix("=")
+        out.append(num_cell(v, shown) if u.is_number(v) else text_cell(shown))
+    return out
+
+
+def _factor_columns(results: Results) -> list[Column]:
+    values = results["matrix"]["factors"]
+    return [Column(n, all(u.is_number(v) for v in values[n])) for n in _factor_names(results)]
+
+
+def _seconds(value: float | None) -> TableCell:
+    return num_cell(value, u.DASH if value is None else f"{value:.2f}")
+
+
+def database_recovery_table(results: Results) -> Table | None:
+    """One row per failover trial read database by database."""
+    rows = []
+    for c in results["cells"]:
+        for f in c["failover"]:
+            missing = len(f["not_recovered"])
+            verdict = (
+                text_cell(u.DASH)
+                if f["success"] is None
+                else text_cell("success", "good")
+                if f["success"]
+                else text_cell("; ".join(f["reasons"]), "bad")
+            )
+            rows.append(
+                [
+                    num_cell(c["index"], str(c["index"])),
+                    *_factor_cells(results, c),
+                    num_cell(f["trial"], str(f["trial"])),
+                    text_cell(f["action"]),
+                    num_cell(f["databases"], u.num(f["databases"])),
+                    _seconds(f["group_s"]),
+                    _seconds(f["p50_s"]),
+                    _seconds(f["p95_s"]),
+                    _seconds(f["max_s"]),
+                    TableCell(u.num(missing), missing, "bad" if missing else ""),
+                    num_cell(f["failed"], u.num(f["failed"])),
+                    verdict,
+                ]
+            )
+    if not rows:
+        return None
+    columns = [
+        Column("#", True),
+        *_factor_columns(results),
+        Column("trial", True),
+        Column("action"),
+        Column("databases", True),
+        Column("group writable", True, "s"),
+        Column("databases p50", True, "s"),
+        Column("p95", True, "s"),
+        Column("max", True, "s"),
+        Column("never back", True),
+        Column("failed", True, "transactions"),
+        Column("verdict", wrap=True),
+    ]
+    widths = {f["resolution_s"] for c in results["cells"] for f in c["failover"] if f["resolution_s"]}
+    resolution = f" (± {max(widths):g} s, the interval series' resolution)" if widths else ""
+    note = (
+        "Group writable: from the role change's start until a primary accepted writes again, as the "
+        "system reported it. Databases: from the fault until each database's first commit after its "
+        f"outage, read from its own interval series{resolution}; p50 and p95 are nearest-rank over the "
+        "databases that came back, max is the last of them (the paper's DB level). Verdict: every "
+        "database back within the study's recovery SLO, and nothing acknowledged lost where the "
+        "replication mode promises none."
+    )
+    return Table(columns, rows, caption="Failover by database", note=note)
+
+
+def success_table(results: Results) -> Table | None:
+    """Per configuration: k of K failovers met the recovery SLO, and why the others did not."""
+    rows = []
+    for c in results["cells"]:
+        s = c["success"]
+        if s is None:
+            continue
+        why = "; ".join(f"trial {f['trial']}: {', '.join(f['reasons'])}" for f in s["failures"])
+        tone = "good" if s["successes"] == s["trials"] else "bad"
+        rows.append(
+            [
+                num_cell(c["index"], str(c["index"])),
+                *_factor_cells(results, c),
+                TableCell(s["text"], s["successes"] / s["trials"] if s["trials"] else None, tone),
+                text_cell(free(why)),
+            ]
+        )
+    if not rows:
+        return None
+    columns = [
+        Column("#", True),
+        *_factor_columns(results),
+        Column("success", True, "k/K"),
+        Column("failures", wrap=True),
+    ]
+    return Table(columns, rows, caption="Failover success rate")
+
+
+def free(text: str) -> str:
+    return text or u.DASH
+
+
+def _points(results: Results, pick: Callable[[DatabaseFailover], float | None]) -> list[tuple[float, float]]:
+    return [
+        (float(f["databases"]), value)
+        for c in results["cells"]
+        for f in c["failover"]
+        if (value := pick(f)) is not None and value > 0
+    ]
+
+
+def recovery_fit_lines(results: Results) -> list[str]:
+    """Whether recovery time grows with the number of databases: a linear and a power-law shape
+    fitted to every trial's time against its database count, group and database level."""
+    out = []
+    for level, pick in (
+        ("Database level (the last database back)", lambda f: f["max_s"]),
+        ("Group level (a primary writable)", lambda f: f["group_s"]),
+    ):
+        points = _points(results, pick)
+        if not points:
+            continue
+        sizes = sorted({n for n, _ in points})
+        if len(sizes) < FIT_MIN_SIZES:
+            counts = ", ".join(u.num(n) for n in sizes)
+            out.append(
+                f"{level}: measured at {counts} databases; a shape against the database count needs "
+                f"{FIT_MIN_SIZES} counts or more."
+            )
+            continue
+        fit = fit_size(points)
+        if fit is None:
+            continue
+        grows = {"rising": "grows", "falling": "falls", "flat": "stays flat"}[fit.trend]
+        shape = (
+            f"time ≈ {fit.params['c']:.3g}·N^{fit.params['k']:.2f}"
+            if fit.model == "power"
+            else f"time ≈ {fit.params['a']:.3g} + {fit.params['b']:.3g}·N"
+        )
+        doubling = (
+            f"; doubling the databases multiplies it by {2 ** fit.params['k']:.2f}"
+            if fit.model == "power"
+            else ""
+        )
+        against = ", ".join(u.num(n) for n in fit.against_trend)
+        flag = f" Against the trend at {against} databases." if against else ""
+        out.append(
+            f"{level}: recovery time {grows} with the number of databases N — {fit.model} fit {shape} "
+            f"(R² {fit.r2:.2f}, the other shape {fit.other_r2:.2f}){doubling}.{flag}"
+        )
+    return out

@@ -1,0 +1,83 @@
+"""The Recovery section's database-level part, from hand-made cells: the success rate with each
+failure's reason, a row per failover trial, and recovery time against the database count fitted
+only when there are enough counts to fit a shape to."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from caplab.report.layout.failover import database_recovery_table, recovery_fit_lines, success_table
+from caplab.report.model.cells import failover_row
+from caplab.report.model.types import Results
+
+
+def failover(trial: int, databases: int, max_s: float, success: bool) -> dict[str, Any]:
+    """A trial's ``failover`` entry as the runner stores it in the cell's metrics."""
+    reasons = [] if success else ["1 database(s) never recovered: ag_3"]
+    return {
+        "trial": trial,
+        "action": "switchover",
+        "recovery": {
+            "databases": [{"database": f"ag_{k}"} for k in range(databases)],
+            "group_s": 0.8,
+            "p50_s": max_s / 2,
+            "p95_s": max_s * 0.9,
+            "max_s": max_s,
+            "not_recovered": [] if success else ["ag_3"],
+            "failed": 40,
+            "resolution_s": 0.1,
+        },
+        "verdict": {"success": success, "reasons": reasons},
+    }
+
+
+def results(sizes: list[int]) -> Results:
+    cells = []
+    for index, n in enumerate(sizes):
+        entries = [failover(1, n, 0.01 * n, True), failover(2, n, 0.012 * n, index != 0)]
+        failures = [{"trial": "2", "reasons": entries[1]["verdict"]["reasons"]}] if index == 0 else []
+        cells.append(
+            {
+                "index": index,
+                "factors": {"databases": n},
+                "failover": [failover_row(e) for e in entries],
+                "success": {
+                    "successes": 2 - len(failures),
+                    "trials": 2,
+                    "text": f"{2 - len(failures)}/2",
+                    "failures": failures,
+                },
+            }
+        )
+    return cast(
+        Results, {"cells": cells, "matrix": {"factors": {"databases": sizes}, "naming": ["databases"]}}
+    )
+
+
+def test_the_success_rate_names_each_failure() -> None:
+    table = success_table(results([50, 100]))
+    assert table is not None
+    first = [c.text for c in table.rows[0]]
+    assert first[2] == "1/2" and "trial 2: 1 database(s) never recovered: ag_3" in first[3]
+    assert table.rows[1][2].text == "2/2"
+
+
+def test_each_failover_trial_is_a_row_with_its_spread_and_verdict() -> None:
+    table = database_recovery_table(results([50]))
+    assert table is not None and len(table.rows) == 2
+    row = {col.title: cell.text for col, cell in zip(table.columns, table.rows[1], strict=True)}
+    assert row["databases"] == "50" and row["max"] == "0.60" and row["never back"] == "1"
+    assert "never recovered" in row["verdict"]
+
+
+def test_recovery_growing_with_the_database_count_is_fitted_not_eyeballed() -> None:
+    lines = recovery_fit_lines(results([50, 100, 200, 400]))
+    assert lines[0].startswith("Database level (the last database back): recovery time grows")
+    assert "fit time ≈" in lines[0] and "R² 0.98" in lines[0] and "Against the trend" not in lines[0]
+    assert lines[1].startswith("Group level (a primary writable): recovery time stays flat")
+
+
+def test_too_few_database_counts_are_said_to_be_too_few() -> None:
+    [db, group] = recovery_fit_lines(results([20]))
+    assert "measured at 20 databases; a shape against the database count needs 3 counts" in db
+    assert group.startswith("Group level")
