@@ -18,6 +18,8 @@ import pytest
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from caplab.engine import ClosedLoad, Plan, RequestClass, Target, run
+
 pytestmark = pytest.mark.slow  # pgbench -i and a few seconds of load per test
 
 
@@ -146,3 +148,67 @@ def test_a_bad_script_names_its_line(caplab_cmd: list[str], bench_url: str, tmp_
     script.write_text("\\sleep 10ms\nSELECT 1;\n")
     done = caplab_load(caplab_cmd, bench_url, "--sql-file", str(script), "--users", "1", "-d", "1s")
     assert done.returncode == 2 and "line 1" in done.stderr and "\\set" in done.stderr, done.stderr
+
+
+@pytest.fixture(scope="module")
+def three_databases(postgres_url: str) -> Iterator[list[str]]:
+    """Three databases of their own (``ag_…_0`` … ``_2``), each with an empty ``hits`` table."""
+    stem = f"ag_{secrets.token_hex(3)}"
+    urls = []
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        for i in range(3):
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(f"{stem}_{i}")))
+    for i in range(3):
+        url = url_form(make_conninfo(postgres_url, dbname=f"{stem}_{i}"))
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE TABLE hits (seq bigint PRIMARY KEY)")
+        urls.append(url)
+    yield urls
+
+
+def engine_target(url: str) -> Target:
+    """The engine's form of a target: the URL without its password, the password apart."""
+    d = conninfo_to_dict(url)
+    return Target(
+        f"postgresql://{d['user']}@{d['host']}:{d['port']}/{d['dbname']}", password=str(d["password"])
+    )
+
+
+def test_users_spread_over_three_databases_are_counted_per_database(three_databases: list[str]) -> None:
+    targets = [engine_target(url) for url in three_databases]
+    before = [count(url, "SELECT count(*) FROM hits") for url in three_databases]
+    plan = Plan(
+        target=targets[0],
+        extra_targets=tuple(targets[1:]),
+        load=ClosedLoad(6),
+        duration_s=1.0,
+        interval_s=0.25,
+        threads=2,
+        requests=(RequestClass(name="hit", body="INSERT INTO hits (seq) VALUES (:seq);\n"),),
+    )
+    r = run(plan)
+    rows = [
+        count(url, "SELECT count(*) FROM hits") - b for url, b in zip(three_databases, before, strict=True)
+    ]
+    # Two users per database; each completed transaction is one row in its own database.
+    assert r.errors == 0 and r.in_flight_at_end == 0 and min(rows) > 20, (rows, r.errors_by_kind)
+    assert [t.completed for t in r.per_target] == rows and sum(rows) == r.completed
+    assert [t.label for t in r.per_target] == [t.url for t in targets], "labels hold no password"
+    for series in r.per_target:
+        assert [(i.start_s, i.end_s) for i in series.intervals] == [(i.start_s, i.end_s) for i in r.intervals]
+        assert sum(i.completed for i in series.intervals) == series.completed
+
+
+def test_a_missing_table_is_counted_as_sql_42_with_the_servers_words(
+    caplab_cmd: list[str], bench_url: str, tmp_path: Path
+) -> None:
+    script = tmp_path / "missing.sql"
+    script.write_text("SELECT count(*) FROM no_such_table;\n")
+    args = ("--sql-file", str(script), "--users", "2", "-d", "1s")
+    r = result(caplab_load(caplab_cmd, bench_url, *args, "--json"))
+    # The run goes on: every transaction failed, each counted under the SQLSTATE class 42.
+    assert r["sent"] > 20 and r["errors"] == r["sent"] and r["errors_by_kind"] == {"sql:42": r["sent"]}
+    words = 'relation "no_such_table" does not exist (SQLSTATE 42P01)'
+    assert r["error_samples"] == {"sql:42": words}
+    shown = caplab_load(caplab_cmd, bench_url, *args)
+    assert shown.returncode == 0 and words in shown.stdout, shown.stdout

@@ -10,6 +10,10 @@ use std::time::Duration;
 #[serde(deny_unknown_fields)]
 pub struct Plan {
     pub target: Target,
+    /// More targets of the same protocol (many databases, many mail hosts): users and arrivals
+    /// are spread over `target` and these round-robin, and statistics are kept per target too.
+    #[serde(default)]
+    pub extra_targets: Vec<Target>,
     #[serde(default = "default_requests")]
     pub requests: Vec<RequestClass>,
     pub load: Load,
@@ -38,6 +42,9 @@ pub struct Plan {
     /// leave early). Default: 250 µs when a thread's peak rate is ≥ 4,000/s, else 0 (every send exact).
     #[serde(default)]
     pub send_slack_us: Option<f64>,
+    /// Closed model: how long a user whose connection attempt failed waits before retrying.
+    #[serde(default = "default_reconnect_backoff")]
+    pub reconnect_backoff_ms: f64,
     /// Seed for Poisson arrivals and the request mix, so runs can be repeated exactly.
     #[serde(default)]
     pub seed: u64,
@@ -171,6 +178,9 @@ fn default_interval() -> f64 {
 fn default_timeout() -> f64 {
     30.0
 }
+fn default_reconnect_backoff() -> f64 {
+    10.0
+}
 fn default_lateness() -> f64 {
     // On a shared two-core machine a healthy generator sees single sends a few ms late; falling
     // behind shows as tens or thousands of ms.
@@ -250,7 +260,22 @@ impl Plan {
         if self.max_requests == Some(0) {
             return Err(err("max_requests", "must be >= 1"));
         }
-        self.target.validate()?;
+        non_negative("reconnect_backoff_ms", self.reconnect_backoff_ms)?;
+        if self.reconnect_backoff_ms > 60_000.0 {
+            return Err(err("reconnect_backoff_ms", "must be <= 60000 (one minute)"));
+        }
+        self.target.validate("target")?;
+        let protocol = protocol_of(&self.target.url);
+        for (i, t) in self.extra_targets.iter().enumerate() {
+            let field = format!("extra_targets[{i}]");
+            t.validate(&field)?;
+            if protocol_of(&t.url) != protocol {
+                return Err(err(
+                    format!("{field}.url"),
+                    format!("must use the same protocol as target.url ({protocol}://)"),
+                ));
+            }
+        }
         if self.requests.is_empty() {
             return Err(err("requests", "needs at least one request class"));
         }
@@ -283,6 +308,13 @@ impl Plan {
                 if *users == 0 {
                     return Err(err("load.users", "must be >= 1"));
                 }
+                let targets = self.target_count();
+                if (*users as usize) < targets {
+                    return Err(err(
+                        "load.users",
+                        format!("{users} users for {targets} targets would leave some without load: give at least one per target"),
+                    ));
+                }
                 match think {
                     Think::None => {}
                     Think::Constant { mean_s } | Think::Exponential { mean_s } => {
@@ -292,6 +324,19 @@ impl Plan {
             }
         }
         Ok(())
+    }
+
+    /// Every target, `target` first: a target's number is its place here.
+    pub fn targets(&self) -> impl Iterator<Item = &Target> {
+        std::iter::once(&self.target).chain(&self.extra_targets)
+    }
+
+    pub fn target_count(&self) -> usize {
+        1 + self.extra_targets.len()
+    }
+
+    pub fn reconnect_backoff(&self) -> Duration {
+        Duration::from_secs_f64(self.reconnect_backoff_ms / 1000.0)
     }
 
     pub fn duration(&self) -> Duration {
@@ -328,24 +373,49 @@ impl Plan {
     }
 }
 
+/// The protocol a target URL speaks, as its scheme (libpq's two spellings are one).
+fn protocol_of(url: &str) -> &str {
+    if is_postgres(url) {
+        return "postgresql";
+    }
+    url.split_once("://").map_or("", |(scheme, _)| scheme)
+}
+
 impl Target {
-    fn validate(&self) -> Result<(), PlanError> {
+    /// Checks one target; `field` is where it sits in the plan (`target`, `extra_targets[3]`).
+    fn validate(&self, field: &str) -> Result<(), PlanError> {
+        let framing = format!("{field}.framing");
         if is_postgres(&self.url) {
             return match self.framing {
-                Some(_) => Err(err("target.framing", "only applies to tcp:// targets")),
+                Some(_) => Err(err(framing, "only applies to tcp:// targets")),
                 None => Ok(()),
             };
         }
         if self.password.is_some() || self.scale.is_some() {
-            return Err(err("target.password", "password and scale apply to postgresql:// targets"));
+            return Err(err(
+                format!("{field}.password"),
+                "password and scale apply to postgresql:// targets",
+            ));
         }
-        let url = Url::parse(&self.url).map_err(|m| err("target.url", m))?;
+        let url = Url::parse(&self.url).map_err(|m| err(format!("{field}.url"), m))?;
         match (url.scheme, self.framing) {
-            (Scheme::Http, Some(_)) => Err(err("target.framing", "only applies to tcp:// targets")),
-            (Scheme::Tcp, None) => {
-                Err(err("target.framing", "tcp:// targets need a framing: line, u32 or mllp"))
-            }
+            (Scheme::Http, Some(_)) => Err(err(framing, "only applies to tcp:// targets")),
+            (Scheme::Tcp, None) => Err(err(framing, "tcp:// targets need a framing: line, u32 or mllp")),
             _ => Ok(()),
+        }
+    }
+
+    /// The target as it may be shown and stored: its URL without any password in it (a
+    /// PostgreSQL target's password is kept apart already).
+    pub fn label(&self) -> String {
+        let Some((scheme, rest)) = self.url.split_once("://") else { return self.url.clone() };
+        let authority_end = rest.find('/').unwrap_or(rest.len());
+        match rest[..authority_end].rfind('@') {
+            Some(at) => {
+                let user = rest[..at].split_once(':').map_or(&rest[..at], |(user, _)| user);
+                format!("{scheme}://{user}@{}", &rest[at + 1..])
+            }
+            None => self.url.clone(),
         }
     }
 }
@@ -438,6 +508,49 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.field, "target.framing");
+    }
+
+    #[test]
+    fn extra_targets_are_checked_like_the_first_and_named_by_their_place() {
+        let with = |extra: &str| {
+            Plan::from_json(&format!(
+                r#"{{"target": {{"url": "http://127.0.0.1:8080/x"}}, "extra_targets": {extra},
+                    "load": {{"model": "closed", "users": 3}}, "duration_s": 1}}"#
+            ))
+        };
+        let p = with(r#"[{"url": "http://127.0.0.1:8081/"}, {"url": "http://127.0.0.1:8082/"}]"#).unwrap();
+        assert_eq!(p.target_count(), 3);
+        assert_eq!(p.reconnect_backoff(), Duration::from_millis(10));
+        let e = with(r#"[{"url": "http://127.0.0.1:8081/"}, {"url": "http://h:x/"}]"#).unwrap_err();
+        assert_eq!(e.field, "extra_targets[1].url");
+        let e = with(r#"[{"url": "tcp://127.0.0.1:9", "framing": "line"}]"#).unwrap_err();
+        assert_eq!(e.field, "extra_targets[0].url");
+        assert!(e.message.contains("same protocol"), "{e}");
+        let e = with(r#"[{"url": "http://127.0.0.1:8081/", "framing": "line"}]"#).unwrap_err();
+        assert_eq!(e.field, "extra_targets[0].framing");
+        let three = r#"[{"url": "http://127.0.0.1:8081/"}, {"url": "http://127.0.0.1:8082/"}, {"url": "http://127.0.0.1:8083/"}]"#;
+        let e = with(three).unwrap_err();
+        assert_eq!(e.field, "load.users", "4 targets, 3 users: one target would get none");
+    }
+
+    #[test]
+    fn reconnect_backoff_is_checked() {
+        let e = Plan::from_json(
+            r#"{"target": {"url": "http://127.0.0.1:8080/x"}, "load": {"model": "closed", "users": 1},
+                "duration_s": 1, "reconnect_backoff_ms": -1}"#,
+        )
+        .unwrap_err();
+        assert_eq!(e.field, "reconnect_backoff_ms");
+    }
+
+    #[test]
+    fn a_label_never_holds_a_password() {
+        let label =
+            |url: &str| Target { url: url.into(), framing: None, password: None, scale: None }.label();
+        assert_eq!(label("postgresql://bench@127.0.0.1:5432/ag_3"), "postgresql://bench@127.0.0.1:5432/ag_3");
+        assert_eq!(label("postgresql://bench:secret@h:5432/db"), "postgresql://bench@h:5432/db");
+        assert_eq!(label("http://u:p@h:80/a@b"), "http://u@h:80/a@b");
+        assert_eq!(label("tcp://127.0.0.1:9"), "tcp://127.0.0.1:9");
     }
 
     #[test]

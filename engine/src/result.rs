@@ -26,9 +26,16 @@ pub struct RunResult {
     pub service_time_ms: Summary,
     pub latency_hdr: String,
     pub service_time_hdr: String,
-    pub errors_by_kind: BTreeMap<&'static str, u64>,
+    /// Measured errors by kind: `connect`, `timeout` … `sql:42` (SQL errors by SQLSTATE class).
+    pub errors_by_kind: BTreeMap<String, u64>,
+    /// For each kind counted, the first words a driver gave for it (a server's message), where
+    /// the driver keeps them.
+    pub error_samples: BTreeMap<String, String>,
     pub classes: Vec<ClassResult>,
     pub intervals: Vec<IntervalSnapshot>,
+    /// With more than one target: each target's counts and interval series, in plan order
+    /// (`target`, then `extra_targets`); empty for a single target.
+    pub per_target: Vec<TargetSeries>,
     pub generator: GeneratorFigures,
     pub max_in_flight: Option<u64>,
     pub interrupted: bool,
@@ -80,6 +87,26 @@ impl IntervalSnapshot {
             latency_ms: Summary::of(&part.latency),
         }
     }
+}
+
+/// One target's share of the run: measured totals (they sum to the run's) and its intervals.
+#[derive(Debug, Clone, Serialize)]
+pub struct TargetSeries {
+    /// The target's URL without any password in it.
+    pub label: String,
+    pub completed: u64,
+    pub errors: u64,
+    pub intervals: Vec<TargetInterval>,
+}
+
+/// One target's completions and errors in one interval of the run's interval clock (the same
+/// intervals, start and end as `RunResult::intervals`, warm-up included).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct TargetInterval {
+    pub start_s: f64,
+    pub end_s: f64,
+    pub completed: u64,
+    pub errors: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]

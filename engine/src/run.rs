@@ -1,13 +1,15 @@
-//! The coordinator: checks the target is reachable, starts one worker thread per share of the
+//! The coordinator: checks the targets are reachable, starts one worker thread per share of the
 //! load, merges their interval parts into snapshots as they arrive, and assembles the result.
 
 use crate::driver::http::HttpDriver;
 use crate::driver::postgres::PostgresDriver;
 use crate::driver::tcp::TcpDriver;
-use crate::driver::{Driver, ErrorKind};
+use crate::driver::Driver;
 use crate::executor::{panic_message, run_thread, Control, Message, Share, WorkerOutcome, WorkerSetup};
 use crate::plan::{is_postgres, Load, Plan, PlanError, Scheme, Url};
-use crate::result::{ClassResult, GeneratorFigures, IntervalSnapshot, RunResult};
+use crate::result::{
+    ClassResult, GeneratorFigures, IntervalSnapshot, RunResult, TargetInterval, TargetSeries,
+};
 use crate::schedule::{RateProfile, Schedule};
 use crate::stats::{encode, IntervalPart, RunClock, Summary, ThreadStats};
 use std::collections::BTreeMap;
@@ -54,13 +56,16 @@ pub struct Hooks<'a> {
 
 pub fn run(plan: &Plan, hooks: Hooks<'_>) -> Result<RunResult, RunError> {
     plan.validate().map_err(RunError::Plan)?;
+    let targets: Vec<_> = plan.targets().collect();
+    let field = |i: usize| if i == 0 { "target".to_string() } else { format!("extra_targets[{}]", i - 1) };
     if is_postgres(&plan.target.url) {
         // libpq's URL may name several hosts; whether any answers is for the connections to find.
         let timeout = Duration::from_secs_f64(plan.timeout_s);
-        let target = &plan.target;
-        let driver = || {
+        let driver = |i: usize| {
+            let target = targets[i];
             let scale = target.scale.unwrap_or(1);
             PostgresDriver::new(
+                &field(i),
                 &target.url,
                 target.password.as_deref(),
                 scale,
@@ -71,18 +76,25 @@ pub fn run(plan: &Plan, hooks: Hooks<'_>) -> Result<RunResult, RunError> {
         };
         return coordinate(plan, driver, hooks);
     }
-    let url = Url::parse(&plan.target.url)
-        .map_err(|m| RunError::Plan(PlanError { field: "target.url".into(), message: m }))?;
-    let addr = resolve(&url)?;
-    preflight(addr, Duration::from_secs_f64(plan.timeout_s.min(5.0)))?;
-    match url.scheme {
+    let mut urls = Vec::with_capacity(targets.len());
+    for (i, t) in targets.iter().enumerate() {
+        let url = Url::parse(&t.url)
+            .map_err(|m| RunError::Plan(PlanError { field: format!("{}.url", field(i)), message: m }))?;
+        let addr = resolve(&url)?;
+        preflight(addr, Duration::from_secs_f64(plan.timeout_s.min(5.0)))?;
+        urls.push((url, addr));
+    }
+    // Validated: every target speaks the first one's protocol.
+    match urls[0].0.scheme {
         Scheme::Http => {
-            let driver = || HttpDriver::new(addr, &url, &plan.requests);
+            let driver = |i: usize| HttpDriver::new(urls[i].1, &urls[i].0, &plan.requests);
             coordinate(plan, driver, hooks)
         }
         Scheme::Tcp => {
-            let framing = plan.target.framing.expect("validated: tcp targets have a framing");
-            let driver = || TcpDriver::new(addr, framing, &plan.requests);
+            let driver = |i: usize| {
+                let framing = targets[i].framing.expect("validated: tcp targets have a framing");
+                TcpDriver::new(urls[i].1, framing, &plan.requests)
+            };
             coordinate(plan, driver, hooks)
         }
     }
@@ -122,7 +134,7 @@ fn coordinate<D, F>(plan: &Plan, make_driver: F, hooks: Hooks<'_>) -> Result<Run
 where
     D: Driver + Send + 'static,
     D::Conn: 'static,
-    F: Fn() -> Result<D, PlanError>,
+    F: Fn(usize) -> Result<D, PlanError>,
 {
     let mut threads = plan.threads.map(|t| t as usize).unwrap_or_else(default_threads);
     let max_in_flight = match plan.load {
@@ -139,13 +151,17 @@ where
     let start = Instant::now() + Duration::from_millis(20);
     let warmup_end = start + plan.warmup();
     let clock = RunClock { start, warmup_end, window_end: warmup_end + plan.duration(), interval };
-    // Every driver is built before any thread starts, so a bad plan never leaves load running.
-    let drivers =
-        (0..threads).map(|_| make_driver()).collect::<Result<Vec<D>, _>>().map_err(RunError::Plan)?;
+    // Every driver (one per thread and target) is built before any thread starts, so a bad plan
+    // never leaves load running.
+    let targets = plan.target_count();
+    let drivers = (0..threads)
+        .map(|_| (0..targets).map(&make_driver).collect::<Result<Vec<D>, _>>())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(RunError::Plan)?;
     let cpu_before = crate::cpu::process_cpu_s();
     let (tx, rx) = mpsc::channel();
     let mut handles = Vec::with_capacity(threads);
-    for (index, driver) in drivers.into_iter().enumerate() {
+    for (index, thread_drivers) in drivers.into_iter().enumerate() {
         let setup = WorkerSetup {
             index,
             threads,
@@ -154,13 +170,14 @@ where
             weights: plan.requests.iter().map(|c| c.weight).collect(),
             timeout: Duration::from_secs_f64(plan.timeout_s),
             drain: Duration::from_secs_f64(plan.timeout_s).min(DRAIN_MAX),
+            reconnect_backoff: plan.reconnect_backoff(),
             seed: plan.seed.wrapping_add(index as u64 * 0x1000_0001),
             control: control.clone(),
         };
         let (tx, thread_control) = (tx.clone(), control.clone());
         let spawned = std::thread::Builder::new().name(format!("caplab-worker-{index}")).spawn(move || {
             // A panic outside any task (set-up, hand-over) stops the others at once, with its reason.
-            let body = AssertUnwindSafe(|| run_thread(driver, setup, tx));
+            let body = AssertUnwindSafe(|| run_thread(thread_drivers, setup, tx));
             if let Err(payload) = std::panic::catch_unwind(body) {
                 thread_control.fail(format!("worker thread {index} panicked: {}", panic_message(&*payload)));
             }
@@ -174,7 +191,7 @@ where
         }
     }
     drop(tx);
-    let mut merger = IntervalMerger::new(clock, threads);
+    let mut merger = IntervalMerger::new(clock, threads, targets);
     let mut outcomes: Vec<WorkerOutcome> = Vec::with_capacity(threads);
     let mut interrupted = false;
     let mut on_interval = hooks.on_interval;
@@ -215,6 +232,7 @@ where
         threads,
         outcomes,
         merger.snapshots,
+        merger.per_target,
         cpu_s,
         max_in_flight,
         interrupted,
@@ -249,9 +267,10 @@ fn share_for(plan: &Plan, index: usize, threads: usize, max_in_flight: Option<u6
             }
         }
         Load::Closed { users, think } => {
-            let n = *users as usize;
-            let mine = n / threads + usize::from(index < n % threads);
-            Share::Closed { users: mine as u32, think: *think }
+            // User u runs on thread u mod threads and sends to target u mod targets.
+            let targets = plan.target_count();
+            let user_targets = (index..*users as usize).step_by(threads).map(|u| u % targets).collect();
+            Share::Closed { user_targets, think: *think }
         }
     }
 }
@@ -266,18 +285,29 @@ fn send_slack(plan: &Plan, threads: usize) -> Duration {
     Duration::from_secs_f64(us / 1e6)
 }
 
-/// Collects each interval's parts from all threads and emits the merged snapshot in order.
+/// Collects each interval's parts from all threads and emits the merged snapshot in order; with
+/// several targets, it keeps each target's series on the same intervals.
 struct IntervalMerger {
     clock: RunClock,
     threads: usize,
     pending: BTreeMap<u64, (IntervalPart, usize)>,
     next: u64,
     snapshots: Vec<IntervalSnapshot>,
+    /// Each target's intervals, by target number (empty for a single target).
+    per_target: Vec<Vec<TargetInterval>>,
 }
 
 impl IntervalMerger {
-    fn new(clock: RunClock, threads: usize) -> IntervalMerger {
-        IntervalMerger { clock, threads, pending: BTreeMap::new(), next: 0, snapshots: Vec::new() }
+    fn new(clock: RunClock, threads: usize, targets: usize) -> IntervalMerger {
+        let per_target = vec![Vec::new(); if targets > 1 { targets } else { 0 }];
+        IntervalMerger {
+            clock,
+            threads,
+            pending: BTreeMap::new(),
+            next: 0,
+            snapshots: Vec::new(),
+            per_target,
+        }
     }
 
     fn add(&mut self, part: IntervalPart, emit: &mut dyn FnMut(&IntervalSnapshot)) {
@@ -315,8 +345,16 @@ impl IntervalMerger {
             return;
         }
         let secs = |t: Instant| t.saturating_duration_since(self.clock.start).as_secs_f64();
-        let snap =
-            IntervalSnapshot::new(&part, secs(begin), secs(end.max(begin)), begin < self.clock.warmup_end);
+        let (start_s, end_s) = (secs(begin), secs(end.max(begin)));
+        let snap = IntervalSnapshot::new(&part, start_s, end_s, begin < self.clock.warmup_end);
+        for (series, counts) in self.per_target.iter_mut().zip(&part.targets) {
+            series.push(TargetInterval {
+                start_s,
+                end_s,
+                completed: counts.completed,
+                errors: counts.errors,
+            });
+        }
         emit(&snap);
         self.snapshots.push(snap);
         self.next = self.next.max(part.index + 1);
@@ -330,12 +368,13 @@ fn assemble(
     threads: usize,
     outcomes: Vec<WorkerOutcome>,
     intervals: Vec<IntervalSnapshot>,
+    target_intervals: Vec<Vec<TargetInterval>>,
     cpu_s: f64,
     max_in_flight: Option<u64>,
     interrupted: bool,
     stopped_early: bool,
 ) -> RunResult {
-    let mut total = ThreadStats::new(plan.requests.len());
+    let mut total = ThreadStats::new(plan.requests.len(), plan.target_count());
     let mut sending_ended = clock.start;
     let (mut in_flight_at_end, mut connects, mut busiest) = (0, 0, 0.0f64);
     for o in &outcomes {
@@ -370,10 +409,18 @@ fn assemble(
             }
         })
         .collect();
-    let errors_by_kind = ErrorKind::ALL
-        .iter()
-        .filter(|k| total.errors_by_kind[**k as usize] > 0)
-        .map(|k| (k.name(), total.errors_by_kind[*k as usize]))
+    let errors_by_kind = total.errors_by_kind.iter().map(|(k, n)| (k.name(), *n)).collect();
+    let error_samples = total.error_samples.iter().map(|(k, words)| (k.name(), words.clone())).collect();
+    let per_target = plan
+        .targets()
+        .zip(&total.targets)
+        .zip(target_intervals)
+        .map(|((target, counts), intervals)| TargetSeries {
+            label: target.label(),
+            completed: counts.completed,
+            errors: counts.errors,
+            intervals,
+        })
         .collect();
     let open = matches!(plan.load, Load::Open { .. });
     let lateness = Summary::of(&total.lateness);
@@ -415,8 +462,10 @@ fn assemble(
         latency_hdr: encode(&latency),
         service_time_hdr: encode(&service),
         errors_by_kind,
+        error_samples,
         classes,
         intervals,
+        per_target,
         generator: GeneratorFigures {
             threads,
             cpu_s,
@@ -437,7 +486,7 @@ fn assemble(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::driver::Reply;
+    use crate::driver::{ErrorKind, Reply};
     use std::cell::Cell;
 
     /// A driver with a bug: it panics on its `panics_on`-th exchange (0: never), or when dropped.
@@ -477,7 +526,7 @@ mod tests {
     }
 
     fn run_faulty(plan: &Plan, panics_on: u64, panics_on_drop: bool) -> Result<RunResult, RunError> {
-        let driver = || Ok(Faulty { panics_on, panics_on_drop, exchanges: Cell::new(0) });
+        let driver = |_| Ok(Faulty { panics_on, panics_on_drop, exchanges: Cell::new(0) });
         coordinate(plan, driver, Hooks { on_interval: &mut |_| {}, should_abort: &mut || false })
     }
 
@@ -513,7 +562,7 @@ mod tests {
             r#"{"model": "open", "profile": [{"duration_s": 0.5, "rate_start": 2000, "rate_end": 2000}]}"#,
         );
         let plan = Plan { threads: Some(1), duration_s: 0.5, ..plan };
-        let driver = || Ok(Stalling { stall: Duration::from_millis(100), stalled: Cell::new(false) });
+        let driver = |_| Ok(Stalling { stall: Duration::from_millis(100), stalled: Cell::new(false) });
         let r = coordinate(&plan, driver, Hooks { on_interval: &mut |_| {}, should_abort: &mut || false })
             .unwrap();
         assert!(r.sent >= 900 && r.completed == r.sent && r.dropped == 0, "{} sent", r.sent);
@@ -555,7 +604,7 @@ mod tests {
         let stop_at = Instant::now() + Duration::from_millis(600);
         let mut abort = || Instant::now() >= stop_at;
         let r =
-            coordinate(&plan, || Ok(Holding), Hooks { on_interval: &mut |_| {}, should_abort: &mut abort })
+            coordinate(&plan, |_| Ok(Holding), Hooks { on_interval: &mut |_| {}, should_abort: &mut abort })
                 .unwrap();
         let opened = r.generator.connections_opened;
         assert!((550..=700).contains(&opened), "{opened} connections");
@@ -582,7 +631,7 @@ mod tests {
     #[test]
     fn a_worker_that_runs_clean_returns_its_counts() {
         let r = run_faulty(&plan(r#"{"model": "closed", "users": 2}"#), 0, false);
-        assert!(r.is_ok_and(|r| r.completed > 0 && r.errors == 0));
+        assert!(r.is_ok_and(|r| r.completed > 0 && r.errors == 0 && r.per_target.is_empty()));
     }
 
     #[test]
@@ -598,5 +647,135 @@ mod tests {
     #[test]
     fn a_worker_thread_that_panics_outside_its_tasks_fails_the_run() {
         assert_fails_with(run_faulty(&plan(CLOSED), 0, true), "driver state corrupt at shutdown");
+    }
+
+    /// A driver for one target that answers in 1 ms and tallies each exchange under its target;
+    /// at the `failing` target every transaction fails with a SQL error of class 42, and the
+    /// driver keeps the server's words for it.
+    struct Tally {
+        target: usize,
+        failing: usize,
+        seen: Arc<Vec<std::sync::atomic::AtomicU64>>,
+        said: std::cell::RefCell<Option<String>>,
+    }
+
+    impl Driver for Tally {
+        type Conn = ();
+
+        async fn connect(&self) -> Result<(), ErrorKind> {
+            Ok(())
+        }
+
+        async fn exchange(&self, _: &mut (), _: usize, _: u64) -> Result<Reply, ErrorKind> {
+            self.seen[self.target].fetch_add(1, Ordering::Relaxed);
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            if self.target == self.failing {
+                *self.said.borrow_mut() = Some(format!("relation \"t{}\" does not exist", self.target));
+                let missing = ErrorKind::Sql(crate::driver::SqlClass(*b"42"));
+                return Ok(Reply { error: Some(missing), keep_alive: true });
+            }
+            Ok(Reply { error: None, keep_alive: true })
+        }
+
+        fn take_error_detail(&self) -> Option<String> {
+            self.said.borrow_mut().take()
+        }
+    }
+
+    /// Runs `load` over three targets on two threads; target `failing` fails everything.
+    fn run_three(load: &str, failing: usize) -> (RunResult, Vec<u64>) {
+        let plan = Plan::from_json(&format!(
+            r#"{{"target": {{"url": "http://127.0.0.1:9/a"}},
+                "extra_targets": [{{"url": "http://u:secret@127.0.0.1:9/b"}}, {{"url": "http://127.0.0.1:9/c"}}],
+                "load": {load}, "duration_s": 0.3, "interval_s": 0.1, "threads": 2}}"#
+        ))
+        .unwrap();
+        let seen: Arc<Vec<_>> = Arc::new((0..3).map(|_| std::sync::atomic::AtomicU64::new(0)).collect());
+        let driver =
+            |target| Ok(Tally { target, failing, seen: seen.clone(), said: std::cell::RefCell::new(None) });
+        let r = coordinate(&plan, driver, Hooks { on_interval: &mut |_| {}, should_abort: &mut || false })
+            .unwrap();
+        (r, seen.iter().map(|n| n.load(Ordering::Relaxed)).collect())
+    }
+
+    #[test]
+    fn closed_users_spread_over_targets_and_each_target_keeps_its_own_counts_and_series() {
+        let (r, seen) = run_three(r#"{"model": "closed", "users": 6}"#, 1);
+        let labels: Vec<&str> = r.per_target.iter().map(|t| t.label.as_str()).collect();
+        assert_eq!(labels, ["http://127.0.0.1:9/a", "http://u@127.0.0.1:9/b", "http://127.0.0.1:9/c"]);
+        for (t, series) in r.per_target.iter().enumerate() {
+            // No warm-up and a full drain: every exchange a target saw is counted at that target.
+            assert_eq!(series.completed + series.errors, seen[t], "target {t}");
+            assert_eq!(series.intervals.len(), r.intervals.len());
+            for (mine, all) in series.intervals.iter().zip(&r.intervals) {
+                assert_eq!((mine.start_s, mine.end_s), (all.start_s, all.end_s));
+            }
+            assert_eq!(series.intervals.iter().map(|i| i.completed).sum::<u64>(), series.completed);
+            assert_eq!(series.intervals.iter().map(|i| i.errors).sum::<u64>(), series.errors);
+        }
+        let [a, b, c] = [&r.per_target[0], &r.per_target[1], &r.per_target[2]];
+        assert_eq!(
+            (a.completed + b.completed + c.completed, a.errors + b.errors + c.errors),
+            (r.completed, r.errors)
+        );
+        assert!(a.completed > 50 && c.completed > 50 && a.errors + c.errors == 0, "{a:?} {c:?}");
+        assert!(b.completed == 0 && b.errors > 50, "{b:?}");
+        // Two users at each target, each waiting 1 ms a reply: the shares are about equal.
+        assert!(
+            (a.completed as f64 / c.completed as f64 - 1.0).abs() < 0.3,
+            "{} {}",
+            a.completed,
+            c.completed
+        );
+        assert_eq!(r.errors_by_kind.get("sql:42"), Some(&r.errors));
+        assert_eq!(r.error_samples.get("sql:42").map(String::as_str), Some("relation \"t1\" does not exist"));
+    }
+
+    #[test]
+    fn open_arrivals_take_the_targets_in_turn() {
+        let (r, seen) = run_three(
+            r#"{"model": "open", "profile": [{"duration_s": 0.3, "rate_start": 3000, "rate_end": 3000}]}"#,
+            usize::MAX,
+        );
+        let total: u64 = seen.iter().sum();
+        assert!(total >= 890 && r.errors == 0 && r.error_samples.is_empty(), "{total} sent");
+        for (t, n) in seen.iter().enumerate() {
+            // Each thread deals its arrivals round-robin: no target is more than one a thread off.
+            assert!((*n as f64 - total as f64 / 3.0).abs() <= 2.0, "target {t}: {n} of {total}");
+            assert_eq!(r.per_target[t].completed, *n);
+        }
+    }
+
+    /// A server that refuses every connection.
+    struct Refusing;
+
+    impl Driver for Refusing {
+        type Conn = ();
+
+        async fn connect(&self) -> Result<(), ErrorKind> {
+            Err(ErrorKind::Connect)
+        }
+
+        async fn exchange(&self, _: &mut (), _: usize, _: u64) -> Result<Reply, ErrorKind> {
+            unreachable!("never connected")
+        }
+    }
+
+    #[test]
+    fn a_user_refused_a_connection_waits_the_planned_back_off_before_trying_again() {
+        let plan = Plan {
+            threads: Some(1),
+            reconnect_backoff_ms: 100.0,
+            ..plan(r#"{"model": "closed", "users": 2}"#)
+        };
+        let r = coordinate(
+            &plan,
+            |_| Ok(Refusing),
+            Hooks { on_interval: &mut |_| {}, should_abort: &mut || false },
+        )
+        .unwrap();
+        // 0.3 s, two users, each attempt followed by 100 ms: at most 3 attempts each (10 ms: 30).
+        assert!(r.errors >= 2 && r.errors <= 6, "{} attempts", r.errors);
+        assert_eq!(r.errors_by_kind.get("connect"), Some(&r.errors));
     }
 }

@@ -1,7 +1,9 @@
 //! Aggregation: per-class HDR histograms and counters, per-interval snapshots, merging.
 //!
 //! Every worker thread keeps its own `ThreadStats` (no locks on the request path); the
-//! coordinator merges them. Latencies are recorded in microseconds, 1 µs to one hour at three
+//! coordinator merges them. A run with several targets also counts completions and errors per
+//! target, indexed by the target's number (no per-target histograms: counts are what recovery
+//! and balance are read from). Latencies are recorded in microseconds, 1 µs to one hour at three
 //! significant digits, and exported in the HdrHistogram V2 encoding.
 
 use crate::driver::ErrorKind;
@@ -46,6 +48,8 @@ impl RunClock {
 #[derive(Debug, Clone, Copy)]
 pub struct RequestRecord {
     pub class: usize,
+    /// The target's number in the plan (0: `target`, then `extra_targets` in order).
+    pub target: usize,
     pub intended: Instant,
     pub start: Instant,
     pub end: Instant,
@@ -82,6 +86,25 @@ fn add(into: &mut Histogram<u64>, from: &Histogram<u64>) {
     into.add(from).expect("histograms share bounds");
 }
 
+/// Completions and errors at one target.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TargetCounts {
+    pub completed: u64,
+    pub errors: u64,
+}
+
+/// Per-target counts, one slot per target when there is more than one, none otherwise.
+fn target_slots(targets: usize) -> Vec<TargetCounts> {
+    vec![TargetCounts::default(); if targets > 1 { targets } else { 0 }]
+}
+
+fn add_counts(into: &mut [TargetCounts], from: &[TargetCounts]) {
+    for (a, b) in into.iter_mut().zip(from) {
+        a.completed += b.completed;
+        a.errors += b.errors;
+    }
+}
+
 /// One worker's share of one interval, sent to the coordinator at each interval boundary.
 #[derive(Debug, Clone)]
 pub struct IntervalPart {
@@ -92,10 +115,12 @@ pub struct IntervalPart {
     pub dropped: u64,
     pub in_flight: u64,
     pub latency: Histogram<u64>,
+    /// Completions and errors per target (empty for a single target).
+    pub targets: Vec<TargetCounts>,
 }
 
 impl IntervalPart {
-    pub fn new(index: u64) -> IntervalPart {
+    pub fn new(index: u64, targets: usize) -> IntervalPart {
         IntervalPart {
             index,
             sent: 0,
@@ -104,6 +129,7 @@ impl IntervalPart {
             dropped: 0,
             in_flight: 0,
             latency: new_histogram(),
+            targets: target_slots(targets),
         }
     }
 
@@ -114,6 +140,7 @@ impl IntervalPart {
         self.dropped += other.dropped;
         self.in_flight += other.in_flight;
         add(&mut self.latency, &other.latency);
+        add_counts(&mut self.targets, &other.targets);
     }
 }
 
@@ -121,7 +148,12 @@ impl IntervalPart {
 #[derive(Debug, Clone)]
 pub struct ThreadStats {
     pub classes: Vec<ClassStats>,
-    pub errors_by_kind: [u64; ErrorKind::COUNT],
+    /// Measured errors by kind, in the order the kinds first occurred (a handful at most).
+    pub errors_by_kind: Vec<(ErrorKind, u64)>,
+    /// The first words a driver gave for each kind counted (a server's message).
+    pub error_samples: Vec<(ErrorKind, String)>,
+    /// Measured completions and errors per target (empty for a single target).
+    pub targets: Vec<TargetCounts>,
     /// Requests not sent because the in-flight cap was reached (measured window).
     pub dropped: u64,
     /// Completions whose reply arrived inside the measured window: the throughput numerator.
@@ -137,16 +169,18 @@ pub struct ThreadStats {
 }
 
 impl ThreadStats {
-    pub fn new(classes: usize) -> ThreadStats {
+    pub fn new(classes: usize, targets: usize) -> ThreadStats {
         ThreadStats {
             classes: (0..classes).map(|_| ClassStats::new()).collect(),
-            errors_by_kind: [0; ErrorKind::COUNT],
+            errors_by_kind: Vec::new(),
+            error_samples: Vec::new(),
+            targets: target_slots(targets),
             dropped: 0,
             completed_in_window: 0,
             sent_all: 0,
             left_in_window: 0,
             lateness: new_histogram(),
-            interval: IntervalPart::new(0),
+            interval: IntervalPart::new(0, targets),
         }
     }
 
@@ -176,6 +210,7 @@ impl ThreadStats {
         // Late sends are timed from the intended time (coordinated omission corrected); a send
         // that left early to share a wake-up is timed from when it actually left.
         let latency = micros(r.end.saturating_duration_since(r.intended.min(r.start)));
+        let ok = r.outcome.is_ok();
         match r.outcome {
             Ok(()) => {
                 self.interval.completed += 1;
@@ -183,8 +218,14 @@ impl ThreadStats {
             }
             Err(_) => self.interval.errors += 1,
         }
+        if let Some(t) = self.interval.targets.get_mut(r.target) {
+            count(t, ok);
+        }
         if !clock.measured(r.intended) {
             return;
+        }
+        if let Some(t) = self.targets.get_mut(r.target) {
+            count(t, ok);
         }
         let class = &mut self.classes[r.class];
         match r.outcome {
@@ -198,14 +239,25 @@ impl ThreadStats {
             }
             Err(kind) => {
                 class.errors += 1;
-                self.errors_by_kind[kind as usize] += 1;
+                match self.errors_by_kind.iter_mut().find(|(k, _)| *k == kind) {
+                    Some((_, n)) => *n += 1,
+                    None => self.errors_by_kind.push((kind, 1)),
+                }
             }
+        }
+    }
+
+    /// Keeps a driver's words for an error of `kind` when that kind is counted and has none yet.
+    pub fn on_error_detail(&mut self, kind: ErrorKind, words: String) {
+        let counted = self.errors_by_kind.iter().any(|(k, _)| *k == kind);
+        if counted && !self.error_samples.iter().any(|(k, _)| *k == kind) {
+            self.error_samples.push((kind, words));
         }
     }
 
     /// Closes the current interval and returns it, starting the next.
     pub fn take_interval(&mut self, in_flight: u64) -> IntervalPart {
-        let next = IntervalPart::new(self.interval.index + 1);
+        let next = IntervalPart::new(self.interval.index + 1, self.targets.len());
         let mut part = std::mem::replace(&mut self.interval, next);
         part.in_flight = in_flight;
         part
@@ -215,14 +267,31 @@ impl ThreadStats {
         for (a, b) in self.classes.iter_mut().zip(&other.classes) {
             a.merge(b);
         }
-        for (a, b) in self.errors_by_kind.iter_mut().zip(&other.errors_by_kind) {
-            *a += b;
+        for (kind, n) in &other.errors_by_kind {
+            match self.errors_by_kind.iter_mut().find(|(k, _)| k == kind) {
+                Some((_, total)) => *total += n,
+                None => self.errors_by_kind.push((*kind, *n)),
+            }
         }
+        for (kind, words) in &other.error_samples {
+            if !self.error_samples.iter().any(|(k, _)| k == kind) {
+                self.error_samples.push((*kind, words.clone()));
+            }
+        }
+        add_counts(&mut self.targets, &other.targets);
         self.dropped += other.dropped;
         self.completed_in_window += other.completed_in_window;
         self.sent_all += other.sent_all;
         self.left_in_window += other.left_in_window;
         add(&mut self.lateness, &other.lateness);
+    }
+}
+
+fn count(t: &mut TargetCounts, ok: bool) {
+    if ok {
+        t.completed += 1;
+    } else {
+        t.errors += 1;
     }
 }
 

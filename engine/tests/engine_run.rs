@@ -194,5 +194,9 @@ fn a_server_that_dies_mid_run_shows_as_errors_not_a_crash() {
     ))
     .unwrap();
     assert!(r.completed > 0 && r.errors > 0, "{r:?}");
-    assert!(r.errors_by_kind.keys().all(|k| ["reset", "connect"].contains(k)), "{:?}", r.errors_by_kind);
+    assert!(
+        r.errors_by_kind.keys().all(|k| ["reset", "connect"].contains(&k.as_str())),
+        "{:?}",
+        r.errors_by_kind
+    );
 }

@@ -18,6 +18,7 @@ from caplab._engine import PlanError, TargetUnreachable, WorkerFailed
 
 __all__ = [
     "DEFAULT_INTERVAL_S",
+    "DEFAULT_RECONNECT_BACKOFF_MS",
     "DEFAULT_TIMEOUT_S",
     "ENGINE_VERSION",
     "ClosedLoad",
@@ -32,6 +33,8 @@ __all__ = [
     "RunResult",
     "Segment",
     "Target",
+    "TargetInterval",
+    "TargetSeries",
     "TargetUnreachable",
     "Think",
     "UsageProblem",
@@ -51,6 +54,8 @@ DEFAULT_TIMEOUT_S = 30.0
 """How long one request may take before it counts as a ``timeout`` error."""
 DEFAULT_INTERVAL_S = 1.0
 """The length of one interval snapshot: the clock progress, collectors and series run on."""
+DEFAULT_RECONNECT_BACKOFF_MS = 10.0
+"""Closed model: how long a user whose connection attempt failed waits before trying again."""
 
 
 @dataclass(frozen=True)
@@ -132,6 +137,10 @@ class ClosedLoad:
 
 @dataclass(frozen=True)
 class Plan:
+    """One trial for the engine. ``extra_targets`` (same protocol as ``target``: many databases,
+    many mail hosts) share the load round-robin — closed user i sends to target i mod n, open
+    arrivals take the targets in turn — and the result then has ``per_target`` series."""
+
     target: Target
     load: OpenLoad | ClosedLoad
     duration_s: float
@@ -144,11 +153,19 @@ class Plan:
     timeout_s: float = DEFAULT_TIMEOUT_S
     saturation_lateness_ms: float = 20.0
     seed: int = 0
+    extra_targets: tuple[Target, ...] = ()
+    reconnect_backoff_ms: float = DEFAULT_RECONNECT_BACKOFF_MS
+
+    @property
+    def targets(self) -> tuple[Target, ...]:
+        """Every target, in the order of ``RunResult.per_target``."""
+        return (self.target, *self.extra_targets)
 
     def to_json(self) -> str:
         """The engine's wire form (see engine/src/plan.rs)."""
         data = asdict(self)
         data["target"] = {k: v for k, v in data["target"].items() if v is not None}
+        data["extra_targets"] = [{k: v for k, v in t.items() if v is not None} for t in data["extra_targets"]]
         if isinstance(self.load, OpenLoad):
             data["load"] = {
                 "model": "open",
@@ -203,6 +220,38 @@ class IntervalSnapshot:
 
 
 @dataclass(frozen=True)
+class TargetInterval:
+    """One target's completions and errors in one interval of the run's interval clock (the
+    same start and end as the run's ``intervals``, warm-up included)."""
+
+    start_s: float
+    end_s: float
+    completed: int
+    errors: int
+
+
+@dataclass(frozen=True)
+class TargetSeries:
+    """One target's share of a run over several: measured totals (they sum to the run's) and its
+    interval series, from which a target's recovery after a fault is read."""
+
+    label: str
+    """The target's URL without any password."""
+    completed: int
+    errors: int
+    intervals: tuple[TargetInterval, ...]
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> TargetSeries:
+        return TargetSeries(
+            label=d["label"],
+            completed=d["completed"],
+            errors=d["errors"],
+            intervals=tuple(TargetInterval(**i) for i in d["intervals"]),
+        )
+
+
+@dataclass(frozen=True)
 class GeneratorFigures:
     threads: int
     cpu_s: float
@@ -240,6 +289,11 @@ class RunResult:
     max_in_flight: int | None
     interrupted: bool
     raw: dict[str, Any] = field(repr=False, compare=False)
+    error_samples: dict[str, str] = field(default_factory=dict)
+    """For each kind in ``errors_by_kind``, the first words a driver gave for it (a PostgreSQL
+    server's message for ``sql:42``), where the driver keeps them."""
+    per_target: tuple[TargetSeries, ...] = ()
+    """With several targets, each one's counts and interval series in plan order; else empty."""
 
     @property
     def latency_hdr(self) -> str:
@@ -269,6 +323,8 @@ class RunResult:
             max_in_flight=d["max_in_flight"],
             interrupted=d["interrupted"],
             raw=d,
+            error_samples=dict(d.get("error_samples", {})),
+            per_target=tuple(TargetSeries.from_dict(t) for t in d.get("per_target", [])),
         )
 
 
@@ -336,6 +392,9 @@ class LoadSpec:
     """PostgreSQL: pgbench's scale factor, ``:scale`` in its scripts."""
     workload: str | None = None
     """PostgreSQL: the transaction's name (``tpcb``, ``select-only``, a script file's name)."""
+    extra_targets: tuple[Target, ...] = ()
+    """More targets of the URL's protocol sharing the load (many databases): see `Plan`."""
+    reconnect_backoff_ms: float = DEFAULT_RECONNECT_BACKOFF_MS
 
     @property
     def open_model(self) -> bool:
@@ -388,6 +447,8 @@ def build_plan(spec: LoadSpec) -> Plan:
         threads=spec.threads,
         timeout_s=spec.timeout_s,
         seed=spec.seed,
+        extra_targets=spec.extra_targets,
+        reconnect_backoff_ms=spec.reconnect_backoff_ms,
     )
 
 

@@ -13,7 +13,7 @@ use std::io;
 
 pub use template::Template;
 
-/// Why a request failed. The discriminant indexes `ThreadStats::errors_by_kind`.
+/// Why a request failed. Statistics count errors by kind (`name`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorKind {
     /// Connection refused or unreachable.
@@ -29,32 +29,31 @@ pub enum ErrorKind {
     Io,
     /// The server refused the credentials (PostgreSQL SQLSTATE class 28).
     Auth,
-    /// A server error the connection survives (a PostgreSQL error other than those below).
-    Sql,
+    /// A server error the connection survives (a PostgreSQL error other than those below), by
+    /// its SQLSTATE class: `42` for a syntax error or a missing table, `23` for a broken constraint.
+    Sql(SqlClass),
     /// A serialization failure or deadlock: the transaction may be retried.
     Serialization,
     /// A write sent to a read-only node (a standby).
     ReadOnly,
 }
 
-impl ErrorKind {
-    pub const COUNT: usize = 11;
-    pub const ALL: [ErrorKind; ErrorKind::COUNT] = [
-        ErrorKind::Connect,
-        ErrorKind::Timeout,
-        ErrorKind::Reset,
-        ErrorKind::Protocol,
-        ErrorKind::Http4xx,
-        ErrorKind::Http5xx,
-        ErrorKind::Io,
-        ErrorKind::Auth,
-        ErrorKind::Sql,
-        ErrorKind::Serialization,
-        ErrorKind::ReadOnly,
-    ];
+/// A SQLSTATE class: the first two characters of a server's error code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SqlClass(pub [u8; 2]);
 
-    pub fn name(self) -> &'static str {
-        match self {
+impl SqlClass {
+    /// The class of a five-character SQLSTATE code (`42P01` → `42`).
+    pub fn of(code: &str) -> SqlClass {
+        let b = code.as_bytes();
+        SqlClass([b.first().copied().unwrap_or(b'?'), b.get(1).copied().unwrap_or(b'?')])
+    }
+}
+
+impl ErrorKind {
+    /// The kind's name in results: `connect`, `timeout` … and `sql:42` for SQL errors by class.
+    pub fn name(self) -> String {
+        let simple = match self {
             ErrorKind::Connect => "connect",
             ErrorKind::Timeout => "timeout",
             ErrorKind::Reset => "reset",
@@ -63,10 +62,13 @@ impl ErrorKind {
             ErrorKind::Http5xx => "http_5xx",
             ErrorKind::Io => "io",
             ErrorKind::Auth => "auth",
-            ErrorKind::Sql => "sql",
+            ErrorKind::Sql(SqlClass(class)) => {
+                return format!("sql:{}", String::from_utf8_lossy(&class));
+            }
             ErrorKind::Serialization => "serialization",
             ErrorKind::ReadOnly => "read_only",
-        }
+        };
+        simple.to_string()
     }
 
     /// Classifies an I/O error raised while connecting.
@@ -114,6 +116,13 @@ pub trait Driver {
         class: usize,
         seq: u64,
     ) -> impl Future<Output = Result<Reply, ErrorKind>>;
+
+    /// The server's words for the error this driver returned last, if it keeps them (a
+    /// PostgreSQL error's message); taking them clears them. The executor asks right after an
+    /// error, before anything else runs on its thread, so the words belong to that error.
+    fn take_error_detail(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Opens a TCP connection with Nagle off: requests are small and latency matters.

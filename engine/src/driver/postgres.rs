@@ -5,15 +5,17 @@
 //! The target is a libpq URL: several hosts and `target_session_attrs=read-write` make a broken
 //! connection reconnect to whichever node is primary now. Errors by kind: `auth` (SQLSTATE class
 //! 28), `serialization` (40001, 40P01: retryable), `read_only` (25006: the node is a standby; the
-//! connection is dropped so the next request finds the primary), `sql` (any other server error; the
-//! connection stays), `reset` (the server went away), `connect`, `timeout`.
+//! connection is dropped so the next request finds the primary), `sql:CLASS` (any other server
+//! error, by its SQLSTATE class: `sql:42` for a missing table; the connection stays), `reset` (the
+//! server went away), `connect`, `timeout`. The server's message for the last error is kept for
+//! the executor (`take_error_detail`), so a result can show it beside its kind.
 
 use super::pgscript::Script;
-use super::{Driver, ErrorKind, Reply};
+use super::{Driver, ErrorKind, Reply, SqlClass};
 use crate::plan::{PlanError, RequestClass};
 use crate::schedule::Rng;
 use futures_util::future::join_all;
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::str::FromStr;
 use std::time::Duration;
 use tokio_postgres::error::SqlState;
@@ -26,6 +28,8 @@ pub struct PostgresDriver {
     scale: i64,
     seed: u64,
     connections: Cell<u64>,
+    /// The words of the error returned last, until the executor takes them.
+    last_error: RefCell<Option<String>>,
 }
 
 pub struct PostgresConn {
@@ -36,7 +40,9 @@ pub struct PostgresConn {
 }
 
 impl PostgresDriver {
+    /// A driver for one target; `field` names it in plan errors (`target`, `extra_targets[3]`).
     pub fn new(
+        field: &str,
         url: &str,
         password: Option<&str>,
         scale: i64,
@@ -45,7 +51,7 @@ impl PostgresDriver {
         seed: u64,
     ) -> Result<PostgresDriver, PlanError> {
         let mut config = Config::from_str(url)
-            .map_err(|e| PlanError { field: "target.url".into(), message: e.to_string() })?;
+            .map_err(|e| PlanError { field: format!("{field}.url"), message: e.to_string() })?;
         if let Some(p) = password {
             config.password(p);
         }
@@ -58,7 +64,14 @@ impl PostgresDriver {
                     .map_err(|m| PlanError { field: format!("requests[{i}].body"), message: m })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(PostgresDriver { config, scripts, scale, seed, connections: Cell::new(0) })
+        Ok(PostgresDriver {
+            config,
+            scripts,
+            scale,
+            seed,
+            connections: Cell::new(0),
+            last_error: RefCell::new(None),
+        })
     }
 
     async fn prepare(&self, client: &Client, class: usize) -> Result<Vec<Statement>, tokio_postgres::Error> {
@@ -68,6 +81,21 @@ impl PostgresDriver {
             out.push(client.prepare_typed(&s.sql, &vec![Type::INT8; s.params.len()]).await?);
         }
         Ok(out)
+    }
+
+    /// Keeps an error's words for the executor: the server's message and SQLSTATE, or what the
+    /// client library says (a refused connection).
+    fn keep(&self, e: &tokio_postgres::Error) {
+        let words = match e.as_db_error() {
+            Some(db) => format!("{} (SQLSTATE {})", db.message(), db.code().code()),
+            None => e.to_string(),
+        };
+        *self.last_error.borrow_mut() = Some(words);
+    }
+
+    fn failed(&self, e: &tokio_postgres::Error) -> Result<Reply, ErrorKind> {
+        self.keep(e);
+        outcome(kind_of(e))
     }
 }
 
@@ -82,7 +110,7 @@ fn kind_of(e: &tokio_postgres::Error) -> ErrorKind {
             }
             c if *c == SqlState::READ_ONLY_SQL_TRANSACTION => ErrorKind::ReadOnly,
             _ if class == "57" || class == "08" => ErrorKind::Reset, // shutdown, crash, connection
-            _ => ErrorKind::Sql,
+            _ => ErrorKind::Sql(SqlClass::of(code.code())),
         };
     }
     if e.is_closed() {
@@ -96,9 +124,12 @@ impl Driver for PostgresDriver {
     type Conn = PostgresConn;
 
     async fn connect(&self) -> Result<PostgresConn, ErrorKind> {
-        let (client, connection) = self.config.connect(NoTls).await.map_err(|e| match kind_of(&e) {
-            ErrorKind::Auth => ErrorKind::Auth,
-            _ => ErrorKind::Connect,
+        let (client, connection) = self.config.connect(NoTls).await.map_err(|e| {
+            self.keep(&e);
+            match kind_of(&e) {
+                ErrorKind::Auth => ErrorKind::Auth,
+                _ => ErrorKind::Connect,
+            }
         })?;
         tokio::task::spawn_local(async move {
             let _ = connection.await; // ends when the client is dropped or the server goes away
@@ -116,13 +147,17 @@ impl Driver for PostgresDriver {
         if conn.prepared[class].is_none() {
             match self.prepare(&conn.client, class).await {
                 Ok(statements) => conn.prepared[class] = Some(statements),
-                Err(e) => return outcome(kind_of(&e)),
+                Err(e) => return self.failed(&e),
             }
         }
         let statements = conn.prepared[class].as_ref().expect("prepared above");
         let values = match self.scripts[class].draw(&mut conn.rng, self.scale, seq) {
             Ok(v) => v,
-            Err(_) => return Ok(Reply { error: Some(ErrorKind::Sql), keep_alive: true }),
+            Err(message) => {
+                // The script itself failed (an empty random range): SQLSTATE's data exception.
+                *self.last_error.borrow_mut() = Some(format!("script: {message}"));
+                return Ok(Reply { error: Some(ErrorKind::Sql(SqlClass(*b"22"))), keep_alive: true });
+            }
         };
         let params: Vec<Vec<&(dyn ToSql + Sync)>> =
             values.iter().map(|vs| vs.iter().map(|v| v as &(dyn ToSql + Sync)).collect()).collect();
@@ -130,15 +165,19 @@ impl Driver for PostgresDriver {
         let replies = join_all(statements.iter().zip(&params).map(|(s, p)| conn.client.query(s, p))).await;
         match replies.iter().find_map(|r| r.as_ref().err()) {
             None => Ok(Reply { error: None, keep_alive: true }),
-            Some(e) => outcome(kind_of(e)),
+            Some(e) => self.failed(e),
         }
+    }
+
+    fn take_error_detail(&self) -> Option<String> {
+        self.last_error.borrow_mut().take()
     }
 }
 
 /// A server error the connection survives is a failed reply; anything else drops the connection.
 fn outcome(kind: ErrorKind) -> Result<Reply, ErrorKind> {
     match kind {
-        ErrorKind::Sql | ErrorKind::Serialization => Ok(Reply { error: Some(kind), keep_alive: true }),
+        ErrorKind::Sql(_) | ErrorKind::Serialization => Ok(Reply { error: Some(kind), keep_alive: true }),
         other => Err(other),
     }
 }

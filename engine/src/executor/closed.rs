@@ -8,17 +8,15 @@ use crate::schedule::{think_time, Rng};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
-/// A user whose connection attempt failed waits this long before retrying, instead of spinning.
-const RECONNECT_BACKOFF: Duration = Duration::from_millis(10);
-
-pub async fn run<D>(w: Rc<Worker<D>>, users: u32, think: Think, seed: u64)
+/// Starts one task per user, each sending to its own target (`user_targets`, by target number).
+pub async fn run<D>(w: Rc<Worker<D>>, user_targets: Vec<usize>, think: Think, seed: u64)
 where
     D: Driver + 'static,
     D::Conn: 'static,
 {
-    for u in 0..users {
+    for (u, target) in user_targets.into_iter().enumerate() {
         let rng = Rng::new(seed.wrapping_add(u as u64 * 7919));
-        w.spawn(user(w.clone(), think, rng));
+        w.spawn(user(w.clone(), target, think, rng));
     }
     let end = w.clock.window_end;
     while !w.stopping(Instant::now()) {
@@ -30,7 +28,7 @@ where
     w.drain().await;
 }
 
-async fn user<D: Driver>(w: Rc<Worker<D>>, think: Think, mut rng: Rng) {
+async fn user<D: Driver>(w: Rc<Worker<D>>, target: usize, think: Think, mut rng: Rng) {
     // Start with the run clock, so the first request is timed like every other.
     tokio::time::sleep_until(w.clock.start.into()).await;
     let mut conn = None;
@@ -40,10 +38,11 @@ async fn user<D: Driver>(w: Rc<Worker<D>>, think: Think, mut rng: Rng) {
             break;
         }
         w.in_flight.set(w.in_flight.get() + 1);
-        let outcome = w.issue(&mut conn, Instant::now()).await;
+        let outcome = w.issue(target, &mut conn, Instant::now()).await;
         w.in_flight.set(w.in_flight.get() - 1);
-        if outcome == Err(ErrorKind::Connect) {
-            tokio::time::sleep(RECONNECT_BACKOFF).await;
+        // A user whose connection attempt failed waits before retrying, instead of spinning.
+        if matches!(outcome, Err(ErrorKind::Connect | ErrorKind::Auth)) {
+            tokio::time::sleep(w.reconnect_backoff).await;
         }
         if let Some(pause) = think_time(&think, &mut rng) {
             tokio::time::sleep(pause).await;

@@ -1,6 +1,9 @@
 //! Executors own timing: when each request is sent and what it is timed from. One file each;
 //! both share the worker thread set-up, the request mix and `Worker::issue`, which times one
 //! request through the driver and hands the record to the thread's statistics.
+//!
+//! With several targets a worker holds one driver per target; a closed user keeps to one target
+//! and an open arrival is given one, round-robin, so the load spreads evenly over them.
 
 pub mod closed;
 pub mod open;
@@ -97,8 +100,16 @@ impl<F: Future<Output = ()>> Future for FailsRunOnPanic<F> {
 
 /// How one worker thread's share of the load is generated.
 pub enum Share {
-    Open { schedule: Schedule, max_in_flight: u64, slack: Duration },
-    Closed { users: u32, think: Think },
+    Open {
+        schedule: Schedule,
+        max_in_flight: u64,
+        slack: Duration,
+    },
+    /// One entry per user of this thread: the number of the target that user sends to.
+    Closed {
+        user_targets: Vec<usize>,
+        think: Think,
+    },
 }
 
 /// Per-thread settings handed over by the coordinator.
@@ -110,6 +121,8 @@ pub struct WorkerSetup {
     pub weights: Vec<f64>,
     pub timeout: Duration,
     pub drain: Duration,
+    /// Closed model: a user's wait after a failed connection attempt.
+    pub reconnect_backoff: Duration,
     pub seed: u64,
     pub control: Arc<Control>,
 }
@@ -161,14 +174,17 @@ impl Mix {
 
 /// One worker thread's state, shared by its tasks (single-threaded runtime: no locks).
 pub struct Worker<D: Driver> {
-    pub driver: D,
+    /// One driver per target, by target number.
+    pub drivers: Vec<D>,
     pub clock: RunClock,
     pub stats: RefCell<ThreadStats>,
     pub in_flight: Cell<u64>,
     pub control: Arc<Control>,
     pub timeout: Duration,
     pub drain: Duration,
-    index: usize,
+    pub reconnect_backoff: Duration,
+    pub index: usize,
+    pub threads: usize,
     mix: RefCell<Mix>,
     next_seq: Cell<u64>,
     seq_step: u64,
@@ -205,35 +221,55 @@ impl<D: Driver> Worker<D> {
         }
     }
 
-    /// Sends one request intended for `intended` over `conn` (opening it if needed), times it,
-    /// and records the result. The connection is dropped when it is no longer usable.
-    pub async fn issue(&self, conn: &mut Option<D::Conn>, intended: Instant) -> Result<(), ErrorKind> {
+    /// Sends one request intended for `intended` to target number `target` over `conn` (opening
+    /// it if needed), times it, and records the result. The connection is dropped when it is no
+    /// longer usable.
+    pub async fn issue(
+        &self,
+        target: usize,
+        conn: &mut Option<D::Conn>,
+        intended: Instant,
+    ) -> Result<(), ErrorKind> {
         let class = self.mix.borrow_mut().pick();
         let seq = self.next_seq.get();
         self.next_seq.set(seq + self.seq_step);
         let start = Instant::now();
         self.stats.borrow_mut().on_sent(&self.clock, class, intended, start);
-        let outcome = match tokio::time::timeout(self.timeout, self.attempt(conn, class, seq)).await {
+        let driver = &self.drivers[target];
+        let outcome = match tokio::time::timeout(self.timeout, self.attempt(driver, conn, class, seq)).await {
             Ok(outcome) => outcome,
             Err(_) => {
                 *conn = None;
                 Err(ErrorKind::Timeout)
             }
         };
-        let record = RequestRecord { class, intended, start, end: Instant::now(), outcome };
-        self.stats.borrow_mut().on_done(&self.clock, &record);
+        let record = RequestRecord { class, target, intended, start, end: Instant::now(), outcome };
+        let mut stats = self.stats.borrow_mut();
+        stats.on_done(&self.clock, &record);
+        if let Err(kind) = outcome {
+            // Nothing else ran on this thread since the driver's error: the words are this one's.
+            if let Some(words) = driver.take_error_detail() {
+                stats.on_error_detail(kind, words);
+            }
+        }
         outcome
     }
 
-    async fn attempt(&self, conn: &mut Option<D::Conn>, class: usize, seq: u64) -> Result<(), ErrorKind> {
+    async fn attempt(
+        &self,
+        driver: &D,
+        conn: &mut Option<D::Conn>,
+        class: usize,
+        seq: u64,
+    ) -> Result<(), ErrorKind> {
         let c = match conn {
             Some(c) => c,
             None => {
                 self.connects.set(self.connects.get() + 1);
-                conn.insert(self.driver.connect().await?)
+                conn.insert(driver.connect().await?)
             }
         };
-        match self.driver.exchange(c, class, seq).await {
+        match driver.exchange(c, class, seq).await {
             Ok(reply) => {
                 if !reply.keep_alive {
                     *conn = None;
@@ -288,7 +324,7 @@ async fn report_intervals<D: Driver>(w: Rc<Worker<D>>, tx: Sender<Message>) {
 
 /// The body of one worker thread: builds a single-threaded runtime, runs this thread's share of
 /// the load next to the interval reporter, then hands its statistics to the coordinator.
-pub fn run_thread<D>(driver: D, setup: WorkerSetup, tx: Sender<Message>)
+pub fn run_thread<D>(drivers: Vec<D>, setup: WorkerSetup, tx: Sender<Message>)
 where
     D: Driver + 'static,
     D::Conn: 'static,
@@ -296,15 +332,18 @@ where
     let cpu_before = crate::cpu::thread_cpu_s();
     let wall_before = Instant::now();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
+    let targets = drivers.len();
     let worker = Rc::new(Worker {
-        driver,
+        drivers,
         clock: setup.clock,
-        stats: RefCell::new(ThreadStats::new(setup.weights.len())),
+        stats: RefCell::new(ThreadStats::new(setup.weights.len(), targets)),
         in_flight: Cell::new(0),
         control: setup.control,
         timeout: setup.timeout,
         drain: setup.drain,
+        reconnect_backoff: setup.reconnect_backoff,
         index: setup.index,
+        threads: setup.threads,
         mix: RefCell::new(Mix::new(&setup.weights, setup.seed ^ 0x5EED)),
         next_seq: Cell::new(setup.index as u64),
         seq_step: setup.threads as u64,
@@ -318,7 +357,9 @@ where
             Share::Open { schedule, max_in_flight, slack } => {
                 open::run(worker.clone(), schedule, max_in_flight, slack).await
             }
-            Share::Closed { users, think } => closed::run(worker.clone(), users, think, setup.seed).await,
+            Share::Closed { user_targets, think } => {
+                closed::run(worker.clone(), user_targets, think, setup.seed).await
+            }
         }
     });
     let in_flight_at_end = worker.in_flight.get();

@@ -19,6 +19,9 @@
 //! the pool. That is the generator's own delay; a wait for a connection the server still holds
 //! is the server's, and shows in the latency (from the intended time), not in the lateness.
 //!
+//! With several targets each has its own pool (a connection serves one target); arrivals are
+//! given to the targets round-robin, and the opening budget is shared by all of them.
+//!
 //! Waking up costs more CPU than sending (a context switch each time), so sends due within
 //! `slack` of one another share one wake-up: the loop sleeps until the first is due, exactly,
 //! and sends the rest up to `slack` early. An early send is timed from when it left, so batching
@@ -54,8 +57,11 @@ where
 {
     // Without a timerfd (not on Linux) tokio's millisecond timer serves; the lateness shows it.
     let timer = PreciseTimer::new().ok();
-    let pool = Rc::new(Pool::default());
+    let pools = Rc::new(Pools::new(w.drivers.len()));
     let mut burst = 0;
+    // Arrival k of this thread is the run's arrival about k × threads + index: the targets
+    // take turns across threads as well as within one.
+    let mut arrival = w.index as u64;
     while let Some(offset) = schedule.next_offset() {
         let intended = w.clock.start + offset;
         if w.stopping(intended) {
@@ -90,25 +96,34 @@ where
         w.in_flight.set(w.in_flight.get() + 1);
         let now = Instant::now();
         w.stats.borrow_mut().on_lateness(now.saturating_duration_since(intended));
-        pool.hand_over(&w, intended, now);
+        let target = (arrival % pools.targets.len() as u64) as usize;
+        arrival += w.threads as u64;
+        pools.hand_over(&w, target, intended, now);
     }
     w.drain().await;
     // Requests still waiting for a connection when the drain ended were never sent.
     let mut stats = w.stats.borrow_mut();
-    for intended in pool.due.borrow_mut().drain(..) {
-        stats.on_dropped(&w.clock, intended);
-        w.in_flight.set(w.in_flight.get() - 1);
+    for pool in &pools.targets {
+        for intended in pool.due.borrow_mut().drain(..) {
+            stats.on_dropped(&w.clock, intended);
+            w.in_flight.set(w.in_flight.get() - 1);
+        }
     }
 }
 
-/// Requests due but not yet sent, and the connection tasks idle until one is.
+/// One target's requests due but not yet sent, and its connection tasks idle until one is.
 #[derive(Default)]
 struct Pool {
     due: RefCell<VecDeque<Instant>>,
     idle: Cell<usize>,
-    /// Connection tasks started.
-    size: Cell<u32>,
     wake: Notify,
+}
+
+/// Every target's pool, and the opening budget they share.
+struct Pools {
+    targets: Vec<Rc<Pool>>,
+    /// Connection tasks started, all targets together.
+    size: Cell<u32>,
     /// When a late dispatcher last opened a connection for a request that found others waiting.
     last_backlog_open: Cell<Option<Instant>>,
     /// Openings an on-time dispatcher may still make (a token bucket), as of `budget_at`.
@@ -116,26 +131,37 @@ struct Pool {
     budget_at: Cell<Option<Instant>>,
 }
 
-impl Pool {
-    /// Queues a due request for the next free connection: an idle one, else a new one within
-    /// the opening budget (see the module doc).
-    fn hand_over<D>(self: &Rc<Self>, w: &Rc<Worker<D>>, intended: Instant, now: Instant)
+impl Pools {
+    fn new(targets: usize) -> Pools {
+        Pools {
+            targets: (0..targets).map(|_| Rc::new(Pool::default())).collect(),
+            size: Cell::new(0),
+            last_backlog_open: Cell::new(None),
+            budget: Cell::new(0.0),
+            budget_at: Cell::new(None),
+        }
+    }
+
+    /// Queues a due request for the next free connection to its target: an idle one, else a
+    /// new one within the opening budget (see the module doc).
+    fn hand_over<D>(&self, w: &Rc<Worker<D>>, target: usize, intended: Instant, now: Instant)
     where
         D: Driver + 'static,
         D::Conn: 'static,
     {
+        let pool = &self.targets[target];
         let backlog = {
-            let mut due = self.due.borrow_mut();
+            let mut due = pool.due.borrow_mut();
             due.push_back(intended);
             due.len() > 1
         };
-        if self.idle.get() > 0 {
-            self.idle.set(self.idle.get() - 1);
+        if pool.idle.get() > 0 {
+            pool.idle.set(pool.idle.get() - 1);
             // The connection idle the shortest time: a few stay warm, the rest stay asleep.
-            self.wake.notify_last();
+            pool.wake.notify_last();
         } else if self.may_open(!backlog || now <= intended + ON_TIME, now) {
             self.size.set(self.size.get() + 1);
-            w.spawn(serve(w.clone(), self.clone()));
+            w.spawn(serve(w.clone(), pool.clone(), target));
         }
     }
 
@@ -165,15 +191,15 @@ impl Pool {
     }
 }
 
-/// One connection's task: sends due requests one at a time until the run ends.
-async fn serve<D: Driver>(w: Rc<Worker<D>>, pool: Rc<Pool>) {
+/// One connection's task: sends due requests to its target one at a time until the run ends.
+async fn serve<D: Driver>(w: Rc<Worker<D>>, pool: Rc<Pool>, target: usize) {
     let mut conn = None;
     while !w.control.aborted() {
         let next = pool.due.borrow_mut().pop_front();
         match next {
             Some(intended) => {
                 // The outcome is already in the statistics; a broken connection is reopened.
-                let _ = w.issue(&mut conn, intended).await;
+                let _ = w.issue(target, &mut conn, intended).await;
                 w.in_flight.set(w.in_flight.get() - 1);
             }
             None => {

@@ -48,6 +48,8 @@ def summary(console: Console, url: str, r: RunResult) -> None:
     if r.errors_by_kind:
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(r.errors_by_kind.items()))
         console.print(f"[red]errors by kind:[/] {kinds}")
+        for kind, words in sorted(r.error_samples.items()):
+            console.print(f"  {kind}: {words}", markup=False, highlight=False)
     g = r.generator
     per_req = f"{g.cpu_us_per_request:.1f} µs/request" if g.cpu_us_per_request is not None else "–"
     late = f", send lateness p99 {fmt_ms(g.lateness_p99_ms)}" if g.lateness_p99_ms is not None else ""
