@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from caplab.analysis.limit import Limit
 from caplab.analysis.slo import Slo
 from caplab.engine import LoadSpec
 from caplab.experiments.capacity import answer as find
@@ -215,6 +216,16 @@ def test_closed_model_interval_is_in_users() -> None:
 # --- find_capacity: the JSON answer, around a synthetic prober ---------------------------------
 
 
+UNKNOWN: Limit = {
+    "resource": None,
+    "kind": "unknown",
+    "utilization": None,
+    "bound_rps": None,
+    "evidence": {},
+    "summary": "unknown",
+}
+
+
 class FakeProber:
     """Stands in for TrialProber (same constructor) with a ThresholdProbe; no load is sent."""
 
@@ -227,7 +238,7 @@ class FakeProber:
         return self.probe(load, phase)
 
     def analyse(self, outcome: SearchOutcome) -> LimitAnalysis:
-        return LimitAnalysis({"kind": "unknown"}, "good", {"checked": False})
+        return LimitAnalysis(UNKNOWN, "good", {"checked": False})
 
 
 def fake_find(monkeypatch: pytest.MonkeyPatch, probe: ThresholdProbe, **settings: Any) -> dict[str, Any]:
@@ -256,7 +267,7 @@ def test_find_capacity_document(monkeypatch: pytest.MonkeyPatch) -> None:
     assert doc["trial_count"] == len(doc["trials"])
     for t in doc["trials"]:
         assert {"phase", "load", "passed", "reasons", "throughput", "p99_ms"} <= set(t)
-    assert doc["limit"] == {"kind": "unknown"}
+    assert doc["limit"] == UNKNOWN
 
 
 def test_find_capacity_closed_reports_users_and_their_throughput(monkeypatch: pytest.MonkeyPatch) -> None:

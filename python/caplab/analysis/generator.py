@@ -3,8 +3,7 @@ says only something about itself."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from caplab.analysis.limit import Limit
 from caplab.analysis.slo import Slo
 from caplab.engine import GeneratorFigures
 
@@ -90,7 +89,7 @@ def generator_limited(
     )
 
 
-def generator_limit(lower_bound: float | None, unit: str, reason: str) -> dict[str, Any]:
+def generator_limit(lower_bound: float | None, unit: str, reason: str) -> Limit:
     """The limit named when the search stopped at the generator: a floor for the capacity, the
     generator as what limits it here, never the system."""
     floor = f"capacity ≥ {lower_bound:,.0f}{unit}" if lower_bound else "no capacity measured"

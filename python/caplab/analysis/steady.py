@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
 from caplab.engine import IntervalSnapshot
 
@@ -108,9 +108,18 @@ def steadiness(intervals: list[IntervalSnapshot], window_end_s: float | None = N
     return Steadiness(steady, "; ".join(reasons) or "steady", rate(cv), cv, t_trend, l_trend)
 
 
+class LittlesLaw(TypedDict, total=False):
+    """In flight against throughput × mean latency; only ``checked`` when there was nothing to check."""
+
+    checked: bool
+    in_flight: float | None
+    expected: float | None
+    holds: bool
+
+
 def littles_law(
     throughput: float, mean_latency_ms: float | None, intervals: list[IntervalSnapshot], window_end_s: float
-) -> dict[str, Any]:
+) -> LittlesLaw:
     """Compares the in-flight count the engine saw with throughput × mean latency."""
     window = measured(intervals, window_end_s)
     if not window or mean_latency_ms is None:

@@ -6,6 +6,7 @@ import csv
 import json
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -189,26 +190,43 @@ def cmd_find_capacity(
     except KeyboardInterrupt:
         click.echo("caplab: interrupted", err=True)
         return exits.INTERRUPTED
-    doc = replicated_document(answers)
+    answer, doc = replicated(answers)
     if as_json:
         json.dump(doc, sys.stdout)
         sys.stdout.write("\n")
     else:
-        print_capacity(consoles.stdout(), doc)
-    return exits.OK if doc["found"] else exits.FAILED
+        print_capacity(consoles.stdout(), answer)
+    return exits.OK if answer.found else exits.FAILED
 
 
-def replicated_document(answers: list[CapacityAnswer]) -> dict[str, Any]:
+def replicated(answers: list[CapacityAnswer]) -> tuple[CapacityAnswer, dict[str, Any]]:
     """One search's answer as it is; several searches as one capacity with its interval from them
-    (they ran against a system caplab did not start, so without restarting it between them)."""
+    (they ran against a system caplab did not start, so without restarting it between them), by
+    the rule a study combines its replicates with. Returns the answer and its ``--json`` document."""
     if len(answers) == 1:
-        return answers[0].to_dict()
+        return answers[0], answers[0].to_dict()
     summaries = []
     for answer in answers:
         doc = answer.to_dict()
         summaries.append({"capacity": doc, "search_trials": doc.pop("trials"), "limit": doc.pop("limit")})
     combined = combine_replicates(summaries)
-    return {**combined["capacity"], "limit": combined["limit"], "trials": combined["search_trials"]}
+    capacity = combined["capacity"]
+    ci95 = capacity["ci95"]
+    answer = replace(
+        answers[-1],
+        found=bool(capacity["found"]),
+        message=capacity["message"],
+        generator_saturated=bool(capacity["generator_saturated"]),
+        capacity_at_least=capacity["capacity_at_least"],
+        capacity_rps=capacity["capacity_rps"],
+        capacity_users=capacity["capacity_users"],
+        ci95=(ci95[0], ci95[1]) if ci95 else None,
+        search_s=capacity["search_s"],
+        limit=combined["limit"],
+        trials=[p for a in answers for p in a.trials],
+        replicate_count=len(answers),
+    )
+    return answer, {**capacity, "limit": combined["limit"], "trials": combined["search_trials"]}
 
 
 INTERVAL_WORDS = {
@@ -217,21 +235,21 @@ INTERVAL_WORDS = {
 }
 
 
-def print_capacity(console: Console, doc: dict[str, Any]) -> None:
-    ci, rps, users = doc.get("ci95"), doc.get("capacity_rps"), doc.get("capacity_users")
-    if not doc["found"] or rps is None:
-        console.print(f"[bold red]no capacity:[/] {doc['message']}")
+def print_capacity(console: Console, answer: CapacityAnswer) -> None:
+    ci, rps, users = answer.ci95, answer.capacity_rps, answer.capacity_users
+    if not answer.found or rps is None:
+        console.print(f"[bold red]no capacity:[/] {answer.message}")
         return
     head = f"{users:,.1f} users ({rps:,.1f}/s)" if users is not None else f"{rps:,.1f}/s"
     unit = " users" if users is not None else "/s"
-    words = INTERVAL_WORDS.get(doc.get("interval") or "", "").format(n=doc.get("replicate_count"))
+    words = INTERVAL_WORDS.get(answer.interval or "", "").format(n=answer.replicate_count)
     if ci is not None:
         head += f"; {words}: {ci[0]:,.1f}–{ci[1]:,.1f}{unit}"
     console.print(f"[bold]capacity[/] {head}")
-    console.print(f"SLO: {', '.join(doc['slo'])}; {doc['trial_count']} trials in {doc['search_s'] or 0:.0f}s")
-    limit = doc.get("limit") or {}
-    console.print(f"[bold]limit[/] {limit.get('summary', 'not analysed')}")
-    demands = (limit.get("evidence") or {}).get("demands") or []
+    console.print(f"SLO: {', '.join(answer.slo)}; {len(answer.trials)} trials in {answer.search_s or 0:.0f}s")
+    limit = answer.limit
+    console.print(f"[bold]limit[/] {limit['summary'] if limit else 'not analysed'}")
+    demands = limit["evidence"].get("demands", []) if limit else []
     if demands:
         t = Table("resource", "utilization", "demand/request", "bound", "note", header_style="bold")
         for d in demands:

@@ -7,11 +7,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from caplab.analysis.generator import generator_limit
+from caplab.analysis.limit import Limit
 from caplab.analysis.slo import parse_slo
+from caplab.analysis.steady import LittlesLaw
 from caplab.collect import MetricsSource, RoleSpec
 from caplab.engine import LoadSpec
 from caplab.experiments.base import ProgressFn
-from caplab.experiments.capacity.replicates import INTERVAL_SEARCH
+from caplab.experiments.capacity.replicates import INTERVAL_REPLICATES, INTERVAL_SEARCH
 from caplab.experiments.capacity.search import CapacitySearch, GeneratorSaturated, Probe, SearchSettings
 from caplab.experiments.capacity.trial import OnTrial, TrialLength, TrialProber
 
@@ -40,14 +42,24 @@ class CapacityAnswer:
     message: str | None
     generator_saturated: bool = False
     capacity_rps: float | None = None
-    capacity_users: int | None = None
+    capacity_users: float | None = None
+    """Users (closed model): a whole number from one search, a mean over replicates."""
     capacity_at_least: float | None = None
     """When the generator stopped the search: the highest load that passed, a floor for the capacity."""
     ci95: tuple[float, float] | None = None
     search_s: float | None = None
-    limit: dict[str, Any] | None = None
+    limit: Limit | None = None
     consistency: str | None = None
-    littles_law: dict[str, Any] | None = None
+    littles_law: LittlesLaw | None = None
+    replicate_count: int = 1
+    """Searches combined into this answer (``caplab find-capacity --replicates``)."""
+
+    @property
+    def interval(self) -> str | None:
+        """What ``ci95`` is: one search's bracket, or a t-interval over replicates."""
+        if self.ci95 is None:
+            return None
+        return INTERVAL_REPLICATES if self.replicate_count > 1 else INTERVAL_SEARCH
 
     @property
     def capacity_load(self) -> float | None:
@@ -69,7 +81,7 @@ class CapacityAnswer:
             "capacity_users": self.capacity_users,
             "capacity_at_least": self.capacity_at_least,
             "ci95": list(self.ci95) if self.ci95 else None,
-            "interval": INTERVAL_SEARCH if self.ci95 else None,
+            "interval": self.interval,
             "search_s": self.search_s,
             "limit": self.limit,
             "consistency": self.consistency,

@@ -13,9 +13,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from caplab.analysis.generator import closed_loop_gap, crowded_out, generator_limited
-from caplab.analysis.limit import demands, find_limit
+from caplab.analysis.limit import Limit, LimitEvidence, demands, find_limit
 from caplab.analysis.slo import Slo, TrialFigures, as_dict, evaluate, parse_slo, sustainable
-from caplab.analysis.steady import littles_law, steadiness
+from caplab.analysis.steady import LittlesLaw, littles_law, steadiness
 from caplab.collect import MetricsSource, RoleSpec, cell_resources, default_collectors, summarize
 from caplab.engine import LoadSpec, build_plan
 from caplab.experiments.base import ProgressFn, TrialRecord, run_trial
@@ -44,9 +44,9 @@ GENERATOR_ATTEMPTS = 2
 class LimitAnalysis:
     """The limit at capacity and the signals beside it; all None when no capacity was found."""
 
-    limit: dict[str, Any] | None = None
+    limit: Limit | None = None
     consistency: str | None = None
-    littles_law: dict[str, Any] | None = None
+    littles_law: LittlesLaw | None = None
 
 
 class TrialProber:
@@ -200,7 +200,7 @@ class TrialProber:
             ),
         )
 
-    def _compare_closed_loop(self, limit: dict[str, Any], capacity: float, at: TrialRecord) -> dict[str, Any]:
+    def _compare_closed_loop(self, limit: Limit, capacity: float, at: TrialRecord) -> Limit:
         """A software limit found by an open loop, checked against a closed loop at the same
         concurrency: a system that serves those users far faster did not set that limit."""
         measured = [i.in_flight for i in at.result.intervals if not i.warmup]
@@ -208,11 +208,14 @@ class TrialProber:
         spec = replace(self.base, rate=None, ramp_to=None, users=users, duration_s=self.short.duration_s)
         spec = replace(spec, warmup_s=self.short.warmup_s, interval_s=0.5)
         closed = run_trial(build_plan(spec), default_collectors([], None)).result
-        evidence = {**limit["evidence"], "closed_loop": {"users": users, "throughput": closed.throughput}}
+        evidence: LimitEvidence = {
+            **limit["evidence"],
+            "closed_loop": {"users": users, "throughput": closed.throughput},
+        }
         gap = closed_loop_gap(capacity, users, closed.throughput)
         if gap is None:
             return {**limit, "evidence": evidence}
-        evidence["signals"] = [*evidence["signals"], gap]
+        evidence["signals"] = [*evidence.get("signals", []), gap]
         return {
             **limit,
             "resource": "generator",

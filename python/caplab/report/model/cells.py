@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from typing import Any, cast
+from typing import Any
 
 from caplab.analysis.limit import find_limit
 from caplab.collect.base import ResourceSample
@@ -215,8 +215,7 @@ def _fixed_limit(
     # A cell whose system died in its trial (an OOM kill) summarises no resources: its roles are
     # the ones its samples name.
     roles = roles or sorted(s.removeprefix("role:") for s in scopes if s.startswith("role:"))
-    # find_limit returns the Limit document (the analysis package keeps plain dicts).
-    found = cast(Limit, find_limit(float(throughput), scopes, roles))
+    found = find_limit(float(throughput), scopes, roles)
     if found["kind"] != "software":
         return found
     demands = found["evidence"].get("demands") or []

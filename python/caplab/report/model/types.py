@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
 
+# The analysis's own types, as the document holds them.
+from caplab.analysis.limit import Limit as Limit
+from caplab.analysis.steady import LittlesLaw as LittlesLaw
+
 Json: TypeAlias = "str | int | float | bool | list[Json] | dict[str, Json] | None"
 """A value as the study file or the environment probe wrote it (a factor's level, a setting)."""
 Factors: TypeAlias = dict[str, Json]
@@ -130,13 +134,6 @@ class CellCapacity(TypedDict):
     generator_saturated: bool
 
 
-class LittlesLaw(TypedDict, total=False):
-    checked: bool
-    in_flight: float | None
-    expected: float | None
-    holds: bool
-
-
 class Metrics(TypedDict):
     """The cell's figures over its measured trials (those at capacity when it was searched)."""
 
@@ -170,32 +167,6 @@ class Metrics(TypedDict):
 Resources: TypeAlias = dict[str, dict[str, float]]
 """Mean use per scope (a role, ``generator``, ``host``) and metric (``cpu_percent``,
 ``disk_busy_percent``, ``net_rx_mb_s`` …) over the measured windows."""
-
-
-class Demand(TypedDict):
-    resource: str
-    utilization: float
-    demand_ms: float
-    """Milliseconds of the resource each request uses: U / X."""
-    bound_rps: float | None
-    note: str
-
-
-class LimitEvidence(TypedDict, total=False):
-    demands: list[Demand]
-    signals: list[str]
-
-
-class Limit(TypedDict):
-    """What bounds the cell (``hardware``, ``software``, ``unknown``), or for a fixed load the
-    busiest resource (``not reached``)."""
-
-    resource: str | None
-    kind: str
-    utilization: float | None
-    bound_rps: float | None
-    evidence: LimitEvidence
-    summary: str
 
 
 class Busiest(TypedDict):
