@@ -16,7 +16,7 @@ PACKAGE = Path(caplab.__file__).parent
 MAY_IMPORT: dict[str, frozenset[str]] = {
     "_engine": frozenset(),
     "units": frozenset(),
-    "engine": frozenset({"_engine"}),
+    "engine": frozenset({"_engine", "units"}),
     "analysis": frozenset({"engine", "units"}),
     "spec": frozenset({"analysis", "profiles", "units"}),
     "collect": frozenset({"engine", "units"}),

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from caplab import _engine
 from caplab._engine import PlanError, TargetUnreachable, WorkerFailed
+from caplab.units import DEFAULT_INTERVAL_S, DEFAULT_TIMEOUT_S
 
 __all__ = [
     "DEFAULT_INTERVAL_S",
@@ -50,10 +51,6 @@ Arrivals = Literal["constant", "poisson"]
 
 ENGINE_VERSION: str = _engine.__version__
 """The compiled engine's version, recorded with every study's environment."""
-DEFAULT_TIMEOUT_S = 30.0
-"""How long one request may take before it counts as a ``timeout`` error."""
-DEFAULT_INTERVAL_S = 1.0
-"""The length of one interval snapshot: the clock progress, collectors and series run on."""
 DEFAULT_RECONNECT_BACKOFF_MS = 10.0
 """Closed model: how long a user whose connection attempt failed waits before trying again."""
 

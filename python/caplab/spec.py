@@ -33,7 +33,7 @@ from caplab.analysis.cost import PricedRole, Prices, ProfilePrice
 from caplab.profiles import LinkClass, Profile, VolumeClass, parse_rate, parse_size
 from caplab.profiles.models import format_size
 from caplab.profiles.placeholders import check_placeholders
-from caplab.units import parse_duration
+from caplab.units import DEFAULT_INTERVAL_S, DEFAULT_TIMEOUT_S, parse_duration
 
 Scalar = int | float | str | bool
 
@@ -315,8 +315,8 @@ class LoadSection(Strict):
     repeat: int = Field(default=1, ge=1)
     threads: int | None = Field(default=None, ge=1)
     connections: int | None = Field(default=None, ge=1)
-    timeout: Seconds = 30.0
-    interval: Annotated[float, BeforeValidator(_seconds), Field(ge=0.05, le=60)] = 1.0
+    timeout: Seconds = DEFAULT_TIMEOUT_S
+    interval: Annotated[float, BeforeValidator(_seconds), Field(ge=0.05, le=60)] = DEFAULT_INTERVAL_S
     """The interval series' resolution (and the collectors' sampling): a failover's recovery is
     read from it, so finer than the default 1 s there."""
     per_target: bool = False
@@ -564,7 +564,7 @@ class JobSpec(Strict):
     prepare: str | None = Field(default=None, pattern=r"\S")
     phases: list[PhaseSpec] = Field(min_length=1)
     repeat: int = Field(default=1, ge=1, le=20)
-    interval: Annotated[float, BeforeValidator(_seconds), Field(ge=0.1, le=60)] = 1.0
+    interval: Annotated[float, BeforeValidator(_seconds), Field(ge=0.1, le=60)] = DEFAULT_INTERVAL_S
     """How often resources are sampled while a phase runs."""
     role: str | None = Field(default=None, pattern=r"\S")
     """The role (of ``sut.roles``) whose profile the job's commands run on, from their first

@@ -11,6 +11,13 @@ from typing import TypeGuard
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(us|µs|ms|s|m|h)?\s*$")
 _SECONDS = {"us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
+DEFAULT_TIMEOUT_S = 30.0
+"""How long one request may take before it counts as a ``timeout`` error (a study's
+``load.timeout``, ``--timeout``; the engine's plan says the same in plan.rs)."""
+DEFAULT_INTERVAL_S = 1.0
+"""The length of one interval snapshot: the clock progress, collectors and series run on (a
+study's ``load.interval``, ``--interval``)."""
+
 DASH = "—"
 """What an absent figure reads as in the report."""
 LABEL_VALUE_CHARS = 24
