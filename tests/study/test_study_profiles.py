@@ -88,6 +88,8 @@ def test_half_a_core_carries_half_the_load(tmp_path: Path) -> None:
         assert hardware["scale"] == {"cpu": 0.5}
         assert any(line.startswith(words) for line in hardware["roles"]["server"]), hardware
         assert hardware["launched_under"] == "server"
+    # The results table states the role's CPU both ways: of one host core, and of its profile.
+    assert "% of profile)" in (tmp_path / "r" / "report.md").read_text()
     assert not (tmp_path / ".caplab-hardware").exists()
     assert left_behind(before) == []
 

@@ -60,6 +60,14 @@ def _limit_text(limit: Limit | None) -> TableCell:
     return text_cell(str(limit["kind"]))
 
 
+def _role_cpu(figures: dict[str, float]) -> TableCell:
+    """A role's CPU in % of one host core and, on a profile's quota, of its profile's CPUs too."""
+    used, quota = figures.get("cpu_percent"), figures.get("quota_cpus")
+    if u.is_number(used) and u.is_number(quota) and quota:
+        return num_cell(used, f"{u.num(used)} ({used / quota:.0f}% of profile)")
+    return num_cell(used, u.num(used))
+
+
 def results_table(results: Results) -> Table:
     """One row per cell: what it sustained, how fast, how steadily, with what resources, and its limit."""
     roles = list(dict.fromkeys(r for c in results["cells"] for r in c["roles"]))
@@ -105,7 +113,7 @@ def results_table(results: Results) -> Table:
             num_cell(lat["p999"], u.num(lat["p999"])),
             TableCell(u.num(error_pct), error_pct, "bad" if error_pct else ""),
             text_cell(m["consistency"] or u.DASH, CONSISTENCY_TONE.get(m["consistency"] or "", "")),
-            *(num_cell(v, u.num(v)) for v in ((res.get(r) or {}).get("cpu_percent") for r in roles)),
+            *(_role_cpu(res.get(r) or {}) for r in roles),
             num_cell(g := (res.get("generator") or {}).get("cpu_percent"), u.num(g)),
             num_cell(host.get("cpu_percent"), u.num(host.get("cpu_percent"))),
             num_cell(host.get("disk_busy_percent"), u.num(host.get("disk_busy_percent"))),
@@ -118,8 +126,9 @@ def results_table(results: Results) -> Table:
     whole = f"the host has {cores:g} cores, so {100 * cores:g}% is all of it" if u.is_number(cores) else ""
     note = (
         "Throughput and latency are those of the trials at capacity (searched cells) or at the fixed "
-        f"load. CPU is in % of one core, as top shows it{': ' + whole if whole else ''}. Network: received "
-        "+ sent, all interfaces. Latency is timed from the intended send time."
+        f"load. CPU is in % of one core, as top shows it{': ' + whole if whole else ''}; a role on a "
+        "hardware profile's CPU quota also in % of its profile's CPUs. Network: received + sent, all "
+        "interfaces. Latency is timed from the intended send time."
     )
     if apps:
         note += (
