@@ -18,22 +18,11 @@ from typing import Any
 import pytest
 
 from caplab.profiles import LinkClass, Profile, VolumeClass, check_support
-from support.profiles import leftovers
+from support.profiles import left_behind, leftovers
 from support.servers import default_sigint
 from support.studies import CAPLAB, caplab, free_port, json_out, knownserver, listening, write_study
 
 pytestmark = pytest.mark.slow
-
-
-def left_behind(before: set[str]) -> list[str]:
-    """What caplab runs that have ended left behind (other jobs on this machine make caplab-*
-    resources too: those of a live process are theirs, still in use)."""
-
-    def ended(item: str) -> bool:
-        owner = re.search(r"caplab-(\d+)-", item)
-        return owner is None or not Path(f"/proc/{owner.group(1)}").exists()
-
-    return [item for item in leftovers() if item not in before and ended(item)]
 
 
 def require(*profiles: Profile) -> None:
@@ -184,6 +173,11 @@ def test_roles_of_one_start_command_are_attached_to_their_profiles(tmp_path: Pat
     assert log["write_iops"] == volume["write_iops"] and log["ceiling_percent"] == volume["throttle_percent"]
     markdown = (tmp_path / "r" / "report.md").read_text()
     assert "Disk use per volume" in markdown and "helper/log" in markdown
+    # The hardware listing says, per role, that its processes ran outside the profile a while.
+    for role in ("server", "helper"):
+        assert reported["hardware"][role][-1] == hardware["ran_outside"][role], reported["hardware"]
+        assert re.match(r"\d+ process\(es\) ran outside the profile for up to", hardware["ran_outside"][role])
+    assert markdown.count("ran outside the profile for up to") == 2
     server = cell["resources"]["server"]
     assert server["mem_limit_mb"] == pytest.approx(256)
     # Attached after it started, the server's pages stay charged where it touched them (v1 kernels

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -16,3 +17,14 @@ def leftovers() -> list[str]:
             continue
         found += [f"{argv[0]}: {line}" for line in out.splitlines() if "caplab-" in line]
     return found
+
+
+def left_behind(before: set[str]) -> list[str]:
+    """What caplab runs that have ended left behind (other jobs on this machine make caplab-*
+    resources too: those of a live process are theirs, still in use)."""
+
+    def ended(item: str) -> bool:
+        owner = re.search(r"caplab-(\d+)-", item)
+        return owner is None or not Path(f"/proc/{owner.group(1)}").exists()
+
+    return [item for item in leftovers() if item not in before and ended(item)]

@@ -261,13 +261,25 @@ def cell_result(
         "limit": limit,
         "search": _search(raw),
         "trials": _trials(cell),
-        "hardware": hardware.get("roles"),
+        "hardware": _hardware(hardware),
         "volumes": _volumes(cell.get("resources") or {}, hardware.get("volume_baseline") or {}),
         "recovery": [_recovery(r, raw.get("ledger") or []) for r in raw.get("recovery") or []],
         "failover": [failover_row(f) for f in raw.get("failover") or []],
         "success": raw.get("success"),
         "cost": raw.get("cost"),
         "ratings": {str(k): v for k, v in (raw.get("ratings") or {}).items()},
+    }
+
+
+def _hardware(hardware: dict[str, Any]) -> dict[str, list[str]] | None:
+    """Each role's profile in words, and a sentence for a role whose processes ran outside it
+    for a while (started by one command, attached when the poll found them)."""
+    roles: dict[str, list[str]] | None = hardware.get("roles")
+    if roles is None:
+        return None
+    outside = hardware.get("ran_outside") or {}
+    return {
+        role: [*lines, *([str(outside[role])] if role in outside else [])] for role, lines in roles.items()
     }
 
 
