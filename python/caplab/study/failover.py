@@ -15,17 +15,22 @@ from caplab.spec import PostgresTargetSpec, RecoverySpec
 from caplab.workloads.postgres import ledger_rows, shown_url
 
 
+def database_name(url: str) -> str:
+    """A libpq URL's database (``…/ag_7?target_session_attrs=…`` → ``ag_7``): what a reader calls it."""
+    path = url.split("://", 1)[-1].partition("/")[2]
+    return path.partition("?")[0] or shown_url(url)
+
+
 def database_series(result: RunResult, url: str) -> dict[str, list[Interval]]:
-    """Each database's interval series: the run's own for one target (named ``url``), else one per
-    target label, places in the round-robin that name one database added together."""
+    """Each database's interval series by its name: the run's own for one target (``url``), else one
+    per target, places in the round-robin that name one database added together."""
     per_target = getattr(result, "per_target", ())  # TODO(D1): result.per_target once the engine has it
     if not per_target:
-        return {
-            shown_url(url): [Interval(i.start_s, i.end_s, i.completed, i.errors) for i in result.intervals]
-        }
+        only = [Interval(i.start_s, i.end_s, i.completed, i.errors) for i in result.intervals]
+        return {database_name(url): only}
     merged: dict[str, dict[tuple[float, float], list[int]]] = {}
     for target in per_target:
-        slots = merged.setdefault(target.label, {})
+        slots = merged.setdefault(database_name(target.label), {})
         for i in target.intervals:
             counts = slots.setdefault((i.start_s, i.end_s), [0, 0])
             counts[0] += i.completed
@@ -45,7 +50,7 @@ def ledger_entry(
     acknowledged = held = lost = 0
     lost_in: list[str] = []
     for url in pg.urls():
-        name = shown_url(url)
+        name = database_name(url)
         done = sum(i.completed for i in series.get(name, []))  # the warm-up wrote rows too
         rows = ledger_rows(url, passfile, empty=True)
         acknowledged, held = acknowledged + done, held + rows
