@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.live import Live
 
 from caplab import engine
-from caplab.cli import exits, render
+from caplab.cli import consoles, exits, render
 from caplab.cli.options import DURATION, parse_steps, request_fields, request_options
 from caplab.cli.publish import IntervalPublisher
 from caplab.engine import DEFAULT_INTERVAL_S, LoadSpec, OpenLoad, Plan, PlanError, TargetUnreachable
@@ -160,7 +160,7 @@ def run_load(
     metrics_port: int | None = None,
 ) -> int:
     """Runs the plan, showing progress on a terminal; returns the process exit code."""
-    err = console or Console(stderr=True)
+    err = console or consoles.stderr()
     timed = TrialActions(actions, {}, Path.cwd()) if actions else None
     publisher = start_publisher(metrics_port)
     try:
@@ -211,7 +211,7 @@ def _run_load(
         )
         sys.stdout.write("\n")
     else:
-        render.summary(Console(), plan.target.url, result)
+        render.summary(consoles.stdout(), plan.target.url, result)
     for outcome, entry in zip(outcomes, recovered, strict=True):
         err.print(recovery_text(outcome, entry), markup=False, highlight=False)
     return exits.INTERRUPTED if result.interrupted else exits.OK

@@ -12,6 +12,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
+from caplab.cli import consoles
 from caplab.cli.render import fmt_ms
 from caplab.collect.base import ResourceSample
 from caplab.engine import IntervalSnapshot, OpenLoad, Plan
@@ -23,7 +24,7 @@ from caplab.units import factors_text, varying_factors
 
 class StudyProgress:
     def __init__(self, console: Console | None = None) -> None:
-        self.console = console or Console(stderr=True)
+        self.console = console or consoles.stderr()
         self.live: Live | None = None
         self.total = 0
         self.position = 0

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import click
 
+from caplab.cli import exits
 from caplab.cli.options import DB_HELP
 
 # The store commands' opening and error handling, shared so `report` fails exactly as `show` does.
@@ -55,6 +56,6 @@ def cmd_report(db_url: str | None, ref: str, out_dir: Path | None, as_json: bool
                 f"{written.markdown.name} ({charts} SVG charts), {written.results.name}",
                 file=sys.stderr,
             )
-        return 0
+        return exits.OK
 
     return guarded(work)

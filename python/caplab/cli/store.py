@@ -101,7 +101,7 @@ def cmd_ls(db_url: str | None, as_json: bool) -> int:
             consoles.stdout().print(f"no studies in {url}", markup=False, highlight=False)
         else:
             consoles.stdout().print(_studies_table(rows, url))
-        return 0
+        return exits.OK
 
     return guarded(work)
 
@@ -142,7 +142,7 @@ def cmd_show(db_url: str | None, ref: str, as_json: bool) -> int:
                 document = store.study_document(study_id)
                 document["scaling"] = study_scaling(document)
                 _json_out(document)
-                return 0
+                return exits.OK
             study = store.study(study_id)
             cells = store.cells(study_id)
             trials = store.trial_rows(study_id)
@@ -168,7 +168,7 @@ def cmd_show(db_url: str | None, ref: str, as_json: bool) -> int:
                 console.print(f"cell {c.index}: {c.error}", style="red", markup=False, highlight=False)
         if events:
             console.print(_events_table(events[-_LAST_EVENTS:], len(events)))
-        return 0
+        return exits.OK
 
     return guarded(work)
 
@@ -251,6 +251,6 @@ def cmd_export(db_url: str | None, ref: str, fmt: str, out_path: str | Path | No
                 f"exported study {study_id} to {where}" + ("" if fmt == "json" else f": {names}"),
                 file=sys.stderr,
             )
-        return 0
+        return exits.OK
 
     return guarded(work)
