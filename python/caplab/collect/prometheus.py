@@ -94,12 +94,14 @@ class PrometheusCollector:
     def __init__(self, source: MetricsSource) -> None:
         self.source = source
         self._prev: dict[str, float] = {}
-        self._last = 0.0
+        self.scraped_at = 0.0
+        """When the last scrape was read (``time.monotonic()``): a rate is per second of this clock
+        between two scrapes, whatever time the caller gives a sample."""
         self.warning: str | None = None
 
     def start(self) -> None:
         self._prev = self._drained() if self.source.drain else self._scrape()
-        self._last = time.monotonic()
+        self.scraped_at = time.monotonic()
         wanted = set(self.source.rates.values()) | set(self.source.gauges.values())
         missing = sorted(wanted - set(self._prev))
         self.warning = (
@@ -115,7 +117,7 @@ class PrometheusCollector:
     def sample(self, t: float) -> list[ResourceSample]:
         values = self._scrape()
         now = time.monotonic()
-        wall = max(now - self._last, 1e-9)
+        wall = max(now - self.scraped_at, 1e-9)
         out: list[ResourceSample] = []
         for figure, series in self.source.rates.items():
             if series in values and series in self._prev:
@@ -126,7 +128,7 @@ class PrometheusCollector:
         for figure, series in self.source.gauges.items():
             if series in values:
                 out.append(ResourceSample(t, SCOPE, figure, values[series]))
-        self._prev, self._last = values, now
+        self._prev, self.scraped_at = values, now
         return out
 
     def stop(self) -> None:
