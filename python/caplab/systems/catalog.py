@@ -54,6 +54,15 @@ SYSTEMS = (
         "Microsoft Identity Integration Server 2003 (seeds/001)",
         "caplab systems start idsync run stage --data-dir D --data DATA --log LOG --temp TEMP",
     ),
+    ReferenceSystem(
+        "hl7",
+        "caplab.systems.hl7",
+        "HL7 v2 interface engine: per channel an MLLP listener → queue in a database (SQLite WAL or "
+        "PostgreSQL; AA once committed, AE for malformed) → transform (python-hl7 → JSON) → writer "
+        "(a file per message, or MLLP); exactly once across killed workers; Prometheus counters",
+        "the Connexion HL7 interface engine (seeds/002)",
+        "caplab systems start hl7 --channels 4 --data-dir /var/tmp/hl7",
+    ),
 )
 
 

@@ -1,0 +1,98 @@
+"""The engine's configuration: channels, where its files go, its database and its ports.
+
+Where things go (each on a volume of its own if the study wants):
+
+- ``--data-dir``: the engine's own files (``engine.json``: its pid, ports and database for
+  ``rebuild-index`` and ``stop``; the counters file), and the default for the others.
+- ``--db-dir``: SQLite's ``queue.db`` and ``queue.db-shm`` (default: the data dir).
+- ``--log-dir``: SQLite's log, ``queue.db-wal`` (a link from beside the database, see
+  sqlite_queue.py; default: beside the database). With PostgreSQL the log is PostgreSQL's own WAL
+  in its data directory (``initdb --waldir``), so ``--log-dir`` is refused.
+- ``--out-dir``: the written files, ``channel-<n>/<control id>.json`` (default: DATA/out).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_PORT = 2575
+"""MLLP's registered port; channel n listens on base + n."""
+DEFAULT_METRICS_PORT = 2590
+HOST_PORT = re.compile(r"^[A-Za-z0-9.\-]*:\d{1,5}$")
+URL_PASSWORD = re.compile(r"^[a-z]+://[^/@:]*:[^/@]*@")
+
+
+class BadSettings(ValueError):
+    """A configuration that cannot run; the message names the option."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path
+    channels: int = 4
+    db: str | None = None
+    """A postgresql:// URL, or sqlite:///PATH; None: DB_DIR/queue.db."""
+    db_on_command_line: bool = False
+    db_dir: Path | None = None
+    log_dir: Path | None = None
+    out_dir: Path | None = None
+    sink: str | None = None
+    port: int = DEFAULT_PORT
+    metrics_port: int = DEFAULT_METRICS_PORT
+    batch: int = 100
+
+    def check(self) -> None:
+        if not 1 <= self.channels <= 64:
+            raise BadSettings(f"--channels: must be 1…64, got {self.channels}")
+        if not 1 <= self.batch <= 10000:
+            raise BadSettings(f"--batch: must be 1…10000, got {self.batch}")
+        if not 0 <= self.metrics_port <= 65535:
+            raise BadSettings(f"--metrics-port: not a port number: {self.metrics_port}")
+        if not (self.port == 0 or (self.port >= 1 and self.port + self.channels - 1 <= 65535)):
+            raise BadSettings(
+                f"--port: channels {self.port}…{self.port + self.channels - 1} are not all ports"
+            )
+        if self.sink is not None and not HOST_PORT.match(self.sink):
+            raise BadSettings(f"--sink: expected HOST:PORT, got {self.sink!r}")
+        if self.db is not None:
+            if not self.db.startswith(("sqlite:///", "postgresql://", "postgres://")):
+                raise BadSettings("--db: expected sqlite:///PATH or postgresql://USER@HOST:PORT/DB")
+            if self.db_on_command_line and URL_PASSWORD.match(self.db):
+                raise BadSettings(
+                    "--db: a password on the command line is visible to every user; "
+                    "use PGPASSWORD, a passfile (PGPASSFILE) or CAPLAB_HL7_DB"
+                )
+            if self.postgres and self.log_dir is not None:
+                raise BadSettings(
+                    "--log-dir: with PostgreSQL the log is its WAL, in its own data directory "
+                    "(initdb --waldir)"
+                )
+            if self.db.startswith("sqlite:///") and self.db_dir is not None:
+                raise BadSettings("--db-dir: give --db sqlite:///PATH or --db-dir, not both")
+
+    @property
+    def postgres(self) -> bool:
+        return self.db is not None and self.db.startswith(("postgresql://", "postgres://"))
+
+    @property
+    def db_path(self) -> Path | None:
+        """The SQLite file, or None with PostgreSQL."""
+        if self.postgres:
+            return None
+        if self.db is not None:
+            return Path(self.db.removeprefix("sqlite://"))
+        return (self.db_dir or self.data_dir) / "queue.db"
+
+    @property
+    def db_url(self) -> str:
+        path = self.db_path
+        return f"sqlite://{path.resolve()}" if path is not None else str(self.db)
+
+    @property
+    def outputs(self) -> Path:
+        return self.out_dir or self.data_dir / "out"
+
+    def ports(self) -> list[int]:
+        return [0 if self.port == 0 else self.port + c for c in range(self.channels)]

@@ -1,0 +1,206 @@
+"""The queue on SQLite: one file, WAL journal, ``synchronous=FULL``, so a commit that returned is
+on disk and an AA means the message survives a power cut.
+
+Every process of the engine opens the file (the receiver, one worker per channel); write
+transactions start with ``BEGIN IMMEDIATE`` so two writers queue on SQLite's lock instead of
+deadlocking, and each is one group of messages, not one message.
+
+Where the files go: SQLite writes its log (the WAL) to ``<db>-wal`` beside the database, always.
+Given a log directory, ``place_wal`` makes ``<db>-wal`` a symbolic link to a file there before the
+database is opened, so the log's writes and fsyncs land on that volume (SQLite opens the WAL by
+name and follows the link); ``<db>-shm``, the WAL's index in shared memory, stays beside the
+database. SQLite deletes the WAL (the link) when the last connection closes cleanly; after a crash
+the link is still there and SQLite recovers through it.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+from caplab.systems.hl7.queue import (
+    INDEXES,
+    ChannelCounts,
+    Claimed,
+    Incoming,
+    QueueUnavailable,
+    Rejected,
+    Transformed,
+)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS messages (
+    id INTEGER PRIMARY KEY,
+    channel INTEGER NOT NULL,
+    control_id TEXT NOT NULL,
+    message_type TEXT NOT NULL,
+    patient_id TEXT,
+    received_at REAL NOT NULL,
+    state TEXT NOT NULL,
+    updated_at REAL,
+    body TEXT NOT NULL,
+    document BLOB,
+    error TEXT
+);
+CREATE UNIQUE INDEX IF NOT EXISTS messages_control_id ON messages (channel, control_id);
+CREATE INDEX IF NOT EXISTS messages_patient_id ON messages (patient_id);
+CREATE INDEX IF NOT EXISTS messages_received_at ON messages (received_at);
+CREATE INDEX IF NOT EXISTS messages_state ON messages (state, channel);
+CREATE TABLE IF NOT EXISTS rejected (
+    id INTEGER PRIMARY KEY,
+    channel INTEGER NOT NULL,
+    received_at REAL NOT NULL,
+    reason TEXT NOT NULL,
+    body BLOB NOT NULL
+);
+"""
+INSERT = """
+INSERT INTO messages (channel, control_id, message_type, patient_id, received_at, state, body)
+VALUES (?, ?, ?, ?, ?, 'queued', ?) ON CONFLICT (channel, control_id) DO NOTHING
+"""
+CLAIM = """
+UPDATE messages SET state = 'transforming', updated_at = ?
+WHERE id IN (SELECT id FROM messages WHERE state = 'queued' AND channel = ? ORDER BY id LIMIT ?)
+RETURNING id, control_id, body
+"""
+assert all(name in SCHEMA for name in INDEXES)
+
+
+def place_wal(db: Path, log_dir: Path) -> None:
+    """Makes ``<db>-wal`` a link into ``log_dir`` (see the module doc). A log left by a crash is
+    recovered into the database first, wherever it is."""
+    wal = db.with_name(db.name + "-wal")
+    target = (log_dir / wal.name).resolve()
+    if wal.is_symlink() and wal.resolve() == target:
+        return  # a crash left it: SQLite recovers through it
+    if wal.exists() or wal.is_symlink():
+        sqlite3.connect(db).close()  # recovers, checkpoints and deletes the old log
+        wal.unlink(missing_ok=True)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    with open(target, "wb"):
+        pass  # an empty log: nothing stale to replay
+    os.symlink(target, wal)
+
+
+class SqliteQueue:
+    def __init__(self, path: str, *, create: bool = False) -> None:
+        self.description = f"sqlite {path}"
+        if not create and not Path(path).exists():
+            raise QueueUnavailable(f"no queue database at {path}")
+        try:
+            self._db = sqlite3.connect(path, isolation_level=None, timeout=60, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            if create:
+                self._db.executescript(SCHEMA)
+        except sqlite3.Error as e:
+            raise QueueUnavailable(f"cannot open {path}: {e}") from None
+
+    def _write(self) -> None:
+        self._db.execute("BEGIN IMMEDIATE")
+
+    def enqueue(self, messages: Sequence[Incoming], rejects: Sequence[Rejected]) -> list[bool]:
+        self._write()
+        try:
+            new = []
+            for m in messages:
+                cur = self._db.execute(
+                    INSERT, (m.channel, m.control_id, m.message_type, m.patient_id, m.received_at, m.body)
+                )
+                new.append(cur.rowcount == 1)
+            self._db.executemany(
+                "INSERT INTO rejected (channel, received_at, reason, body) VALUES (?, ?, ?, ?)",
+                [(r.channel, r.received_at, r.reason, r.body) for r in rejects],
+            )
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._rollback()
+            raise
+        return new
+
+    def claim(self, channel: int, limit: int, now: float) -> list[Claimed]:
+        # A read first: an idle worker polling an empty channel takes no write lock.
+        if (
+            self._db.execute(
+                "SELECT 1 FROM messages WHERE state = 'queued' AND channel = ? LIMIT 1", (channel,)
+            ).fetchone()
+            is None
+        ):
+            return []
+        self._write()
+        try:
+            rows = self._db.execute(CLAIM, (now, channel, limit)).fetchall()
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._rollback()
+            raise
+        return sorted(Claimed(*row) for row in rows)
+
+    def resume(self, channel: int) -> list[Transformed]:
+        self._write()
+        try:
+            self._db.execute(
+                "UPDATE messages SET state = 'queued' WHERE state = 'transforming' AND channel = ?",
+                (channel,),
+            )
+            rows = self._db.execute(
+                "SELECT id, control_id, document FROM messages WHERE state = 'transformed' AND channel = ? "
+                "ORDER BY id",
+                (channel,),
+            ).fetchall()
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._rollback()
+            raise
+        return [Transformed(*row) for row in rows]
+
+    def store_transformed(
+        self, done: Sequence[Transformed], failed: Sequence[tuple[int, str]], now: float
+    ) -> None:
+        self._write()
+        try:
+            self._db.executemany(
+                "UPDATE messages SET state = 'transformed', document = ?, updated_at = ? WHERE id = ?",
+                [(t.document, now, t.id) for t in done],
+            )
+            self._db.executemany(
+                "UPDATE messages SET state = 'failed', error = ?, updated_at = ? WHERE id = ?",
+                [(reason, now, i) for i, reason in failed],
+            )
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._rollback()
+            raise
+
+    def mark_written(self, ids: Sequence[int], now: float) -> None:
+        self._write()
+        try:
+            self._db.executemany(
+                "UPDATE messages SET state = 'written', updated_at = ? WHERE id = ?", [(now, i) for i in ids]
+            )
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._rollback()
+            raise
+
+    def counts(self) -> dict[int, ChannelCounts]:
+        out: dict[int, ChannelCounts] = {}
+        for channel, state, n in self._db.execute(
+            "SELECT channel, state, count(*) FROM messages GROUP BY channel, state"
+        ):
+            out.setdefault(channel, ChannelCounts()).states[state] = n
+        for channel, n in self._db.execute("SELECT channel, count(*) FROM rejected GROUP BY channel"):
+            out.setdefault(channel, ChannelCounts()).rejected = n
+        return out
+
+    def reindex(self) -> None:
+        self._db.execute("REINDEX messages")
+
+    def _rollback(self) -> None:
+        if self._db.in_transaction:
+            self._db.execute("ROLLBACK")
+
+    def close(self) -> None:
+        self._db.close()
