@@ -1,5 +1,7 @@
 //! The closed model: a fixed number of users, each sending a request, waiting for its reply,
-//! then thinking. Throughput is whatever the system returns: users / (response + think).
+//! then thinking. Throughput is whatever the system returns: users / (response + think). A user
+//! refused a connection waits the plan's back-off and tries again; the time spent reconnecting
+//! counts in the latency of the request that gets through.
 
 use super::Worker;
 use crate::driver::{Driver, ErrorKind};
@@ -32,17 +34,24 @@ async fn user<D: Driver>(w: Rc<Worker<D>>, target: usize, think: Think, mut rng:
     // Start with the run clock, so the first request is timed like every other.
     tokio::time::sleep_until(w.clock.start.into()).await;
     let mut conn = None;
+    // Since when the user has been waiting to reconnect: that wait is the system's, so it counts
+    // in the latency of the user's next request.
+    let mut reconnecting_since = None;
     loop {
         let now = Instant::now();
         if w.stopping(now) || !w.claim(now) {
             break;
         }
         w.in_flight.set(w.in_flight.get() + 1);
-        let outcome = w.issue(target, &mut conn, Instant::now()).await;
+        let intended = reconnecting_since.take().unwrap_or_else(Instant::now);
+        let outcome = w.issue(target, &mut conn, intended).await;
         w.in_flight.set(w.in_flight.get() - 1);
-        // A user whose connection attempt failed waits before retrying, instead of spinning.
+        // A user whose connection attempt failed waits before retrying, instead of spinning, and
+        // retries without thinking.
         if matches!(outcome, Err(ErrorKind::Connect | ErrorKind::Auth)) {
+            reconnecting_since = Some(Instant::now());
             tokio::time::sleep(w.reconnect_backoff).await;
+            continue;
         }
         if let Some(pause) = think_time(&think, &mut rng) {
             tokio::time::sleep(pause).await;
