@@ -65,7 +65,11 @@ def test_half_a_core_carries_half_the_load(tmp_path: Path) -> None:
         f"one core {one['capacity']['capacity_rps']:.0f}/s, half {half['capacity']['capacity_rps']:.0f}/s"
     )
     # 0.5 ± 0.1, not ± 0.05: the machine's two cores are shared with other jobs, whose bursts cost
-    # the server some of its quota in one trial and not in another (measured: 0.47).
+    # the server some of its quota in one search and not in the other (measured back to back under
+    # a load average of 8: 0.500, 0.530, 0.575, and 0.47 earlier). The search is not the cause: its
+    # bracket is 2.5 % wide. The profile's quota is a ceiling, not a floor; giving profiles the
+    # highest CPU weight held the ratio at 0.48–0.50 but let an oversubscribed study (the quick
+    # BizTalk demo, 2.25 host CPUs of quota on 2 cores) starve the generator in every cell.
     print(f"{capacities}, ratio {ratio:.3f}")  # shown with pytest -s
     assert ratio == pytest.approx(0.5, abs=0.1), f"{capacities}, ratio {ratio:.3f}"
     for metrics, words in (
