@@ -57,7 +57,7 @@ where
 {
     // Without a timerfd (not on Linux) tokio's millisecond timer serves; the lateness shows it.
     let timer = PreciseTimer::new().ok();
-    let pools = Rc::new(Pools::new(w.drivers.len()));
+    let pools = Pools::new(w.drivers.len());
     let mut burst = 0;
     // Arrival k of this thread is the run's arrival about k × threads + index: the targets
     // take turns across threads as well as within one.
