@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from caplab import units as u
+from caplab.analysis.generator import generator_limit
 from caplab.report.document import build_results, dumps
 from caplab.report.layout.charts import Chart
 from caplab.report.layout.sections import build_report
@@ -258,6 +259,31 @@ def test_each_interval_is_labelled_by_what_it_is(
         assert "(95%," not in markdown
         assert caption.startswith("Error bars: each configuration's one search bracket")
         assert "not a confidence interval" in caption
+
+
+def test_a_cell_stopped_by_the_generator_shows_its_floor_and_names_the_generator(
+    study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+) -> None:
+    varied = copy.deepcopy(study_document)
+    cell = varied["cells"][0]
+    reason = "the generator was the limit at 2400 (late) in 2 trials"
+    cell["metrics"]["capacity"].update(
+        found=False,
+        capacity_rps=None,
+        ci95=None,
+        interval=None,
+        generator_saturated=True,
+        capacity_at_least=1600.0,
+        message=f"capacity ≥ 1,600/s (the generator's limit here): {reason}",
+    )
+    cell["metrics"]["limit"] = generator_limit(1600.0, "/s", reason)
+    results = build_results(varied, study_samples)
+    assert results["cells"][0]["metrics"]["capacity"]["at_least"] == 1600.0
+    assert results["cells"][0]["limit"]["resource"] == "generator"
+    markdown, _ = _render(results)
+    assert "≥ 1,600/s (the generator's limit here)" in markdown  # the capacity table
+    assert "≥ 1,600 (generator's limit)" in markdown  # the results table
+    assert f"{results['cells'][0]['label']}: inconclusive — capacity ≥ 1,600/s" in markdown
 
 
 def test_non_finite_figures_become_null(

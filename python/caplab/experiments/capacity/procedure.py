@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from caplab.experiments.base import CellContext, TrialRecord
 from caplab.experiments.capacity.answer import FindSettings, find_capacity
-from caplab.experiments.capacity.search import GeneratorSaturated, Probe
+from caplab.experiments.capacity.search import Probe
 from caplab.experiments.capacity.trial import TrialLength
 from caplab.spec import StudyConfig
 
@@ -30,21 +30,27 @@ class CapacityExperiment:
 
     def run(self, ctx: CellContext) -> list[TrialRecord]:
         confirmations: list[TrialRecord] = []
+        passed: list[tuple[float, TrialRecord]] = []
 
         def keep(record: TrialRecord, probe: Probe) -> None:
             ctx.keep(record)
+            if probe.passed:
+                passed.append((probe.load, record))
             if probe.phase == "confirm" and probe.passed:
                 confirmations.append(record)
 
         answer = find_capacity(
             ctx.load_spec(), self.settings, ctx.roles, on_trial=keep, on_probe=ctx.watch, metrics=ctx.metrics
         )
-        if answer.generator_saturated:
-            raise GeneratorSaturated(str(answer.message))
         doc = answer.to_dict()
         ctx.summary["capacity"] = {k: v for k, v in doc.items() if k not in ("limit", "trials")}
         ctx.summary["search_trials"] = doc["trials"]
         ctx.summary["limit"] = answer.limit
+        if answer.generator_saturated:
+            # Inconclusive, not failed: the cell completes with "capacity ≥ X (the generator's limit
+            # here)" and the generator as its limit; its figures are those of the trials at X.
+            floor = answer.capacity_at_least
+            return [r for load, r in passed if load == floor]
         if not answer.found:
             return []
         load = answer.capacity_load

@@ -28,7 +28,8 @@ def combine_replicates(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     closed = searched[0]["capacity"].get("model") == "closed"
     per_replicate = [
         {k: s["capacity"].get(k) for k in ("found", "capacity_rps", "capacity_users", "ci95", "search_s")}
-        | {"trial_count": s["capacity"].get("trial_count"), "message": s["capacity"].get("message")}
+        | {k: s["capacity"].get(k) for k in ("trial_count", "message", "capacity_at_least")}
+        | {"generator_saturated": bool(s["capacity"].get("generator_saturated"))}
         for s in searched
     ]
     found = [s for s in searched if s["capacity"].get("found")]
@@ -38,15 +39,26 @@ def combine_replicates(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         "replicate_count": len(searched),
         "search_s": sum(r["search_s"] or 0.0 for r in per_replicate),
         "trial_count": sum(r["trial_count"] or 0 for r in per_replicate),
+        "capacity_at_least": None,
+        "generator_saturated": False,
     }
     all_trials = [t for s in searched for t in s.get("search_trials") or []]
+    limited = [s for s in searched if s["capacity"].get("generator_saturated")]
+    if not found and limited:
+        return {
+            "capacity": capacity | _generator_floor(limited, len(searched), closed),
+            "search_trials": all_trials,
+            "limit": limited[-1].get("limit"),
+        }
     if len(found) < 2:
         # One capacity (or none) among the replicates is no interval: say so, claim nothing.
         capacity |= {"found": bool(found), "ci95": None, "interval": None}
         if found:
             capacity |= {k: found[0]["capacity"].get(k) for k in ("capacity_rps", "capacity_users")}
         capacity["message"] = (
-            f"capacity found in {len(found)} of {len(searched)} replicates: no interval from replicates"
+            f"capacity found in {len(found)} of {len(searched)} replicates"
+            + (f" ({len(limited)} stopped at the generator's limit)" if limited else "")
+            + ": no interval from replicates"
         )
         return {
             "capacity": capacity,
@@ -59,7 +71,8 @@ def combine_replicates(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         "capacity_rps": rps.mean,
         "interval": INTERVAL_REPLICATES,
         "message": f"mean of {len(found)} replicates"
-        + (f" ({len(searched) - len(found)} found no capacity)" if len(found) < len(searched) else ""),
+        + (f" ({len(searched) - len(found)} found no capacity)" if len(found) < len(searched) else "")
+        + (f" ({len(limited)} stopped at the generator's limit)" if limited else ""),
     }
     if closed:
         users = t_interval([float(s["capacity"]["capacity_users"]) for s in found])
@@ -67,3 +80,26 @@ def combine_replicates(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     else:
         capacity["ci95"] = [rps.low, rps.high]
     return {"capacity": capacity, "search_trials": all_trials, "limit": found[-1].get("limit")}
+
+
+def _generator_floor(limited: list[dict[str, Any]], replicates: int, closed: bool) -> dict[str, Any]:
+    """No replicate found a capacity and some stopped at the generator: the cell is inconclusive,
+    and its capacity at least the lowest floor those replicates proved (a load that passed in each
+    of them) — the generator's limit here, never the system's."""
+    floors = [float(x) for s in limited if (x := s["capacity"].get("capacity_at_least")) is not None]
+    floor = min(floors) if len(floors) == len(limited) else None
+    unit = " users" if closed else "/s"
+    signals = ((limited[-1].get("limit") or {}).get("evidence") or {}).get("signals") or []
+    reason = str(signals[0]) if signals else "the generator fell behind its schedule"
+    where = (
+        f"in {len(limited)} of {replicates} replicates" if len(limited) < replicates else "in every replicate"
+    )
+    shown = f"capacity ≥ {floor:,.0f}{unit} (the generator's limit here)" if floor else "no capacity measured"
+    return {
+        "found": False,
+        "ci95": None,
+        "interval": None,
+        "generator_saturated": True,
+        "capacity_at_least": floor,
+        "message": f"{shown}: the generator stopped the search {where}; {reason}",
+    }

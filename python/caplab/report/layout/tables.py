@@ -102,6 +102,8 @@ def results_table(results: Results) -> Table:
             low, high = cap["ci95"] if cap else [None, None]
             kind = interval_kind(cap["interval"], cap["replicates"]) if cap else ""
             shown = u.num(value) + (f" {u.interval(low, high)} {kind}".rstrip() if low is not None else "")
+            if cap and cap["at_least"] is not None:
+                shown = f"≥ {u.num(cap['at_least'])} (generator's limit)"
             row.append(num_cell(value, shown))
         lat = m["latency_ms"]
         net = [v for v in (host.get("net_rx_mb_s"), host.get("net_tx_mb_s")) if u.is_number(v)]
@@ -460,14 +462,22 @@ def matrix_table(results: Results) -> Table:
 
 
 def _interval_text(e: CapacityEntry) -> str:
-    shown = u.interval(e["ci95"][0], e["ci95"][1], e["unit"])
-    if e["interval"] == "replicates":
-        shown += f" (95%, {e['replicates']} replicates)"
-        if e["indistinguishable"]:
-            shown += " ≈ #" + ", #".join(str(c) for c in e["indistinguishable"])
-    elif e["interval"] == "search":
-        shown += " (search bracket)"
-    return shown
+    shown = (
+        f"{u.interval(e['ci95'][0], e['ci95'][1], e['unit'])} {interval_kind(e['interval'], e['replicates'])}"
+    )
+    if e["interval"] == "replicates" and e["indistinguishable"]:
+        shown += " ≈ #" + ", #".join(str(c) for c in e["indistinguishable"])
+    return shown.strip()
+
+
+def _capacity_text(e: CapacityEntry, cell: CellResult) -> str:
+    """The capacity found, or the floor a generator-limited search proved, or that none was found."""
+    if e["found"]:
+        return u.load(e["value"], e["unit"])
+    cap = cell["metrics"]["capacity"]
+    if cap and cap["at_least"] is not None:
+        return f"≥ {u.load(cap['at_least'], e['unit'])} (the generator's limit here)"
+    return "not found"
 
 
 def capacity_table(results: Results) -> Table:
@@ -495,7 +505,7 @@ def capacity_table(results: Results) -> Table:
             [
                 num_cell(e["cell"], str(e["cell"])),
                 text_cell(e["label"]),
-                num_cell(e["value"], u.load(e["value"], e["unit"]) if e["found"] else "not found"),
+                num_cell(e["value"], _capacity_text(e, cell)),
                 text_cell(_interval_text(e)),
                 num_cell(rated, u.rate(rated)),
                 num_cell(e["trials"], u.num(e["trials"])),

@@ -82,6 +82,7 @@ def _capacity(m: dict[str, Any]) -> CellCapacity | None:
         "precision": c.get("precision"),
         "slo": list(c.get("slo") or []),
         "generator_saturated": bool(c.get("generator_saturated")),
+        "at_least": c.get("capacity_at_least") if c.get("generator_saturated") else None,
     }
 
 

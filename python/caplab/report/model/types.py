@@ -132,6 +132,9 @@ class CellCapacity(TypedDict):
     precision: float | None
     slo: list[str]
     generator_saturated: bool
+    at_least: float | None
+    """When the generator stopped the search (inconclusive): the floor it proved, the generator's
+    limit here — not a capacity of the system."""
 
 
 class Metrics(TypedDict):

@@ -268,11 +268,9 @@ def search_observations(results: Measured) -> list[Observation]:
     for c in searched:
         cap = c["metrics"]["capacity"]
         if cap and not cap["found"]:
-            out.append(
-                note(
-                    "search", f"{c['label']}: no capacity found — {cap['message']}.", [c["index"]], "warning"
-                )
-            )
+            # Stopped by the generator: inconclusive about the system, not a capacity it lacks.
+            what = "inconclusive" if cap["generator_saturated"] else "no capacity found"
+            out.append(note("search", f"{c['label']}: {what} — {cap['message']}.", [c["index"]], "warning"))
     return out
 
 

@@ -1,0 +1,66 @@
+"""A cell's capacity from its replicates when the generator stopped some of their searches: the
+cell is inconclusive, never failed, and its floor ("capacity ≥ X, the generator's limit here") is
+carried across the replicates with the generator named as the limit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from caplab.analysis.generator import generator_limit
+from caplab.experiments.capacity.replicates import combine_replicates
+
+REASON = "the generator was the limit at 2400 (late) in 2 trials"
+
+
+def found(capacity: float) -> dict[str, Any]:
+    limit = {"resource": "cpu:server", "kind": "hardware", "evidence": {"signals": []}}
+    return {
+        "capacity": {"model": "open", "found": True, "capacity_rps": capacity, "ci95": [capacity, capacity]},
+        "search_trials": [],
+        "limit": limit,
+    }
+
+
+def stopped_at_the_generator(floor: float | None) -> dict[str, Any]:
+    shown = f"capacity ≥ {floor:,.0f}/s (the generator's limit here): " if floor else ""
+    return {
+        "capacity": {
+            "model": "open",
+            "found": False,
+            "capacity_rps": None,
+            "generator_saturated": True,
+            "capacity_at_least": floor,
+            "message": shown + REASON,
+        },
+        "search_trials": [],
+        "limit": generator_limit(floor, "/s", REASON),
+    }
+
+
+def test_every_replicate_stopped_by_the_generator_gives_the_lowest_floor_they_proved() -> None:
+    merged = combine_replicates([stopped_at_the_generator(f) for f in (2000.0, 1600.0, 2400.0)])
+    capacity = merged["capacity"]
+    assert capacity["found"] is False and capacity["generator_saturated"] is True
+    assert capacity["capacity_at_least"] == 1600.0 and capacity["ci95"] is None
+    assert capacity["message"].startswith("capacity ≥ 1,600/s (the generator's limit here): ")
+    assert "in every replicate" in capacity["message"] and REASON in capacity["message"]
+    assert merged["limit"]["kind"] == "generator"
+    assert [r["capacity_at_least"] for r in capacity["replicates"]] == [2000.0, 1600.0, 2400.0]
+
+
+def test_a_replicate_without_a_floor_leaves_none_to_claim() -> None:
+    capacity = combine_replicates([stopped_at_the_generator(2000.0), stopped_at_the_generator(None)])[
+        "capacity"
+    ]
+    assert capacity["capacity_at_least"] is None
+    assert capacity["message"].startswith("no capacity measured: ")
+
+
+def test_capacities_found_in_other_replicates_are_the_figure_and_the_generator_is_noted() -> None:
+    merged = combine_replicates([found(1000.0), stopped_at_the_generator(900.0), found(1100.0)])
+    capacity = merged["capacity"]
+    assert capacity["found"] is True and capacity["capacity_rps"] == 1050.0
+    assert capacity["interval"] == "replicates"
+    assert capacity["capacity_at_least"] is None and capacity["generator_saturated"] is False
+    assert "(1 stopped at the generator's limit)" in capacity["message"]
+    assert merged["limit"]["kind"] == "hardware"
