@@ -326,34 +326,6 @@ def paper_tables(results: Results) -> list[Table]:
     return out
 
 
-def paper_tables(results: Results) -> list[Table]:
-    """The paper's tables with ours beside them: per phase, a row per size (the paper's sizes we did
-    not run with its figures alone), per group our items/s and the paper's, on its hardware."""
-    jobs = results["jobs"]
-    out = []
-    for t in jobs["paper_tables"] if jobs else []:
-        columns = [Column(jobs["size_factor"] if jobs and jobs["size_factor"] else "size", True)]
-        for g in t["groups"]:
-            columns += [
-                Column(f"{g} (ours)", True, "items/s"),
-                Column(f"{g} (paper's hardware)", True, "ops/s"),
-            ]
-        rows = []
-        for r in t["rows"]:
-            row = [num_cell(r["size"], u.num(r["size"]))]
-            for ours, theirs in zip(r["ours"], r["paper"], strict=True):
-                row += [num_cell(ours, u.num(ours)), num_cell(theirs, u.num(theirs))]
-            rows.append(row)
-        note = (
-            "Ours measured on this machine's emulated hardware, the paper's on its own: compare the shapes "
-            "(how the rate falls with size, which layout is faster), not the values."
-        )
-        if jobs and jobs["paper_source"]:
-            note += f" Paper: {jobs['paper_source']}."
-        out.append(Table(columns, rows, caption=f"{t['phase']}: ours beside the paper's", note=note))
-    return out
-
-
 def job_fit_lines(results: Results) -> list[str]:
     """Per phase and group: the shape of the rate against the size, and points against the trend."""
     jobs = results["jobs"]
