@@ -10,18 +10,20 @@ import click
 from caplab import __version__
 
 COMMANDS = {
-    "load": "caplab.cli.load:load",
-    "run": "caplab.cli.run:run_study",
-    "demo": "caplab.cli.run:demo",
-    "find-capacity": "caplab.cli.capacity:find_capacity_cmd",
-    "fit-usl": "caplab.cli.capacity:fit_usl_cmd",
-    "ls": "caplab.cli.store:list_studies",
-    "show": "caplab.cli.store:show",
-    "export": "caplab.cli.store:export",
-    "report": "caplab.cli.report:report",
-    "systems": "caplab.cli.systems:systems",
+    "load": "caplab.cli.load:load_command",
+    "run": "caplab.cli.run:run_command",
+    "demo": "caplab.cli.run:demo_command",
+    "find-capacity": "caplab.cli.capacity:find_capacity_command",
+    "fit-usl": "caplab.cli.capacity:fit_usl_command",
+    "ls": "caplab.cli.store:ls_command",
+    "show": "caplab.cli.store:show_command",
+    "export": "caplab.cli.store:export_command",
+    "report": "caplab.cli.report:report_command",
+    "systems": "caplab.cli.systems:systems_command",
 }
-"""Command name → ``module:attribute`` of its click command."""
+"""Command name → ``module:attribute`` of its click command, named for the command with
+``_command`` (``find-capacity`` → ``find_capacity_command``); the work behind it, returning the
+exit code, is ``cmd_<name>``."""
 
 
 class LazyGroup(click.Group):

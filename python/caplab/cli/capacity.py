@@ -92,7 +92,7 @@ target unreachable), 2 bad arguments, 130 interrupted.
 )
 @request_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
-def find_capacity_cmd(as_json: bool, **options: Any) -> None:
+def find_capacity_command(as_json: bool, **options: Any) -> None:
     """Find the highest load URL sustains within the SLO, and what limits it."""
     try:
         code = cmd_find_capacity(as_json=as_json, **options)
@@ -108,7 +108,7 @@ def find_capacity_cmd(as_json: bool, **options: Any) -> None:
 @click.argument("csv_file", type=click.Path(path_type=Path, exists=True, dir_okay=False))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 @click.option("--predict", type=float, multiple=True, help="Also predict throughput at this N (repeatable).")
-def fit_usl_cmd(csv_file: Path, as_json: bool, predict: tuple[float, ...]) -> None:
+def fit_usl_command(csv_file: Path, as_json: bool, predict: tuple[float, ...]) -> None:
     """Fit the Universal Scalability Law to CSV_FILE (columns n,throughput; repeated n allowed)."""
     sys.exit(cmd_fit_usl(csv_file, as_json, list(predict)))
 

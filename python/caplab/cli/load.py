@@ -48,7 +48,7 @@ Exit codes: 0 done, 1 target unreachable, 2 bad arguments, 130 interrupted (resu
 """
 
 
-@click.command(epilog=LOAD_EPILOG)
+@click.command("load", epilog=LOAD_EPILOG)
 @click.argument("url")
 @click.option("--rate", type=click.FloatRange(min=0, min_open=True), help="Open model: requests per second.")
 @click.option(
@@ -104,7 +104,7 @@ Exit codes: 0 done, 1 target unreachable, 2 bad arguments, 130 interrupted (resu
     help="Serve each interval's figures in Prometheus format on 127.0.0.1:PORT/metrics while running.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
-def load(
+def load_command(
     as_json: bool, steps: str | None, actions: tuple[str, ...], metrics_port: int | None, **options: Any
 ) -> None:
     """Drive load at URL (http://, tcp:// or postgresql://) and measure it: one trial."""
@@ -119,7 +119,7 @@ def load(
         sys.exit(exits.FAILED)
     scheduled = [parse_action(a, spec.warmup_s + (spec.duration_s or 0.0)) for a in actions]
     try:
-        code = run_load(plan, as_json, actions=scheduled, metrics_port=metrics_port)
+        code = cmd_load(plan, as_json, actions=scheduled, metrics_port=metrics_port)
     except PlanError as e:
         raise click.UsageError(str(e)) from e
     except TargetUnreachable as e:
@@ -152,7 +152,7 @@ def parse_action(text: str, ends_s: float) -> ActionSpec:
     return ActionSpec(at=seconds, run=shown, name=shown if len(shown) <= 40 else shown[:39] + "…")
 
 
-def run_load(
+def cmd_load(
     plan: Plan,
     as_json: bool,
     console: Console | None = None,

@@ -20,7 +20,7 @@ from caplab.cli.store import guarded, open_store
 from caplab.report import write_report
 
 
-@click.command()
+@click.command("report")
 @click.argument("study", default="latest")
 @click.option(
     "-o",
@@ -30,7 +30,7 @@ from caplab.report import write_report
 )
 @click.option("--db", help=DB_HELP)
 @click.option("--json", "as_json", is_flag=True, help='Print {"report": DIR, "files": [...]} instead.')
-def report(study: str, output: Path | None, db: str | None, as_json: bool) -> None:
+def report_command(study: str, output: Path | None, db: str | None, as_json: bool) -> None:
     """Write the sizing report of a study (an id, a name or `latest`): index.html, report.md,
     results.json. Prints the path of index.html."""
     sys.exit(cmd_report(db, study, output, as_json))

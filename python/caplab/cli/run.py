@@ -41,7 +41,7 @@ DEMO_QUICK = "quick.yaml"
     type=click.IntRange(1, 65535),
     help="Serve each interval's figures in Prometheus format on 127.0.0.1:PORT/metrics while running.",
 )
-def run_study(
+def run_command(
     study_file: Path,
     db: str | None,
     as_json: bool,
@@ -59,7 +59,7 @@ def run_study(
     sys.exit(cmd_run(study_file, db, as_json, resume, report_dir, metrics_port))
 
 
-@click.command()
+@click.command("demo")
 @click.option("--quick", is_flag=True, help="A reduced matrix with short trials: about 3 minutes.")
 @click.option(
     "--dir",
@@ -76,7 +76,7 @@ def run_study(
     type=click.Path(path_type=Path, file_okay=False),
     help="Where the report goes [default: DIR/report].",
 )
-def demo(quick: bool, workdir: Path, db: str | None, report_dir: Path | None) -> None:
+def demo_command(quick: bool, workdir: Path, db: str | None, report_dir: Path | None) -> None:
     """Run the BizTalk scale-out study on msgbus and write its sizing report.
 
     \b

@@ -83,7 +83,7 @@ def _json_out(data: Any) -> None:
 @click.command("ls")
 @click.option("--db", help=DB_HELP)
 @click.option("--json", "as_json", is_flag=True, help="One JSON list instead of a table.")
-def list_studies(db: str | None, as_json: bool) -> None:
+def ls_command(db: str | None, as_json: bool) -> None:
     """List the studies in the results store, oldest first."""
     sys.exit(cmd_ls(db, as_json))
 
@@ -123,11 +123,11 @@ def _studies_table(rows: list[StudyRow], url: str) -> Table:
 # -- show -------------------------------------------------------------------------------------------
 
 
-@click.command()
+@click.command("show")
 @click.argument("study", default="latest")
 @click.option("--db", help=DB_HELP)
 @click.option("--json", "as_json", is_flag=True, help="The whole study (cells, trials, events) as JSON.")
-def show(study: str, db: str | None, as_json: bool) -> None:
+def show_command(study: str, db: str | None, as_json: bool) -> None:
     """Show a study: STUDY is an id, a name or `latest`."""
     sys.exit(cmd_show(db, study, as_json))
 
@@ -214,7 +214,7 @@ def _events_table(events: list[dict[str, Any]], total: int) -> Table:
 # -- export -----------------------------------------------------------------------------------------
 
 
-@click.command()
+@click.command("export")
 @click.argument("study")
 @click.option(
     "--format", "fmt", type=click.Choice(["csv", "parquet", "json"]), default="csv", show_default=True
@@ -223,7 +223,7 @@ def _events_table(events: list[dict[str, Any]], total: int) -> Table:
     "-o", "--output", type=click.Path(path_type=Path), help="Directory (csv, parquet) or file (json)."
 )
 @click.option("--db", help=DB_HELP)
-def export(study: str, fmt: str, output: Path | None, db: str | None) -> None:
+def export_command(study: str, fmt: str, output: Path | None, db: str | None) -> None:
     """Export a study's cells, trials, intervals and resource samples."""
     sys.exit(cmd_export(db, study, fmt, output))
 

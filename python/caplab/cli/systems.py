@@ -10,13 +10,13 @@ from caplab.systems.catalog import SYSTEMS, as_dicts, exec_system, find
 
 
 @click.group("systems")
-def systems() -> None:
+def systems_command() -> None:
     """The reference systems caplab ships: real servers to size, with built-in studies."""
 
 
-@systems.command("list")
+@systems_command.command("list")
 @click.option("--json", "as_json", is_flag=True, help="One JSON list instead of a table.")
-def systems_list(as_json: bool) -> None:
+def systems_list_command(as_json: bool) -> None:
     """List the reference systems."""
     if as_json:
         click.echo(json.dumps(as_dicts(), indent=2))
@@ -27,10 +27,12 @@ def systems_list(as_json: bool) -> None:
         )
 
 
-@systems.command("start", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@systems_command.command(
+    "start", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False}
+)
 @click.argument("name")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def systems_start(name: str, args: tuple[str, ...]) -> None:
+def systems_start_command(name: str, args: tuple[str, ...]) -> None:
     """Run reference system NAME in the foreground with its own options (see NAME --help).
 
     \b
