@@ -1,4 +1,4 @@
-"""Fixtures for the reference systems: msgbus started as real processes on free loopback ports,
+"""Fixtures for the reference systems: msgbus and hl7 started as real processes on free loopback ports,
 the PostgreSQL URL for its store's PostgreSQL variant, and pgpair's primary and standby; all
 stopped (and their files deleted) at teardown."""
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from caplab.systems import msgbus
+from caplab.systems import hl7, msgbus
 from caplab.systems.msgbus import RunningMsgbus
 from caplab.systems.pgpair import Pair, PairSettings, ServerError
 from support.msgbus_client import Start
@@ -67,3 +67,20 @@ def start_pair() -> Iterator[Callable[..., Pair]]:
                 node.kill()
                 node.wait_gone()
         shutil.rmtree(directory, ignore_errors=True)
+
+
+@pytest.fixture
+def start_hl7(tmp_path: Path) -> Iterator[Callable[..., hl7.RunningHl7]]:
+    """``start_hl7(channels, **options)`` (see ``caplab.systems.hl7.start``) with its data dir
+    under ``tmp_path`` unless given; every engine started is stopped at teardown."""
+    started: list[hl7.RunningHl7] = []
+
+    def start(channels: int = 4, **options: Any) -> hl7.RunningHl7:
+        data_dir = options.pop("data_dir", tmp_path / f"hl7-{len(started)}")
+        running = hl7.start(data_dir, channels, **options)
+        started.append(running)
+        return running
+
+    yield start
+    for running in started:
+        running.stop()

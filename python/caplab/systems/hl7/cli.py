@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from typing import NoReturn
 
+import psutil
+
 from caplab.systems.hl7 import generator
 from caplab.systems.hl7.queue import URL_ENV, QueueUnavailable, open_queue
 from caplab.systems.hl7.settings import DEFAULT_METRICS_PORT, DEFAULT_PORT, BadSettings, Settings
@@ -152,9 +154,7 @@ def stop(argv: list[str]) -> NoReturn:
         sys.exit(0)
     deadline = time.monotonic() + a.timeout
     while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
+        if not _alive(pid):
             break
         time.sleep(0.05)
     else:
@@ -162,6 +162,14 @@ def stop(argv: list[str]) -> NoReturn:
         sys.exit(1)
     print(json.dumps({"stopped": pid, "was_running": True}))
     sys.exit(0)
+
+
+def _alive(pid: int) -> bool:
+    """Running (an exited process its parent has not reaped yet is not)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def main(argv: list[str] | None = None) -> NoReturn:

@@ -4,10 +4,11 @@ Where things go (each on a volume of its own if the study wants):
 
 - ``--data-dir``: the engine's own files (``engine.json``: its pid, ports and database for
   ``rebuild-index`` and ``stop``; the counters file), and the default for the others.
-- ``--db-dir``: SQLite's ``queue.db`` and ``queue.db-shm`` (default: the data dir).
-- ``--log-dir``: SQLite's log, ``queue.db-wal`` (a link from beside the database, see
-  sqlite_queue.py; default: beside the database). With PostgreSQL the log is PostgreSQL's own WAL
-  in its data directory (``initdb --waldir``), so ``--log-dir`` is refused.
+- ``--db-dir``: SQLite's ``queue.db`` with its log ``queue.db-wal`` and ``queue.db-shm`` (default:
+  the data dir). SQLite keeps the WAL beside the database, whatever one does (sqlite_queue.py);
+  with PostgreSQL, the database and its log (``pg_wal``, apart with ``initdb --waldir``) are in
+  PostgreSQL's own data directory.
+- ``--log-dir``: the engine's own log, ``hl7.log`` (every process's messages; default: stderr only).
 - ``--out-dir``: the written files, ``channel-<n>/<control id>.json`` (default: DATA/out).
 """
 
@@ -63,11 +64,6 @@ class Settings:
                 raise BadSettings(
                     "--db: a password on the command line is visible to every user; "
                     "use PGPASSWORD, a passfile (PGPASSFILE) or CAPLAB_HL7_DB"
-                )
-            if self.postgres and self.log_dir is not None:
-                raise BadSettings(
-                    "--log-dir: with PostgreSQL the log is its WAL, in its own data directory "
-                    "(initdb --waldir)"
                 )
             if self.db.startswith("sqlite:///") and self.db_dir is not None:
                 raise BadSettings("--db-dir: give --db sqlite:///PATH or --db-dir, not both")

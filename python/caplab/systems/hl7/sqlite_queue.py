@@ -5,17 +5,13 @@ Every process of the engine opens the file (the receiver, one worker per channel
 transactions start with ``BEGIN IMMEDIATE`` so two writers queue on SQLite's lock instead of
 deadlocking, and each is one group of messages, not one message.
 
-Where the files go: SQLite writes its log (the WAL) to ``<db>-wal`` beside the database, always.
-Given a log directory, ``place_wal`` makes ``<db>-wal`` a symbolic link to a file there before the
-database is opened, so the log's writes and fsyncs land on that volume (SQLite opens the WAL by
-name and follows the link); ``<db>-shm``, the WAL's index in shared memory, stays beside the
-database. SQLite deletes the WAL (the link) when the last connection closes cleanly; after a crash
-the link is still there and SQLite recovers through it.
+Where the files go: SQLite writes its log (the WAL) to ``<db>-wal`` beside the database, always
+(it opens it with ``O_NOFOLLOW``, so not even a symbolic link can move it), and its shared-memory
+index to ``<db>-shm``. To put the log on a volume of its own, use PostgreSQL (its ``pg_wal``).
 """
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -66,22 +62,6 @@ WHERE id IN (SELECT id FROM messages WHERE state = 'queued' AND channel = ? ORDE
 RETURNING id, control_id, body
 """
 assert all(name in SCHEMA for name in INDEXES)
-
-
-def place_wal(db: Path, log_dir: Path) -> None:
-    """Makes ``<db>-wal`` a link into ``log_dir`` (see the module doc). A log left by a crash is
-    recovered into the database first, wherever it is."""
-    wal = db.with_name(db.name + "-wal")
-    target = (log_dir / wal.name).resolve()
-    if wal.is_symlink() and wal.resolve() == target:
-        return  # a crash left it: SQLite recovers through it
-    if wal.exists() or wal.is_symlink():
-        sqlite3.connect(db).close()  # recovers, checkpoints and deletes the old log
-        wal.unlink(missing_ok=True)
-    log_dir.mkdir(parents=True, exist_ok=True)
-    with open(target, "wb"):
-        pass  # an empty log: nothing stale to replay
-    os.symlink(target, wal)
 
 
 class SqliteQueue:

@@ -33,7 +33,6 @@ from caplab.systems.hl7 import counters, metrics
 from caplab.systems.hl7.counters import RECEIVER_FIELDS, WORKER_FIELDS, Counters
 from caplab.systems.hl7.queue import URL_ENV, QueueUnavailable, open_queue
 from caplab.systems.hl7.settings import Settings
-from caplab.systems.hl7.sqlite_queue import place_wal
 from caplab.systems.secrets import redact
 
 PACKAGE = "caplab.systems.hl7"
@@ -52,8 +51,24 @@ class StartFailed(RuntimeError):
     """A process did not come up; the reason is in the message (its stderr is the engine's)."""
 
 
+class Log:
+    """The supervisor's messages go to stderr and, given ``--log-dir``, to ``hl7.log`` there,
+    where the children's stderr goes too."""
+
+    file: IO[str] | None = None
+
+    @classmethod
+    def open(cls, log_dir: Path | None) -> None:
+        if log_dir is not None:
+            log_dir.mkdir(parents=True, exist_ok=True)
+            cls.file = open(log_dir / "hl7.log", "a", buffering=1)  # noqa: SIM115 (open for the run)
+
+
 def log(message: str) -> None:
-    print(f"hl7: {message}", file=sys.stderr, flush=True)
+    line = f"hl7: {message}"
+    print(line, file=sys.stderr, flush=True)
+    if Log.file is not None:
+        print(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line}", file=Log.file, flush=True)
 
 
 @dataclass
@@ -83,8 +98,6 @@ class Supervisor:
         path = s.db_path
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            if s.log_dir is not None:
-                place_wal(path, s.log_dir)
         self.queue = open_queue(s.db_url, create=True)
         counters.create(self.counters_path, s.channels)
         self.counters = Counters(self.counters_path)
@@ -101,6 +114,7 @@ class Supervisor:
             [sys.executable, "-m", f"{PACKAGE}.{child.args[0]}", *child.args[1:], *self._common()],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
+            stderr=Log.file,
             text=True,
             env=self.env,
         )
@@ -199,6 +213,7 @@ def run(settings: Settings) -> int:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     settings.data_dir.mkdir(parents=True, exist_ok=True)
+    Log.open(settings.log_dir)
     try:
         supervisor.open()
     except (QueueUnavailable, OSError) as e:

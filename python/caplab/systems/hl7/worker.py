@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from caplab.systems.hl7.child import add_common_args, bind_to_parent, fail
+from caplab.systems.hl7.child import add_common_args, bind_to_parent, fail, log
 from caplab.systems.hl7.counters import Counters, Field
 from caplab.systems.hl7.queue import URL_ENV, Queue, QueueUnavailable, Transformed, open_queue
 from caplab.systems.hl7.transform import TransformFailed, transform
@@ -42,7 +42,11 @@ class Worker:
             self.slot[field] += n
 
     def resume(self) -> None:
-        self._write(self.queue.resume(self.channel))
+        """What a predecessor left: claimed rows are queued again, transformed ones written."""
+        left = self.queue.resume(self.channel)
+        if left:
+            log(f"worker {self.channel}", f"resuming: writing {len(left)} messages transformed before")
+        self._write(left)
 
     def step(self) -> int:
         """One batch; how many messages it claimed."""

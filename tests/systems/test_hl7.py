@@ -1,0 +1,243 @@
+"""The hl7 engine as a sender sees it: AA only once the message is committed, AE for malformed
+input (counted and kept), duplicates acknowledged but queued once, counters that agree with the
+database; and the operator's side: bad options exit 2, an unreachable PostgreSQL exits 1 with the
+reason, rebuild-index, template, stop, and the log placed apart."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import psutil
+import pytest
+
+from caplab.systems.hl7 import generator
+from caplab.systems.hl7.message import ack_code
+from caplab.systems.hl7.queue import URL_ENV
+from support.hl7_client import Start, db_rows, send_channels, send_one, written_files
+
+HL7 = [sys.executable, "-m", "caplab.systems.hl7"]
+
+
+def hl7_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*HL7, *args], capture_output=True, text=True, timeout=60, env=env, check=False)
+
+
+def test_aa_comes_once_the_message_is_committed(start_hl7: Start) -> None:
+    engine = start_hl7(1)
+    [(control_id, body)] = generator.messages(1, seed=7)
+    reply = send_one(engine.ports[0], body)
+    assert ack_code(reply) == "AA" and f"MSA|AA|{control_id}".encode() in reply
+    # Another connection sees the row at once: it was committed before the AA left.
+    rows = db_rows(
+        engine.data_dir / "queue.db",
+        "SELECT channel, message_type FROM messages WHERE control_id = ?",
+        control_id,
+    )
+    assert len(rows) == 1 and rows[0][0] == 0
+    engine.wait_drained()
+    assert written_files(engine.out_dir or Path(), 0) == [control_id]
+    document = json.loads((engine.out_dir or Path()).joinpath("channel-0", f"{control_id}.json").read_text())
+    assert document["control_id"] == control_id and document["patient"]["id"].startswith("P")
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b"this is not HL7", "no MSH segment"),
+        (b"MSH|^~\\&|LAB|H|ENG|H|20260101||ORU^R01|||P|2.5\rPID|1||P1", "MSH-10"),
+        (b"MSH|^~\\&|LAB|H|ENG|H|20260101||ADT^A01|X1|P|2.5\r%%%|broken", "not a segment"),
+    ],
+)
+def test_a_malformed_message_gets_ae_and_is_counted_and_kept(
+    start_hl7: Start, body: bytes, reason: str
+) -> None:
+    engine = start_hl7(2)
+    reply = send_one(engine.ports[1], body)
+    assert ack_code(reply) == "AE" and reason.encode() in reply
+    kept = db_rows(engine.data_dir / "queue.db", "SELECT channel, reason, body FROM rejected")
+    assert len(kept) == 1 and kept[0][0] == 1 and reason in str(kept[0][1]) and kept[0][2] == body
+    samples = engine.metrics()
+    assert samples['hl7_rejected_total{channel="1"}'] == 1
+    assert engine.total("hl7_queued_total", samples) == 0
+    assert db_rows(engine.data_dir / "queue.db", "SELECT count(*) FROM messages") == [(0,)]
+
+
+def test_a_duplicate_control_id_is_acknowledged_and_queued_once(start_hl7: Start) -> None:
+    engine = start_hl7(2)
+    [(_, body)] = generator.messages(1, seed=3)
+    assert [ack_code(send_one(engine.ports[0], body)) for _ in range(3)] == ["AA"] * 3
+    assert ack_code(send_one(engine.ports[1], body)) == "AA"  # a channel of its own: a message of its own
+    samples = engine.wait_drained()
+    assert samples['hl7_queued_total{channel="0"}'] == 1 and samples['hl7_duplicates_total{channel="0"}'] == 2
+    assert db_rows(
+        engine.data_dir / "queue.db", "SELECT channel, count(*) FROM messages GROUP BY channel"
+    ) == [
+        (0, 1),
+        (1, 1),
+    ]
+
+
+def test_counters_match_the_database(start_hl7: Start) -> None:
+    engine = start_hl7(4)
+    batches = [generator.messages(60, seed=c) for c in range(4)]
+    acked = send_channels(engine.ports, batches)
+    for bad in (b"garbage", b"MSH|^~\\&|A|B|C|D|2026||ADT^A01||P|2.5"):
+        send_one(engine.ports[2], bad)
+    send_one(engine.ports[3], batches[3][0][1])  # a duplicate
+    samples = engine.wait_drained()
+    db = engine.data_dir / "queue.db"
+    by_state = {
+        (c, s): n for c, s, n in db_rows(db, "SELECT channel, state, count(*) FROM messages GROUP BY 1, 2")
+    }
+    rejected = dict(db_rows(db, "SELECT channel, count(*) FROM rejected GROUP BY channel"))
+    for c in range(4):
+        assert samples[f'hl7_queued_total{{channel="{c}"}}'] == len(acked[c]) == by_state[(c, "written")]
+        assert samples[f'hl7_written_total{{channel="{c}"}}'] == by_state[(c, "written")]
+        assert samples[f'hl7_transformed_total{{channel="{c}"}}'] == by_state[(c, "written")]
+        assert samples[f'hl7_rejected_total{{channel="{c}"}}'] == rejected.get(c, 0)
+        assert samples[f'hl7_queue_depth{{channel="{c}"}}'] == 0
+        assert len(written_files(engine.out_dir or Path(), c)) == by_state[(c, "written")]
+    assert (
+        samples['hl7_received_total{channel="2"}'] == 62 and samples['hl7_duplicates_total{channel="3"}'] == 1
+    )
+    assert set(by_state) == {(c, "written") for c in range(4)}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--channels", "0"], "--channels: must be 1…64, got 0"),
+        (["--channels", "four"], "argument --channels: invalid int value"),
+        (["--port", "65534", "--channels", "4"], "--port: channels 65534…65537 are not all ports"),
+        (["--db", "mysql://localhost/x"], "--db: expected sqlite:///PATH or postgresql://"),
+        (["--db", "postgresql://caplab:s3cret@127.0.0.1/x"], "--db: a password on the command line"),
+        (["--db", "sqlite:///tmp/q.db", "--db-dir", "/tmp/x"], "--db-dir: give --db sqlite:///PATH or"),
+        (["--sink", "nowhere"], "--sink: expected HOST:PORT"),
+        (["--batch", "0"], "--batch: must be 1…10000"),
+    ],
+)
+def test_a_channel_config_that_does_not_parse_exits_2(tmp_path: Path, args: list[str], message: str) -> None:
+    done = hl7_cli("start", "--data-dir", str(tmp_path), *args)
+    assert done.returncode == 2, done.stderr
+    assert message in done.stderr
+    assert "s3cret" not in done.stderr
+    assert not (tmp_path / "queue.db").exists()
+
+
+def test_an_unreachable_postgresql_fails_the_start_with_the_reason(tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    env = dict(os.environ) | {URL_ENV: f"postgresql://caplab:s3cret-pw@127.0.0.1:{closed}/nothing"}
+    done = hl7_cli("start", "--data-dir", str(tmp_path), "--port", "0", "--metrics-port", "0", env=env)
+    assert done.returncode == 1
+    assert (
+        f"cannot open the queue: cannot connect to postgresql://caplab:***@127.0.0.1:{closed}/nothing"
+        in done.stderr
+    )
+    assert "s3cret-pw" not in done.stderr + done.stdout
+    assert "listening" not in done.stdout
+
+
+def test_rebuild_index_runs_while_messages_are_processed(start_hl7: Start) -> None:
+    engine = start_hl7(2)
+    batches = [generator.messages(150, seed=c) for c in range(2)]
+    rebuilds: list[subprocess.CompletedProcess[str]] = []
+
+    def rebuild_midway(sent: int) -> None:
+        if sent == 50:
+            rebuilds.append(hl7_cli("rebuild-index", "--data-dir", str(engine.data_dir)))
+
+    acked = send_channels(engine.ports, batches, between=rebuild_midway)
+    [done] = rebuilds
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["rebuild_s"] >= 0 and result["rows"] >= 50
+    engine.wait_drained()
+    assert [written_files(engine.out_dir or Path(), c) for c in range(2)] == [sorted(a) for a in acked]
+
+
+@pytest.mark.parametrize("kind", generator.KINDS)
+def test_the_template_is_a_message_the_engine_accepts(start_hl7: Start, kind: str) -> None:
+    done = hl7_cli("template", "--kind", kind, "--results", "3", "--prefix", "T9-")
+    assert done.returncode == 0 and done.stdout.count("{seq}") >= 2
+    engine = start_hl7(1)
+    for seq in (1, 2):
+        body = done.stdout.replace("{seq}", str(seq)).replace("\r", "\n")  # as caplab load reads it
+        assert ack_code(send_one(engine.ports[0], body.encode())) == "AA"
+    engine.wait_drained()
+    assert written_files(engine.out_dir or Path(), 0) == ["T9-1", "T9-2"]
+    document = json.loads((engine.out_dir or Path()).joinpath("channel-0", "T9-2.json").read_text())
+    assert document["patient"]["id"] == "T9-P2"
+    if kind == "oru":
+        assert len(document["orders"][0]["observations"]) == 3
+
+
+def test_documents_go_to_a_downstream_mllp_sink(start_hl7: Start) -> None:
+    received: list[bytes] = []
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def sink() -> None:
+        from caplab.systems.hl7 import mllp
+
+        conn, _ = listener.accept()
+        frames = mllp.Frames()
+        with conn:
+            while data := conn.recv(65536):
+                for document in frames.feed(data):
+                    received.append(document)
+                    conn.sendall(mllp.frame(b"MSH|^~\\&|SINK|||||ACK|1|P|2.5\rMSA|AA|x"))
+
+    threading.Thread(target=sink, daemon=True).start()
+    engine = start_hl7(1, args=("--sink", f"127.0.0.1:{listener.getsockname()[1]}"))
+    [acked] = send_channels(engine.ports, [generator.messages(30, seed=5)])
+    engine.wait_drained()
+    assert sorted(json.loads(d)["control_id"] for d in received) == sorted(acked)
+    listener.close()
+
+
+def test_files_go_where_they_are_placed_and_survive_a_restart(start_hl7: Start, tmp_path: Path) -> None:
+    """Database (with SQLite's WAL beside it), engine log and output each in a directory of its
+    own; a second engine on the same directories carries on from the first one's counts."""
+    placed = {name: tmp_path / name for name in ("db", "log", "out")}
+    args = tuple(a for name, d in placed.items() for a in (f"--{name}-dir", str(d)))
+    engine = start_hl7(1, args=args)
+    [acked] = send_channels(engine.ports, [generator.messages(20, seed=2)])
+    assert {p.name for p in placed["db"].iterdir()} == {"queue.db", "queue.db-wal", "queue.db-shm"}
+    os.kill(engine.worker_pid(0), signal.SIGKILL)
+    engine.wait_until(lambda m: "restarting it" in (placed["log"] / "hl7.log").read_text(), timeout_s=30)
+    engine.wait_drained()
+    assert written_files(placed["out"], 0) == sorted(acked)
+    assert engine.stop() == 0
+    again = start_hl7(1, data_dir=engine.data_dir, args=args)
+    samples = again.metrics()
+    assert samples['hl7_written_total{channel="0"}'] == samples['hl7_queued_total{channel="0"}'] == len(acked)
+
+
+def test_stop_ends_the_engine_and_every_child(start_hl7: Start) -> None:
+    engine = start_hl7(2)
+    children = psutil.Process(engine.process.pid).children()
+    assert len(children) == 3  # the receiver and a worker per channel
+    done = hl7_cli("stop", "--data-dir", str(engine.data_dir))
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"stopped": engine.process.pid, "was_running": True}
+    assert engine.process.wait(timeout=10) == 0
+    _, alive = psutil.wait_procs(children, timeout=10)
+    assert alive == []
+    assert not (engine.data_dir / "engine.json").exists()
+
+
+def test_a_sigkilled_supervisor_leaves_no_orphans(start_hl7: Start) -> None:
+    engine = start_hl7(2)
+    children = psutil.Process(engine.process.pid).children()
+    engine.process.kill()
+    engine.process.wait()
+    _, alive = psutil.wait_procs(children, timeout=10)
+    assert alive == []

@@ -1,0 +1,108 @@
+"""Every message the hl7 engine acknowledged is written exactly once: with a channel's worker
+SIGKILLed in the middle of a batch (the supervisor restarts it and it resumes), and with the whole
+engine SIGKILLed mid-load and started again on the same data directory (the senders resend what
+was not acknowledged, as MLLP senders do).
+
+The control ids compared are those the senders got an AA for; the written files are named by
+control id, so a lost message is a missing file and the database's unique index and state say
+whether any message was written twice."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import time
+from pathlib import Path
+
+import psutil
+
+from caplab.systems.hl7 import RunningHl7, generator
+from support.hl7_client import Start, db_rows, send_channels, written_files
+
+IN_FLIGHT = "SELECT count(*) FROM messages WHERE channel = ? AND state IN ('transforming', 'transformed')"
+
+
+def assert_exactly_once(engine: RunningHl7, acked: list[list[str]]) -> None:
+    samples = engine.wait_drained(timeout_s=120)
+    db = engine.data_dir / "queue.db"
+    for c, ids in enumerate(acked):
+        assert len(ids) == len(set(ids))
+        files = written_files(engine.out_dir or Path(), c)
+        assert sorted(set(ids) - set(files)) == [], f"channel {c}: acknowledged, never written"
+        assert sorted(set(files) - set(ids)) == [], f"channel {c}: written, never acknowledged"
+        rows = db_rows(db, "SELECT control_id, state FROM messages WHERE channel = ?", c)
+        assert sorted(r[0] for r in rows) == sorted(ids) and {r[1] for r in rows} == {"written"}
+        assert samples[f'hl7_written_total{{channel="{c}"}}'] == len(ids)
+
+
+def stop_mid_batch(engine: RunningHl7, channel: int, db: Path, timeout_s: float = 60) -> int:
+    """SIGSTOPs the channel's worker at a moment when it holds claimed or transformed rows (seen
+    committed while it is frozen), then SIGKILLs it there; its pid."""
+    pid = engine.worker_pid(channel)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        os.kill(pid, signal.SIGSTOP)
+        if db_rows(db, IN_FLIGHT, channel)[0][0] > 0:
+            os.kill(pid, signal.SIGKILL)
+            return pid
+        os.kill(pid, signal.SIGCONT)
+        time.sleep(0.003)
+    raise AssertionError(f"worker {channel} never held a batch")
+
+
+def test_a_worker_killed_mid_batch_loses_and_repeats_nothing(start_hl7: Start) -> None:
+    engine = start_hl7(4, args=("--batch", "40"))
+    batches = [generator.messages(150, seed=c, prefix=f"K{c}-") for c in range(4)]
+    frozen = engine.worker_pid(1)
+    os.kill(frozen, signal.SIGSTOP)  # channel 1's queue fills up while the others run
+    acked = send_channels(engine.ports, batches)
+    os.kill(frozen, signal.SIGCONT)
+    victim = stop_mid_batch(engine, 1, engine.data_dir / "queue.db")
+    assert_exactly_once(engine, acked)
+    assert f"worker 1 (pid {victim}) exited with code -9; restarting it" in engine.stderr_tail()
+    assert engine.worker_pid(1) != victim
+    assert engine.process.poll() is None
+
+
+def free_ports(n: int) -> int:
+    """A base port with ``n`` free ports from it."""
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            base: int = s.getsockname()[1]
+        if base + n > 65535:
+            continue
+        try:
+            for p in range(base, base + n):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", p))
+        except OSError:
+            continue
+        return base
+    raise RuntimeError("no run of free ports")
+
+
+def test_an_engine_killed_mid_load_and_restarted_writes_each_message_once(
+    start_hl7: Start, tmp_path: Path
+) -> None:
+    base = free_ports(2)
+    args = ("--port", str(base), "--batch", "40")
+    data_dir = tmp_path / "engine"
+    first = start_hl7(2, data_dir=data_dir, args=args)
+    engines = [first]
+
+    def kill_and_restart(sent: int) -> None:
+        if sent != 120:
+            return
+        children = psutil.Process(first.process.pid).children()
+        first.process.kill()  # the children die with it (PR_SET_PDEATHSIG)
+        first.process.wait()
+        psutil.wait_procs(children, timeout=10)
+        engines.append(start_hl7(2, data_dir=data_dir, args=args))
+
+    batches = [generator.messages(300, seed=c, prefix=f"R{c}-") for c in range(2)]
+    acked = send_channels([base, base + 1], batches, between=kill_and_restart, retry_s=60)
+    assert len(engines) == 2
+    assert [len(a) for a in acked] == [300, 300]
+    assert_exactly_once(engines[1], acked)
