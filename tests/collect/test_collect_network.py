@@ -48,15 +48,16 @@ def send_over_loopback(size: int) -> None:
 
 def lo_window(net: NetworkCollector, size: int = 0) -> dict[str, float]:
     """lo's bytes and packets over one sampled window in which ``size`` bytes are sent (or, with
-    no size, 0.1 s of whatever else uses loopback); ``wall`` is the window's length."""
-    t0 = time.monotonic()
+    no size, 0.1 s of whatever else uses loopback); ``wall`` is the window's length, on the
+    collector's own clock (its rates are per second of it)."""
     net.start()
+    began = net.sampled_at
     if size:
         send_over_loopback(size)
     else:
         time.sleep(0.1)
-    wall = time.monotonic() - t0
-    samples = net.sample(wall)
+    samples = net.sample(1.0)
+    wall = net.sampled_at - began
     return {
         "rx": get(samples, "net:lo", "rx_mb_s") * wall * 1e6,
         "tx": get(samples, "net:lo", "tx_mb_s") * wall * 1e6,

@@ -47,7 +47,7 @@ def test_rates_follow_the_servers_own_count(known_server: KnownServer) -> None:
     )
     collector.start()
     assert collector.warning is None
-    first_scrape = collector.scraped_at
+    first_scrape = collector.sampled_at
     result = run(Plan(Target(f"{base}/"), OpenLoad.constant(200, 1.0), duration_s=1.0))
     samples = {s.metric: s for s in collector.sample(result.duration_s)}
     collector.stop()
@@ -55,7 +55,7 @@ def test_rates_follow_the_servers_own_count(known_server: KnownServer) -> None:
     assert samples["served"].value == 200  # the gauge reads the counter as it stands
     # The server's 200 requests over the collector's own clock between its two scrapes, which
     # spans the run (so the rate is at most the offered 200/s), not over the caller's time.
-    between = collector.scraped_at - first_scrape
+    between = collector.sampled_at - first_scrape
     assert between >= result.duration_s
     assert samples["served_per_s"].value == pytest.approx(200 / between)
     assert all(s.scope == "app" for s in samples.values())

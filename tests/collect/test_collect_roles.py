@@ -23,7 +23,6 @@ import psutil
 import pytest
 
 from caplab.collect import GeneratorCollector, ResourceSample, RoleCollector, RoleSpec
-from caplab.collect.base import Collector
 from caplab.collect.roles import cgroup_dir
 from caplab.engine import OpenLoad, Plan, RunResult, Target, run
 from caplab.systems.process import RunningServer, start_module
@@ -87,32 +86,38 @@ class Trial:
     samples: list[ResourceSample]
     walls: dict[float, float]
     """Seconds each sample covered, by its ``t`` (measured here, around the collectors' calls)."""
+    windows: dict[tuple[str, float], float]
+    """Seconds each scope's sample at ``t`` covered on its collector's own clock."""
     served: int
     """Requests the server handled, from its own count: the ground truth for the work done."""
 
     def cpu_s(self, scope: str) -> float:
         """CPU seconds the scope used over the whole trial."""
         pct = {s.t: s.value for s in self.samples if s.scope == scope and s.metric == "cpu_percent"}
-        return sum(p / 100 * self.walls[t] for t, p in pct.items())
+        return sum(p / 100 * self.windows[scope, t] for t, p in pct.items())
 
     @property
     def wall_s(self) -> float:
         return sum(self.walls.values())
 
 
-def drive(server: RunningServer, collectors: list[Collector]) -> Trial:
+def drive(server: RunningServer, collectors: list[RoleCollector | GeneratorCollector]) -> Trial:
     """Constant-rate load, with every collector sampled from the engine's interval callback as the
     runner does, and once more after the run so that the requests the server was still working
     through at the end are inside the measured span too."""
     samples: list[ResourceSample] = []
     walls: dict[float, float] = {}
+    windows: dict[tuple[str, float], float] = {}
     last = time.monotonic()
 
     def take(t: float) -> None:
         nonlocal last
         now = time.monotonic()
         for c in collectors:
-            samples.extend(c.sample(t))
+            began = c.sampled_at
+            fresh = c.sample(t)
+            samples.extend(fresh)
+            windows.update({(s.scope, t): c.sampled_at - began for s in fresh})
         walls[t], last = now - last, now
 
     plan = Plan(
@@ -125,7 +130,7 @@ def drive(server: RunningServer, collectors: list[Collector]) -> Trial:
     take(max(walls) + 1.0)
     for c in collectors:
         c.stop()
-    return Trial(result, samples, walls, served_requests(server))
+    return Trial(result, samples, walls, windows, served_requests(server))
 
 
 def mean(xs: list[float]) -> float:
@@ -203,13 +208,12 @@ def test_child_cpu_counts_for_the_role(spawn: Spawn, mode: str) -> None:
     parent = spawn(PARENT, mode, str(burn_s), stdin=subprocess.PIPE)
     assert read_line(parent) == "ready"
     role = RoleCollector(RoleSpec("app", pid=parent.pid))
-    t0 = time.monotonic()
     role.start()
+    began = role.sampled_at
     send_line(parent)
     assert read_line(parent) == "burned"
-    wall = time.monotonic() - t0
-    samples = role.sample(wall)
-    cpu_s = one(samples, "role:app", "cpu_percent") / 100 * wall
+    samples = role.sample(1.0)
+    cpu_s = one(samples, "role:app", "cpu_percent") / 100 * (role.sampled_at - began)
     # The child was born during the interval, so all its CPU counts: the burn, plus a Python
     # start-up (measured above) and the parent's fork/exec (a few ms).
     assert burn_s - 0.01 <= cpu_s <= burn_s + 2 * startup_s + 0.03, (cpu_s, startup_s)
@@ -244,19 +248,18 @@ def test_short_lived_children_are_counted_once(spawn: Spawn) -> None:
     parent = spawn(CHURN, "8", "0.05", stdin=subprocess.PIPE)
     assert read_line(parent) == "ready"
     role = RoleCollector(RoleSpec("churn", pid=parent.pid))
-    last = time.monotonic()
     role.start()
     send_line(parent)
     cpu_s = 0.0
     assert parent.stdout is not None
     truth: float | None = None
-    deadline = last + 20
+    deadline = time.monotonic() + 20
     while truth is None and time.monotonic() < deadline:
         if select.select([parent.stdout], [], [], 0.05)[0]:
             truth = float(parent.stdout.readline())
-        now = time.monotonic()
-        cpu_s += one(role.sample(now - last), "role:churn", "cpu_percent") / 100 * (now - last)
-        last = now
+        last = role.sampled_at
+        percent = one(role.sample(time.monotonic()), "role:churn", "cpu_percent")
+        cpu_s += percent / 100 * (role.sampled_at - last)  # over the collector's own window
     assert truth is not None
     assert cpu_s == pytest.approx(truth, abs=0.03 + 0.05 * truth), (cpu_s, truth)
 
@@ -274,13 +277,12 @@ def test_role_io_is_the_bytes_its_processes_write(spawn: Spawn, tmp_path: Path) 
         "time.sleep(60)\n"
     )
     role = RoleCollector(RoleSpec("writer", match=str(target)))
-    t0 = time.monotonic()
     role.start()
+    began = role.sampled_at
     writer = spawn(code, str(target))  # born during the interval: counted from its start
     assert read_line(writer) == "written"
-    wall = time.monotonic() - t0
-    samples = role.sample(wall)
-    written = one(samples, "role:writer", "write_mb_s") * wall * 1e6
+    samples = role.sample(1.0)
+    written = one(samples, "role:writer", "write_mb_s") * (role.sampled_at - began) * 1e6
     assert size <= written <= size * 1.05, written
     assert one(samples, "role:writer", "processes") == 1.0
 

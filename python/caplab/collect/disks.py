@@ -112,18 +112,20 @@ class DiskCollector:
 
     def __init__(self) -> None:
         self._prev: dict[str, DiskCounters] = {}
-        self._last = 0.0
+        self.sampled_at = 0.0
+        """When the counters were last read (``time.monotonic()``): rates are per second of this clock,
+        whatever time the caller gives a sample."""
         self._disks: set[str] | None = None
 
     def start(self) -> None:
         self._disks = whole_disks()
-        self._last = time.monotonic()
+        self.sampled_at = time.monotonic()
         self._prev = self._read()
 
     def sample(self, t: float) -> list[ResourceSample]:
         now_t = time.monotonic()
         now = self._read()
-        wall = now_t - self._last
+        wall = now_t - self.sampled_at
         out: list[ResourceSample] = []
         for name, counters in now.items():
             prev = self._prev.get(name)
@@ -131,7 +133,7 @@ class DiskCollector:
                 continue  # appeared mid-trial: from the next sample on
             for metric, value in disk_rates(prev, counters, wall).items():
                 out.append(ResourceSample(t, f"disk:{name}", metric, value))
-        self._prev, self._last = now, now_t
+        self._prev, self.sampled_at = now, now_t
         return out
 
     def stop(self) -> None:

@@ -63,19 +63,21 @@ class GeneratorCollector:
     def __init__(self) -> None:
         self._process = psutil.Process()
         self._prev_cpu = 0.0
-        self._last = 0.0
+        self.sampled_at = 0.0
+        """When the counters were last read (``time.monotonic()``): rates are per second of this clock,
+        whatever time the caller gives a sample."""
         self._stat = own_cpu_stat()
         self._prev_throttling = _throttling(self._stat)
 
     def start(self) -> None:
-        self._last = time.monotonic()
+        self.sampled_at = time.monotonic()
         self._prev_cpu = self._cpu_s()
         self._prev_throttling = _throttling(self._stat)
 
     def sample(self, t: float) -> list[ResourceSample]:
         now_t = time.monotonic()
         cpu = self._cpu_s()
-        wall = max(now_t - self._last, 1e-9)
+        wall = max(now_t - self.sampled_at, 1e-9)
         with self._process.oneshot():
             rss = self._process.memory_info().rss
             threads = self._process.num_threads()
@@ -84,7 +86,7 @@ class GeneratorCollector:
             "rss_mb": rss / MIB,
             "threads": float(threads),
         }
-        self._prev_cpu, self._last = cpu, now_t
+        self._prev_cpu, self.sampled_at = cpu, now_t
         throttling = _throttling(self._stat)
         if throttling is not None and self._prev_throttling is not None:
             periods = throttling[0] - self._prev_throttling[0]

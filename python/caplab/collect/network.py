@@ -39,18 +39,20 @@ class NetworkCollector:
 
     def __init__(self) -> None:
         self._prev: dict[str, tuple[int, int, int, int]] = {}
-        self._last = 0.0
+        self.sampled_at = 0.0
+        """When the counters were last read (``time.monotonic()``): rates are per second of this clock,
+        whatever time the caller gives a sample."""
         self._links: dict[str, float | None] = {}
 
     def start(self) -> None:
-        self._last = time.monotonic()
+        self.sampled_at = time.monotonic()
         self._prev = self._read()
         self._links = {iface: link_mb_s(iface) for iface in self._prev}
 
     def sample(self, t: float) -> list[ResourceSample]:
         now_t = time.monotonic()
         now = self._read()
-        wall = max(now_t - self._last, 1e-9)
+        wall = max(now_t - self.sampled_at, 1e-9)
         out: list[ResourceSample] = []
         for iface, (rx, tx, rx_p, tx_p) in now.items():
             if iface.startswith(PROFILE_LINK):
@@ -68,7 +70,7 @@ class NetworkCollector:
             if link is not None:
                 values["link_mb_s"] = link
             out += [ResourceSample(t, f"net:{iface}", metric, value) for metric, value in values.items()]
-        self._prev, self._last = now, now_t
+        self._prev, self.sampled_at = now, now_t
         return out
 
     def stop(self) -> None:

@@ -73,17 +73,19 @@ class NodeExporterCollector:
         self.roles = list(roles or [])
         self.name = f"node:{host}"
         self._prev: Series = {}
-        self._last = 0.0
+        self.sampled_at = 0.0
+        """When the counters were last read (``time.monotonic()``): rates are per second of this clock,
+        whatever time the caller gives a sample."""
 
     def start(self) -> None:
         self._prev = read_node(self.url)
-        self._last = time.monotonic()
+        self.sampled_at = time.monotonic()
 
     def sample(self, t: float) -> list[ResourceSample]:
         now = read_node(self.url)
         now_t = time.monotonic()
-        wall = max(now_t - self._last, 1e-9)
-        prev, self._prev, self._last = self._prev, now, now_t
+        wall = max(now_t - self.sampled_at, 1e-9)
+        prev, self._prev, self.sampled_at = self._prev, now, now_t
         values: dict[str, float] = {}
         values |= _cpu(prev, now)
         values |= _memory(now)

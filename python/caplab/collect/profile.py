@@ -75,16 +75,18 @@ class ProfileCollector:
         self.name = f"profile:{role}"
         self._start: RoleUsage = {}
         self._prev: RoleUsage = {}
-        self._last = 0.0
+        self.sampled_at = 0.0
+        """When the counters were last read (``time.monotonic()``): rates are per second of this clock,
+        whatever time the caller gives a sample."""
 
     def start(self) -> None:
         self._start = self._prev = self.source.usage()
-        self._last = time.monotonic()
+        self.sampled_at = time.monotonic()
 
     def sample(self, t: float) -> list[ResourceSample]:
         now = self.source.usage()
         now_t = time.monotonic()
-        wall = now_t - self._last
+        wall = now_t - self.sampled_at
         scope = f"role:{self.role}"
         out: list[ResourceSample] = []
 
@@ -139,7 +141,7 @@ class ProfileCollector:
                 rates["throttle_percent"] = 100.0 * max(shares)
             for metric, value in rates.items():
                 add(f"volume:{label}", metric, value)
-        self._prev, self._last = now, now_t
+        self._prev, self.sampled_at = now, now_t
         return out
 
     def stop(self) -> None:

@@ -94,14 +94,14 @@ class PrometheusCollector:
     def __init__(self, source: MetricsSource) -> None:
         self.source = source
         self._prev: dict[str, float] = {}
-        self.scraped_at = 0.0
-        """When the last scrape was read (``time.monotonic()``): a rate is per second of this clock
-        between two scrapes, whatever time the caller gives a sample."""
+        self.sampled_at = 0.0
+        """When the endpoint was last scraped (``time.monotonic()``): rates are per second of this
+        clock, whatever time the caller gives a sample."""
         self.warning: str | None = None
 
     def start(self) -> None:
         self._prev = self._drained() if self.source.drain else self._scrape()
-        self.scraped_at = time.monotonic()
+        self.sampled_at = time.monotonic()
         wanted = set(self.source.rates.values()) | set(self.source.gauges.values())
         missing = sorted(wanted - set(self._prev))
         self.warning = (
@@ -117,7 +117,7 @@ class PrometheusCollector:
     def sample(self, t: float) -> list[ResourceSample]:
         values = self._scrape()
         now = time.monotonic()
-        wall = max(now - self.scraped_at, 1e-9)
+        wall = max(now - self.sampled_at, 1e-9)
         out: list[ResourceSample] = []
         for figure, series in self.source.rates.items():
             if series in values and series in self._prev:
@@ -128,7 +128,7 @@ class PrometheusCollector:
         for figure, series in self.source.gauges.items():
             if series in values:
                 out.append(ResourceSample(t, SCOPE, figure, values[series]))
-        self._prev, self.scraped_at = values, now
+        self._prev, self.sampled_at = values, now
         return out
 
     def stop(self) -> None:

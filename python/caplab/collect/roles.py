@@ -201,7 +201,9 @@ class RoleCollector:
         self._excluded = _self_and_ancestors()
         self._prev: dict[tuple[int, float], _Reading] = {}
         self._pending: dict[int, _Pending] = {}
-        self._last_wall = 0.0
+        self.sampled_at = 0.0
+        """When the counters were last read (``time.monotonic()``): rates are per second of this clock,
+        whatever time the caller gives a sample."""
         self._last_boot_s = 0.0
         self._samples = 0
         self._empty_samples = 0
@@ -227,7 +229,7 @@ class RoleCollector:
     def start(self) -> None:
         # Clocks are read just before the counters, here and in sample(), so the wall time and
         # the counter deltas cover the same span.
-        self._last_wall = time.monotonic()
+        self.sampled_at = time.monotonic()
         self._last_boot_s = _since_boot_now()
         self._prev = self._read_all()
         self._pending = {}
@@ -236,7 +238,7 @@ class RoleCollector:
         now_wall = time.monotonic()
         now_boot = _since_boot_now()
         readings = self._read_all()
-        wall = max(now_wall - self._last_wall, 1e-9)
+        wall = max(now_wall - self.sampled_at, 1e-9)
         user, system = self._cpu_delta(readings)
         read_b = write_b = ctx = 0
         busiest_thread = 0.0
@@ -255,7 +257,7 @@ class RoleCollector:
         if not readings:
             self._empty_samples += 1
         self._prev = readings
-        self._last_wall, self._last_boot_s = now_wall, now_boot
+        self.sampled_at, self._last_boot_s = now_wall, now_boot
         values = {
             "cpu_percent": (user + system) / wall * 100,
             "user_percent": user / wall * 100,
