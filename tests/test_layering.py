@@ -17,6 +17,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "_engine": frozenset(),
     "units": frozenset(),
     "engine": frozenset({"_engine", "units"}),
+    "cluster": frozenset({"engine", "units"}),
     "analysis": frozenset({"engine", "units"}),
     "spec": frozenset({"analysis", "profiles", "units"}),
     "collect": frozenset({"engine", "units"}),

@@ -1,0 +1,264 @@
+"""Load agents as Ray actors: connect to a cluster (or start a local one for one run), place one
+`Agent` per share of the plan, start them at one agreed instant, relay their merged progress,
+and collect what each measured — naming any agent that died or could not start.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import ray
+from ray.exceptions import GetTimeoutError, RayError
+
+import caplab
+from caplab import engine
+from caplab.cluster.agent import Agent, AgentIdentity, AgentRun
+from caplab.cluster.clock import ClockReading, agreed_start
+from caplab.cluster.merge import merge_intervals, merge_results
+from caplab.cluster.split import agent_name, split_plan
+from caplab.engine import IntervalSnapshot, Plan, RunResult
+
+LOCAL = "local"
+"""The cluster address that means: start Ray on this machine for this run, stop it after."""
+AGENT_START_TIMEOUT_S = 60.0
+"""How long an agent may take to be placed and answer before the run fails naming it."""
+POLL_S = 0.25
+STOP_GRACE_S = 10.0
+"""After Ctrl-C, how long agents get (beyond one interval) to return what they measured."""
+
+
+class ClusterUnreachable(Exception):
+    """The Ray cluster cannot be reached or started; the message says which and why."""
+
+
+class AgentsFailed(Exception):
+    """An agent could not start (placement, a caplab version other than the driver's)."""
+
+
+@dataclass(frozen=True)
+class AgentReport:
+    """One agent's part of a run: where it ran, its clock against the driver's, how late it
+    started against the agreed instant, and its result or why it has none."""
+
+    name: str
+    identity: AgentIdentity | None
+    clock: ClockReading | None
+    start_late_s: float | None
+    result: RunResult | None
+    failure: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The agent's entry in `caplab load --json`'s ``agents``."""
+        r = self.result
+        return {
+            "name": self.name,
+            "node": self.identity.node if self.identity else None,
+            "pid": self.identity.pid if self.identity else None,
+            "clock_offset_ms": self.clock.offset_s * 1e3 if self.clock else None,
+            "clock_round_trip_ms": self.clock.round_trip_s * 1e3 if self.clock else None,
+            "start_late_ms": self.start_late_s * 1e3 if self.start_late_s is not None else None,
+            "failure": self.failure,
+            "offered_rate": r.offered_rate if r else None,
+            "users": r.users if r else None,
+            "sent": r.sent if r else None,
+            "completed": r.completed if r else None,
+            "errors": r.errors if r else None,
+            "throughput": r.throughput if r else None,
+            "latency_ms": r.raw["latency_ms"] if r else None,
+            "generator": r.raw["generator"] if r else None,
+        }
+
+
+@dataclass(frozen=True)
+class ClusterRun:
+    """A load run on agents: each agent's report and, over those that measured, the merged
+    result (None when none did)."""
+
+    agents: tuple[AgentReport, ...]
+    result: RunResult | None
+    interrupted: bool = False
+    failures: tuple[AgentReport, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A connected Ray cluster: its address as given and the CPUs it offers."""
+
+    address: str
+    cpus: float
+
+
+def cpu_shortfall(cpus: float, agents: int) -> str | None:
+    """The warning when agents outnumber the cluster's CPUs (they then share them)."""
+    if cpus >= agents:
+        return None
+    return f"{agents} agents on a cluster with {cpus:g} CPUs: agents share CPUs and may saturate"
+
+
+@contextlib.contextmanager
+def connect(address: str, agents: int) -> Iterator[Cluster]:
+    """Connects to the Ray cluster at ``address`` (``ray://host:10001``, ``host:6379``, ``auto``)
+    or, for ``local``, starts one on this machine with a CPU per agent; disconnects (and stops a
+    local one) afterwards. Raises ClusterUnreachable with Ray's reason."""
+    try:
+        if address == LOCAL:
+            ray.init(
+                num_cpus=agents,
+                include_dashboard=False,
+                log_to_driver=False,
+                configure_logging=False,
+            )
+        else:
+            ray.init(address=address, log_to_driver=False, configure_logging=False)
+    except (ConnectionError, RuntimeError, ValueError, TimeoutError, RayError) as e:
+        raise ClusterUnreachable(f"cannot reach the Ray cluster at {address}: {_first_line(e)}") from e
+    try:
+        resources: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
+        yield Cluster(address, float(resources.get("CPU", 0.0)))
+    finally:
+        ray.shutdown()
+
+
+def run_on_agents(
+    cluster: Cluster, plan: Plan, agents: int, on_interval: Callable[[IntervalSnapshot], None] | None = None
+) -> ClusterRun:
+    """Runs ``plan`` split across ``agents`` actors on the connected cluster and merges their
+    results. Ctrl-C stops every agent and returns what they measured, ``interrupted`` set."""
+    plans = split_plan(plan, agents)
+    cpu_share = min(1.0, cluster.cpus / agents) if cluster.cpus else 1.0
+    remote: Any = ray.remote(Agent)
+    actors = [
+        remote.options(
+            num_cpus=cpu_share, max_concurrency=4, max_restarts=0, scheduling_strategy="SPREAD"
+        ).remote(agent_name(i))
+        for i in range(agents)
+    ]
+    try:
+        identities, readings = _meet(actors)
+        start = agreed_start(time.time(), readings)
+        runs = {
+            actor.run.remote(p, reading.to_agent(start)): i
+            for i, (actor, p, reading) in enumerate(zip(actors, plans, readings, strict=True))
+        }
+        finished, interrupted = _watch(actors, runs, plan.interval_s, on_interval)
+    finally:
+        for actor in actors:
+            ray.kill(actor)
+    reports = tuple(
+        _report(
+            i, identities[i], readings[i], finished.get(i, AgentRun(agent_name(i), None, "no answer", None))
+        )
+        for i in range(agents)
+    )
+    measured = [(r.name, r.result) for r in reports if r.result is not None]
+    merged = merge_results(measured) if measured else None
+    return ClusterRun(reports, merged, interrupted, tuple(r for r in reports if r.failure is not None))
+
+
+def _meet(actors: list[Any]) -> tuple[list[AgentIdentity], list[ClockReading]]:
+    """Each agent's identity (its caplab must be the driver's) and clock reading; an agent that
+    cannot be placed or does not answer fails the run, named."""
+    identities: list[AgentIdentity] = []
+    readings: list[ClockReading] = []
+    for i, actor in enumerate(actors):
+        try:
+            identity: AgentIdentity = ray.get(actor.identity.remote(), timeout=AGENT_START_TIMEOUT_S)
+            sent_at = time.time()
+            agent_time: float = ray.get(actor.clock.remote(), timeout=AGENT_START_TIMEOUT_S)
+            received_at = time.time()
+        except (GetTimeoutError, RayError) as e:
+            raise AgentsFailed(f"{agent_name(i)} could not start: {_first_line(e)}") from e
+        if (identity.caplab_version, identity.engine_version) != (caplab.__version__, engine.ENGINE_VERSION):
+            raise AgentsFailed(
+                f"{identity.name} on {identity.node} runs caplab {identity.caplab_version} (engine "
+                f"{identity.engine_version}); this driver runs {caplab.__version__} "
+                f"(engine {engine.ENGINE_VERSION}): install the same version on every node"
+            )
+        identities.append(identity)
+        readings.append(ClockReading.measure(sent_at, agent_time, received_at))
+    return identities, readings
+
+
+def _watch(
+    actors: list[Any],
+    runs: dict[Any, int],
+    interval_s: float,
+    on_interval: Callable[[IntervalSnapshot], None] | None,
+) -> tuple[dict[int, AgentRun], bool]:
+    """Waits for every agent's run, relaying merged intervals as all live agents report them;
+    on Ctrl-C tells every agent to stop and waits a little for what they measured."""
+    finished: dict[int, AgentRun] = {}
+    snapshots: list[list[dict[str, Any]]] = [[] for _ in actors]
+    relayed = 0
+    interrupted = False
+    deadline: float | None = None
+    pending = dict(runs)
+    while pending:
+        try:
+            ready, _ = ray.wait(list(pending), num_returns=len(pending), timeout=POLL_S)
+            for ref in ready:
+                i = pending.pop(ref)
+                finished[i] = _answer(i, ref)
+            if on_interval is not None:
+                relayed = _relay(actors, _measuring(len(actors), finished), snapshots, relayed, on_interval)
+            if deadline is not None and time.time() > deadline:
+                for i in pending.values():
+                    finished[i] = AgentRun(agent_name(i), None, "did not stop when told", None)
+                break
+        except KeyboardInterrupt:
+            if interrupted:
+                raise
+            interrupted = True
+            deadline = time.time() + interval_s + STOP_GRACE_S
+            for i in pending.values():
+                actors[i].stop.remote()
+    if on_interval is not None:
+        _relay(actors, _measuring(len(actors), finished), snapshots, relayed, on_interval)
+    return finished, interrupted
+
+
+def _measuring(agents: int, finished: dict[int, AgentRun]) -> list[int]:
+    """The agents whose intervals count: those still running and those that returned a result."""
+    return [i for i in range(agents) if i not in finished or finished[i].raw is not None]
+
+
+def _answer(i: int, ref: Any) -> AgentRun:
+    """An agent's run as it ended: its answer, or its death named."""
+    try:
+        answer: AgentRun = ray.get(ref)
+    except RayError as e:
+        return AgentRun(agent_name(i), None, f"died: {_first_line(e)}", None)
+    return answer
+
+
+def _relay(
+    actors: list[Any],
+    measuring: list[int],
+    snapshots: list[list[dict[str, Any]]],
+    relayed: int,
+    on_interval: Callable[[IntervalSnapshot], None],
+) -> int:
+    """Polls the measuring agents for new intervals and passes on, merged, each index all of them
+    have reported; returns the next index to relay."""
+    for i in measuring:
+        with contextlib.suppress(GetTimeoutError, RayError):
+            snapshots[i].extend(ray.get(actors[i].progress.remote(len(snapshots[i])), timeout=POLL_S * 4))
+    reached = min((len(snapshots[i]) for i in measuring), default=0)
+    for index in range(relayed, reached):
+        merged = merge_intervals([[snapshots[i][index]] for i in measuring])[0]
+        on_interval(IntervalSnapshot.from_dict(merged))
+    return max(relayed, reached)
+
+
+def _report(i: int, identity: AgentIdentity, clock: ClockReading, run: AgentRun) -> AgentReport:
+    result = RunResult.from_json(run.raw) if run.raw is not None else None
+    return AgentReport(agent_name(i), identity, clock, run.start_late_s, result, run.failure)
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip() or type(e).__name__
+    return text.splitlines()[0]
