@@ -13,37 +13,57 @@ import os
 import signal
 import socket
 import time
+import urllib.parse
+import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import psutil
+import psycopg
 
 from caplab.systems.hl7 import RunningHl7, generator
+from caplab.systems.hl7.postgres_queue import SCHEMA_ENV
 from support.hl7_client import Start, db_rows, send_channels, written_files
 
 IN_FLIGHT = "SELECT count(*) FROM messages WHERE channel = ? AND state IN ('transforming', 'transformed')"
+Query = Callable[[str, int], list[tuple[Any, ...]]]
+"""Runs a query with one parameter (``?``) on the engine's queue database."""
 
 
-def assert_exactly_once(engine: RunningHl7, acked: list[list[str]]) -> None:
+def sqlite_query(engine: RunningHl7) -> Query:
+    return lambda sql, param: db_rows(engine.data_dir / "queue.db", sql, param)
+
+
+def postgres_query(url: str, schema: str) -> Query:
+    def query(sql: str, param: int) -> list[tuple[Any, ...]]:
+        with psycopg.connect(url, options=f"-c search_path={schema}") as conn:
+            return conn.execute(sql.replace("?", "%s"), (param,)).fetchall()
+
+    return query
+
+
+def assert_exactly_once(engine: RunningHl7, acked: list[list[str]], query: Query | None = None) -> None:
     samples = engine.wait_drained(timeout_s=120)
-    db = engine.data_dir / "queue.db"
+    query = query or sqlite_query(engine)
     for c, ids in enumerate(acked):
         assert len(ids) == len(set(ids))
         files = written_files(engine.out_dir or Path(), c)
         assert sorted(set(ids) - set(files)) == [], f"channel {c}: acknowledged, never written"
         assert sorted(set(files) - set(ids)) == [], f"channel {c}: written, never acknowledged"
-        rows = db_rows(db, "SELECT control_id, state FROM messages WHERE channel = ?", c)
+        rows = query("SELECT control_id, state FROM messages WHERE channel = ?", c)
         assert sorted(r[0] for r in rows) == sorted(ids) and {r[1] for r in rows} == {"written"}
         assert samples[f'hl7_written_total{{channel="{c}"}}'] == len(ids)
 
 
-def stop_mid_batch(engine: RunningHl7, channel: int, db: Path, timeout_s: float = 60) -> int:
+def stop_mid_batch(engine: RunningHl7, channel: int, query: Query, timeout_s: float = 60) -> int:
     """SIGSTOPs the channel's worker at a moment when it holds claimed or transformed rows (seen
     committed while it is frozen), then SIGKILLs it there; its pid."""
     pid = engine.worker_pid(channel)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         os.kill(pid, signal.SIGSTOP)
-        if db_rows(db, IN_FLIGHT, channel)[0][0] > 0:
+        if query(IN_FLIGHT, channel)[0][0] > 0:
             os.kill(pid, signal.SIGKILL)
             return pid
         os.kill(pid, signal.SIGCONT)
@@ -58,7 +78,7 @@ def test_a_worker_killed_mid_batch_loses_and_repeats_nothing(start_hl7: Start) -
     os.kill(frozen, signal.SIGSTOP)  # channel 1's queue fills up while the others run
     acked = send_channels(engine.ports, batches)
     os.kill(frozen, signal.SIGCONT)
-    victim = stop_mid_batch(engine, 1, engine.data_dir / "queue.db")
+    victim = stop_mid_batch(engine, 1, sqlite_query(engine))
     assert_exactly_once(engine, acked)
     assert f"worker 1 (pid {victim}) exited with code -9; restarting it" in engine.stderr_tail()
     assert engine.worker_pid(1) != victim
@@ -106,3 +126,18 @@ def test_an_engine_killed_mid_load_and_restarted_writes_each_message_once(
     assert len(engines) == 2
     assert [len(a) for a in acked] == [300, 300]
     assert_exactly_once(engines[1], acked)
+
+
+def test_exactly_once_on_postgresql_across_a_killed_worker(start_hl7: Start, pg_url: str) -> None:
+    schema = f"hl7_{uuid.uuid4().hex[:12]}"
+    engine = start_hl7(2, db=pg_url, env=dict(os.environ) | {SCHEMA_ENV: schema}, args=("--batch", "40"))
+    query = postgres_query(pg_url, schema)
+    frozen = engine.worker_pid(0)
+    os.kill(frozen, signal.SIGSTOP)
+    acked = send_channels(engine.ports, [generator.messages(150, seed=c, prefix=f"PG{c}-") for c in range(2)])
+    os.kill(frozen, signal.SIGCONT)
+    victim = stop_mid_batch(engine, 0, query)
+    assert_exactly_once(engine, acked, query)
+    assert f"worker 0 (pid {victim}) exited with code -9; restarting it" in engine.stderr_tail()
+    password = urllib.parse.urlsplit(pg_url).password
+    assert password and password not in engine.stderr_tail() + (engine.data_dir / "engine.json").read_text()
