@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from caplab.profiles import LinkClass, Profile, VolumeClass, check_support
-from support.profiles import left_behind, leftovers
+from support.profiles import left_behind, leftovers, outweighing_the_neighbours
 from support.servers import default_sigint
 from support.studies import CAPLAB, caplab, free_port, json_out, knownserver, listening, write_study
 
@@ -39,8 +39,7 @@ def test_half_a_core_carries_half_the_load(tmp_path: Path) -> None:
     study = {
         "name": "cores",
         "target": {"http": {"url": f"http://127.0.0.1:{port}/"}},
-        # One profile core is half a host core: a quota the server gets in full even when other
-        # jobs keep the machine's two cores busy (a whole host core it would not).
+        # One profile core is half a host core: the generator keeps most of the machine's two.
         "profiles": {"one": {"cpus": 1}, "half": {"cpus": 0.5}},
         "scale": {"cpu": 0.5},
         "factors": {"profile": ["one", "half"]},
@@ -54,9 +53,10 @@ def test_half_a_core_carries_half_the_load(tmp_path: Path) -> None:
         "search": {"precision": "5%", "trial": "1s", "repeats": 1, "start": 100},
     }
     path = write_study(tmp_path / "study.yaml", study)
-    done = caplab(
-        "run", path, "--db", f"sqlite:///{tmp_path / 'c.db'}", "--json", "-o", tmp_path / "r", timeout=300
-    )
+    with outweighing_the_neighbours():  # the quota, not the machine's other jobs, holds it back
+        done = caplab(
+            "run", path, "--db", f"sqlite:///{tmp_path / 'c.db'}", "--json", "-o", tmp_path / "r", timeout=300
+        )
     assert done.returncode == 0, done.stderr[-3000:]
     cells = {c["factors"]["profile"]: c for c in json_out(done)["cells"]}
     one, half = (cells[p]["metrics"] for p in ("one", "half"))
@@ -64,14 +64,11 @@ def test_half_a_core_carries_half_the_load(tmp_path: Path) -> None:
     capacities = (
         f"one core {one['capacity']['capacity_rps']:.0f}/s, half {half['capacity']['capacity_rps']:.0f}/s"
     )
-    # 0.5 ± 0.1, not ± 0.05: the machine's two cores are shared with other jobs, whose bursts cost
-    # the server some of its quota in one search and not in the other (measured back to back under
-    # a load average of 8: 0.500, 0.530, 0.575, and 0.47 earlier). The search is not the cause: its
-    # bracket is 2.5 % wide. The profile's quota is a ceiling, not a floor; giving profiles the
-    # highest CPU weight held the ratio at 0.48–0.50 but let an oversubscribed study (the quick
-    # BizTalk demo, 2.25 host CPUs of quota on 2 cores) starve the generator in every cell.
+    # Without the neighbours outweighed, other jobs on the machine's two cores eat into the quota,
+    # more of the whole core's than of the half's (measured back to back under a load average of
+    # 8: ratios 0.47 to 0.71); the search's own bracket is 2.5 % wide.
     print(f"{capacities}, ratio {ratio:.3f}")  # shown with pytest -s
-    assert ratio == pytest.approx(0.5, abs=0.1), f"{capacities}, ratio {ratio:.3f}"
+    assert ratio == pytest.approx(0.5, abs=0.05), f"{capacities}, ratio {ratio:.3f}"
     for metrics, words in (
         (one, "1 core, emulated as 0.5 host CPUs"),
         (half, "0.5 cores, emulated as 0.25 host CPUs"),
