@@ -20,6 +20,7 @@ COMMANDS = {
     "export": "caplab.cli.store:export_command",
     "report": "caplab.cli.report:report_command",
     "systems": "caplab.cli.systems:systems_command",
+    "cluster": "caplab.cli.cluster:cluster_command",
 }
 """Command name → ``module:attribute`` of its click command, named for the command with
 ``_command`` (``find-capacity`` → ``find_capacity_command``); the work behind it, returning the

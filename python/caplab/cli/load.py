@@ -44,7 +44,11 @@ time until it settled, rate after), read from the interval series:
   caplab load http://127.0.0.1:8080/ --rate 500 --duration 30s --interval 100ms \\
       --action '10s:systemctl restart app'
 \b
-Exit codes: 0 done, 1 target unreachable, 2 bad arguments, 130 interrupted (results kept).
+On load agents of a Ray cluster (the load split among them, results merged):
+  caplab load http://10.0.0.5:8080/ --rate 20000 --cluster ray://10.0.0.2:10001 --agents 4
+\b
+Exit codes: 0 done, 1 target or cluster unreachable (or an agent died), 2 bad arguments,
+130 interrupted (results kept).
 """
 
 
@@ -103,9 +107,26 @@ Exit codes: 0 done, 1 target unreachable, 2 bad arguments, 130 interrupted (resu
     type=click.IntRange(1, 65535),
     help="Serve each interval's figures in Prometheus format on 127.0.0.1:PORT/metrics while running.",
 )
+@click.option(
+    "--cluster",
+    metavar="ADDRESS",
+    help="Run on load agents of the Ray cluster at ADDRESS (ray://HEAD:10001, or `local`: a Ray "
+    "started on this machine for this run).",
+)
+@click.option(
+    "--agents",
+    type=click.IntRange(min=1),
+    help="With --cluster: how many load agents share the load (default 2).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 def load_command(
-    as_json: bool, steps: str | None, actions: tuple[str, ...], metrics_port: int | None, **options: Any
+    as_json: bool,
+    steps: str | None,
+    actions: tuple[str, ...],
+    metrics_port: int | None,
+    cluster: str | None,
+    agents: int | None,
+    **options: Any,
 ) -> None:
     """Drive load at URL (http://, tcp:// or postgresql://) and measure it: one trial."""
     try:
@@ -118,6 +139,8 @@ def load_command(
         click.echo(f"caplab: {e}", err=True)
         sys.exit(exits.FAILED)
     scheduled = [parse_action(a, spec.warmup_s + (spec.duration_s or 0.0)) for a in actions]
+    if cluster is not None or agents is not None:
+        sys.exit(load_on_cluster(plan, as_json, cluster, agents, scheduled, metrics_port))
     try:
         code = cmd_load(plan, as_json, actions=scheduled, metrics_port=metrics_port)
     except PlanError as e:
@@ -126,6 +149,35 @@ def load_command(
         click.echo(f"caplab: {e}", err=True)
         sys.exit(exits.FAILED)
     sys.exit(code)
+
+
+def load_on_cluster(
+    plan: Plan,
+    as_json: bool,
+    address: str | None,
+    agents: int | None,
+    actions: list[ActionSpec],
+    metrics_port: int | None,
+) -> int:
+    """`--cluster`/`--agents`: the load split across load agents on Ray (see cli/cluster.py)."""
+    from caplab.cli.cluster import DEFAULT_AGENTS, cmd_load_on_cluster
+    from caplab.cluster.split import split_plan
+
+    if address is None:
+        raise click.UsageError("--agents needs --cluster (ray://HEAD:10001 or local)")
+    if actions:
+        raise click.UsageError("--action runs on this machine: not with --cluster")
+    count = agents if agents is not None else DEFAULT_AGENTS
+    try:
+        split_plan(plan, count)
+    except engine.UsageProblem as e:
+        raise click.UsageError(str(e)) from e
+    publisher = start_publisher(metrics_port)
+    try:
+        return cmd_load_on_cluster(plan, as_json, address, count, publisher=publisher)
+    finally:
+        if publisher is not None:
+            publisher.stop()
 
 
 def result_json(url: str, r: engine.RunResult) -> dict[str, Any]:

@@ -6,7 +6,10 @@ and collect what each measured — naming any agent that died or could not start
 from __future__ import annotations
 
 import contextlib
+import logging
+import socket
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +29,9 @@ LOCAL = "local"
 """The cluster address that means: start Ray on this machine for this run, stop it after."""
 AGENT_START_TIMEOUT_S = 60.0
 """How long an agent may take to be placed and answer before the run fails naming it."""
+CONNECT_TIMEOUT_S = 5.0
+CLOCK_READINGS = 5
+"""Clock readings per agent; the one with the shortest round trip is kept (NTP's filter)."""
 POLL_S = 0.25
 STOP_GRACE_S = 10.0
 """After Ctrl-C, how long agents get (beyond one interval) to return what they measured."""
@@ -104,16 +110,17 @@ def connect(address: str, agents: int) -> Iterator[Cluster]:
     """Connects to the Ray cluster at ``address`` (``ray://host:10001``, ``host:6379``, ``auto``)
     or, for ``local``, starts one on this machine with a CPU per agent; disconnects (and stops a
     local one) afterwards. Raises ClusterUnreachable with Ray's reason."""
+    if address != LOCAL:
+        _check_reachable(address)
     try:
-        if address == LOCAL:
-            ray.init(
-                num_cpus=agents,
-                include_dashboard=False,
-                log_to_driver=False,
-                configure_logging=False,
-            )
-        else:
-            ray.init(address=address, log_to_driver=False, configure_logging=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # Ray's own advice on ports; the message below says it all
+            if address == LOCAL:
+                ray.init(
+                    num_cpus=agents, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR
+                )
+            else:
+                ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
     except (ConnectionError, RuntimeError, ValueError, TimeoutError, RayError) as e:
         raise ClusterUnreachable(f"cannot reach the Ray cluster at {address}: {_first_line(e)}") from e
     try:
@@ -121,6 +128,19 @@ def connect(address: str, agents: int) -> Iterator[Cluster]:
         yield Cluster(address, float(resources.get("CPU", 0.0)))
     finally:
         ray.shutdown()
+
+
+def _check_reachable(address: str) -> None:
+    """Fails at once, with the socket's reason, when nothing listens at a ``host:port`` address
+    (Ray's own client would retry for half a minute before saying only "timeout")."""
+    host, sep, port = address.removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        return  # "auto" and other forms Ray resolves itself
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as e:
+        reason = e.strerror or str(e) or type(e).__name__
+        raise ClusterUnreachable(f"cannot reach the Ray cluster at {address}: {reason.lower()}") from e
 
 
 def run_on_agents(
@@ -167,9 +187,7 @@ def _meet(actors: list[Any]) -> tuple[list[AgentIdentity], list[ClockReading]]:
     for i, actor in enumerate(actors):
         try:
             identity: AgentIdentity = ray.get(actor.identity.remote(), timeout=AGENT_START_TIMEOUT_S)
-            sent_at = time.time()
-            agent_time: float = ray.get(actor.clock.remote(), timeout=AGENT_START_TIMEOUT_S)
-            received_at = time.time()
+            reading = _read_clock(actor)
         except (GetTimeoutError, RayError) as e:
             raise AgentsFailed(f"{agent_name(i)} could not start: {_first_line(e)}") from e
         if (identity.caplab_version, identity.engine_version) != (caplab.__version__, engine.ENGINE_VERSION):
@@ -179,8 +197,18 @@ def _meet(actors: list[Any]) -> tuple[list[AgentIdentity], list[ClockReading]]:
                 f"(engine {engine.ENGINE_VERSION}): install the same version on every node"
             )
         identities.append(identity)
-        readings.append(ClockReading.measure(sent_at, agent_time, received_at))
+        readings.append(reading)
     return identities, readings
+
+
+def _read_clock(actor: Any) -> ClockReading:
+    """The agent's clock against the driver's, from the quickest of a few round trips."""
+    readings = []
+    for _ in range(CLOCK_READINGS):
+        sent_at = time.time()
+        agent_time: float = ray.get(actor.clock.remote(), timeout=AGENT_START_TIMEOUT_S)
+        readings.append(ClockReading.measure(sent_at, agent_time, time.time()))
+    return min(readings, key=lambda r: r.round_trip_s)
 
 
 def _watch(
