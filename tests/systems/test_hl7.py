@@ -241,3 +241,22 @@ def test_a_sigkilled_supervisor_leaves_no_orphans(start_hl7: Start) -> None:
     engine.process.wait()
     _, alive = psutil.wait_procs(children, timeout=10)
     assert alive == []
+
+
+def test_caplab_systems_start_runs_hl7_until_sigterm(tmp_path: Path) -> None:
+    caplab = Path(sys.executable).parent / "caplab"
+    args = ["systems", "start", "hl7", "--channels", "1", "--data-dir", str(tmp_path)]
+    proc = subprocess.Popen(
+        [str(caplab), *args, "--port", "0", "--metrics-port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    listening = proc.stdout.readline()
+    assert listening.startswith("listening 127.0.0.1:")
+    port = int(listening.rsplit(":", 1)[1])
+    assert ack_code(send_one(port, generator.messages(1)[0][1])) == "AA"
+    assert "caplab.systems.hl7" in " ".join(psutil.Process(proc.pid).cmdline())  # the role's match
+    proc.terminate()
+    assert proc.wait(timeout=30) == 0

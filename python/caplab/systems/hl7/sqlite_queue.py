@@ -26,6 +26,9 @@ from caplab.systems.hl7.queue import (
     Transformed,
 )
 
+BUSY_TIMEOUT_S = 600.0
+"""How long a writer waits for SQLite's lock: a REINDEX of millions of rows holds it for minutes
+(the paper's "very slow" rebuilds), and the engine should stall through it, not fail."""
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages (
     id INTEGER PRIMARY KEY,
@@ -70,7 +73,10 @@ class SqliteQueue:
         if not create and not Path(path).exists():
             raise QueueUnavailable(f"no queue database at {path}")
         try:
-            self._db = sqlite3.connect(path, isolation_level=None, timeout=60, check_same_thread=False)
+            # The receiver's committer thread is its only user (hence check_same_thread off).
+            self._db = sqlite3.connect(
+                path, isolation_level=None, timeout=BUSY_TIMEOUT_S, check_same_thread=False
+            )
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             if create:
