@@ -286,6 +286,47 @@ def test_a_cell_stopped_by_the_generator_shows_its_floor_and_names_the_generator
     assert f"{results['cells'][0]['label']}: inconclusive — capacity ≥ 1,600/s" in markdown
 
 
+def _replicated(document: dict[str, Any], intervals: list[tuple[float, float]]) -> dict[str, Any]:
+    """The study with each cell's capacity the mean of 3 replicates, over the intervals given."""
+    varied = copy.deepcopy(document)
+    for cell, (low, high) in zip(varied["cells"], intervals, strict=True):
+        cell["metrics"]["capacity"].update(
+            capacity_rps=(low + high) / 2, ci95=[low, high], interval="replicates", replicate_count=3
+        )
+    return varied
+
+
+def test_configurations_within_each_others_noise_are_not_ranked(
+    study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+) -> None:
+    """workers = 2 and 3 overlap (1,800–2,000 against 1,900–2,100): without a goal the report names
+    no best between them and picks by the stated tiebreak (size); with a goal none meets, it ranks
+    neither; a price that differs decides cost per capacity, and says so."""
+    varied = _replicated(study_document, [(900.0, 1000.0), (1800.0, 2000.0), (1900.0, 2100.0)])
+    text = build_results(varied, study_samples)["recommendation"]["text"]
+    assert "workers=2 (1,900/s), workers=3 (2,000/s) sustained the most" in text
+    assert "not distinguishable, so none is named the best" in text
+    assert "By size as the tiebreak" in text and "take workers=2" in text
+    assert "The best configuration" not in text
+    beyond = build_results(_with_goal(varied, 5000.0), study_samples)["recommendation"]["text"]
+    assert "The highest — workers=2 (1,900/s), workers=3 (2,000/s) — are not distinguishable" in beyond
+    assert "the best," not in beyond
+    # Per 1,000/s: 211, 147 and 145 — workers=3 lowest by a hair, within the noise of workers=2.
+    for cell, price in zip(varied["cells"], (200.0, 280.0, 290.0), strict=True):
+        cell["metrics"]["cost"] = {
+            "total": price,
+            "currency": "USD",
+            "basis": "once",
+            "parts": [],
+            "unpriced": [],
+        }
+    cost = build_results(varied, study_samples)["recommendation"]["cost"]
+    assert cost is not None and cost["cheapest"] is not None
+    assert cost["cheapest"]["label"] == "workers=2"  # 280 < 290: the price, not noise, decides
+    assert "not distinguishable among workers=2, workers=3" in cost["text"]
+    assert "the lowest price among them decides: workers=2" in cost["text"]
+
+
 def test_non_finite_figures_become_null(
     study_document: dict[str, Any], study_samples: list[dict[str, Any]]
 ) -> None:

@@ -62,3 +62,5 @@ def test_a_replicated_study_gives_each_capacity_an_interval_from_its_replicates(
     report = (tmp_path / "r" / "report.md").read_text()
     assert f"(95%, {REPLICATES} replicates) ≈ #1" in report
     assert "they are not distinguishable" in report
+    # Nor does the recommendation rank them: no best between the two, a stated tiebreak instead.
+    assert "none is named the best" in results["recommendation"]["text"]

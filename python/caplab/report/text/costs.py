@@ -7,6 +7,7 @@ from __future__ import annotations
 from caplab import units as u
 from caplab.analysis.cost import PER, per_capacity
 from caplab.analysis.endurance import Endurance, endurance_line
+from caplab.analysis.replicates import overlap
 from caplab.report.model.types import CellResult, CheapestChoice, CostSummary, EnduranceRow, Goal, Rating
 
 
@@ -26,7 +27,8 @@ def priced(ratings: list[Rating], cells: list[CellResult]) -> list[Rating]:
 
 def cost_summary(ratings: list[Rating], goal: Goal | None, cells: list[CellResult]) -> CostSummary | None:
     """The cheapest priced configuration whose rating carries the goal (or, without a goal, the
-    lowest cost per capacity), in a sentence."""
+    lowest cost per capacity — or, where that is within the capacities' noise, the lowest price among
+    those), in a sentence."""
     priced_cells = [c["cost"] for c in cells if c["cost"] and c["cost"]["total"] is not None]
     if not priced_cells:
         return None
@@ -49,6 +51,11 @@ def cost_summary(ratings: list[Rating], goal: Goal | None, cells: list[CellResul
 
     key = (lambda r: r.get("cost") or 0.0) if goal else (lambda r: per_unit(r) or float("inf"))
     best = min(candidates, key=key)
+    tied = [] if goal else _within_noise(best, candidates, 1.0 if job else PER)
+    if tied:
+        # Cost per capacity within the capacities' noise: not ranked by it; the lower price decides.
+        tied = [r for r in candidates if r is best or any(r is t for t in tied)]
+        best = min(tied, key=lambda r: r.get("cost") or 0.0)
     cost = float(best.get("cost") or 0.0)
     per = per_unit(best)
     cheapest: CheapestChoice = {
@@ -63,12 +70,41 @@ def cost_summary(ratings: list[Rating], goal: Goal | None, cells: list[CellResul
     per_what = "item/s" if job else f"{PER:,.0f}/s of capacity"
     per_text = f" ({u.num(per)}{unit} per {per_what})" if per is not None else ""
     what = "Cheapest that meets the goal" if goal else "Lowest cost per capacity"
+    if tied:
+        what = (
+            f"Cost per capacity is not distinguishable among {', '.join(r['label'] for r in tied)} (their "
+            "capacities' replicate intervals overlap), so they are not ranked by it; the lowest price "
+            "among them decides"
+        )
     text = f"{what}: {best['label']} at {u.num(cost)}{unit}{per_text}, rated for {u.rate(best['rated'])}."
     others = sorted((r for r in candidates if r is not best), key=key)
-    if others:
+    if others and not tied:
         nxt = others[0]
         text += f" Next: {nxt['label']} at {u.num(nxt.get('cost'))}{unit}."
     return {"currency": currency, "basis": basis, "cheapest": cheapest, "text": text}
+
+
+def _per_unit_range(r: Rating, per: float) -> tuple[float, float] | None:
+    """The cost per capacity over the capacity's replicate interval (none from one search)."""
+    low, high = r["ci95"] if r["interval"] == "replicates" else (None, None)
+    cost = r.get("cost")
+    if not (u.is_number(low) and u.is_number(high) and u.is_number(cost)) or low <= 0:
+        return None
+    return cost * per / high, cost * per / low
+
+
+def _within_noise(best: Rating, candidates: list[Rating], per: float) -> list[Rating]:
+    """The candidates whose cost per capacity is within the noise of the best's: the ranges their
+    capacities' replicate intervals give overlap."""
+    mine = _per_unit_range(best, per)
+    if mine is None:
+        return []
+    out = []
+    for r in candidates:
+        theirs = _per_unit_range(r, per) if r is not best else None
+        if theirs is not None and overlap(mine, theirs):
+            out.append(r)
+    return out
 
 
 def endurance_text(rows: list[EnduranceRow]) -> str:

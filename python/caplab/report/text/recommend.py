@@ -77,6 +77,16 @@ def _within_noise(a: Rating, b: Rating) -> bool:
     return overlap((a0, a1), (b0, b1))
 
 
+def _tied_with(best: Rating, ratings: list[Rating]) -> list[Rating]:
+    """``best`` and every configuration within its noise (replicate intervals overlapping), in size
+    order: a difference among them is not measured, so none of them is ranked above the others."""
+    return [r for r in ratings if r is best or _within_noise(best, r)]
+
+
+def _listing(ratings: list[Rating]) -> str:
+    return ", ".join(f"{r['label']} ({sustained(r)})" for r in ratings)
+
+
 def sustained(r: Rating) -> str:
     """What a configuration sustained, in its unit (and as a rate when that is users)."""
     shown = u.load(r["value"], r["unit"])
@@ -146,12 +156,18 @@ def _with_goal(ratings: list[Rating], goal: Goal, results: Measured, workload: F
                 text += "."
         return {"needed": needed, "choice": choice, "extrapolated": None, "text": text}
     best = max(ratings, key=lambda r: r["rate"])
+    top = _tied_with(best, ratings)
     text = (
         f"No tested configuration meets {u.rate(rate)} with {u.pct(headroom)} headroom (that needs "
         "a capacity of "
         f"{u.rate(needed)}); the best, {best['label']}, sustained "
         f"{sustained(best)} and is "
         f"rated for {u.rate(best['rated'])}."
+        if len(top) == 1
+        else f"No tested configuration meets {u.rate(rate)} with {u.pct(headroom)} headroom (that needs "
+        f"a capacity of {u.rate(needed)}). The highest — {_listing(top)} — are not distinguishable "
+        "(their replicate intervals overlap), so none is ranked above the others; none is rated for "
+        f"more than {u.rate(max(r['rated'] for r in top))}."
     )
     guess = _extrapolate(results, needed, workload)
     if guess is not None:
@@ -166,6 +182,17 @@ def _without_goal(ratings: list[Rating], headroom: float) -> str:
     best = max(ratings, key=lambda r: r["rate"])
     smallest = ratings[0]
     hint = JOB_GOAL_HINT if best["basis"] == "job" else f"{GOAL_HINT} to size for a load"
+    top = _tied_with(best, ratings)
+    if len(top) > 1:
+        # Within the noise of each other: no best among them; the stated tiebreak is size.
+        pick = top[0]
+        return (
+            f"No goal was given ({hint}). {_listing(top)} sustained the most, but their replicate "
+            "intervals overlap: they are not distinguishable, so none is named the best. By size as "
+            f"the tiebreak (the smallest of them uses the least), take {pick['label']}: with "
+            f"{u.pct(headroom)} headroom, rate it for {u.rate(pick['rated'])}; the table below rates "
+            "each configuration."
+        )
     text = (
         f"No goal was given ({hint}). The best configuration, {best['label']}, "
         f"sustained {sustained(best)}: with {u.pct(headroom)} headroom, rate it for "
