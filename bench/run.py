@@ -1,10 +1,13 @@
 """Benchmark caplab's load generator against wrk and oha on a loopback nginx (`make bench`).
 
 Usage: python bench/run.py [--quick] [--caplab PATH] [--out bench/RESULTS.md]
+The run's figures replace its own section of the output file (between markers); sections written
+there by hand are kept.
 Install the reference tools first with bench/install.sh.
 """
 
 import argparse
+import datetime
 import os
 import shlex
 import sys
@@ -16,6 +19,7 @@ import scenarios
 import tools
 from procs import GENERATOR_CPU, SERVER_CPU
 from report import Scenario
+from results_file import write_results
 from target import NginxTarget, nginx_target
 
 PINNING = f"generator on CPU {GENERATOR_CPU}, nginx on CPU {SERVER_CPU} via taskset"
@@ -116,7 +120,9 @@ def main(argv: list[str] | None = None) -> int:
     stamps["caplab engine"] = engine_note(engine, engine_before)
     text = report.render(context_for(raw_argv, args.quick, stamps, target, machine), results)
     text += "\n" + rates_section + "\n"
-    args.out.write_text(text)
+    # Only the generated section is rewritten: the hand-written before/after sections stay.
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    write_results(args.out, text, stamp)
     print(text)
     failed = any(m.error for sc in results for m in sc.measurements)
     failed = failed or any(r.measurement.error for r in rate_runs)
