@@ -65,6 +65,8 @@ def test_a_trial_within_the_slo_passes_with_its_details(plain_server: RunningSer
     for key in ("phase", "load", "passed", "reasons", "offered_rate", "sent", "verdicts", "consistency"):
         assert key in d, key
     assert [v["slo"] for v in d["verdicts"]] == ["p99<=500ms", "errors<=0.1%", NO_BACKLOG]
+    # The generator's own lateness rides with every trial, flagged or not (find-capacity --json).
+    assert d["lateness_p99_ms"] == prober.records[0][1].result.generator.lateness_p99_ms
     assert len(prober.records) == 1
 
 

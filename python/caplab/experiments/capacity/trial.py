@@ -151,6 +151,9 @@ class TrialProber:
             "errors": r.errors,
             "dropped": r.dropped,
             "p50_ms": r.latency_ms.p50,
+            # The generator's own send lateness, in every trial: how much of the latency judged
+            # was the generator's (see generator_limited), whether or not it was flagged.
+            "lateness_p99_ms": r.generator.lateness_p99_ms,
             "in_flight": statistics.fmean([i.in_flight for i in r.intervals if not i.warmup] or [0]),
             "verdicts": [as_dict(v) for v in verdicts],
             "consistency": steady.consistency,
