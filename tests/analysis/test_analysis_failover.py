@@ -85,6 +85,10 @@ def test_a_trial_succeeds_only_with_every_database_back_in_time_and_nothing_prom
     lost = judge(group, within_s=5.0, lost=3, lossless=True)
     assert lost.reasons == ["3 acknowledged transaction(s) lost where the mode promises none"]
     assert judge(group, within_s=5.0, lost=3, lossless=False).success, "asynchronous: loss measured, allowed"
+    stuck = group_recovery({"ag_0": outage(3), "ag_1": series([(1, 0)] * 10 + [(0, 2)] * 5)}, 1.0)
+    assert judge(stuck, within_s=5.0, lost=0, lossless=True).reasons == [
+        "1 database(s) not back by the end of the trial: ag_1"
+    ]
 
 
 def test_k_of_k_carries_each_failures_reasons() -> None:

@@ -129,7 +129,9 @@ def judge(
     else:
         if recovery.not_recovered:
             names = ", ".join(recovery.not_recovered[:5]) + (" …" if len(recovery.not_recovered) > 5 else "")
-            reasons.append(f"{len(recovery.not_recovered)} database(s) never recovered: {names}")
+            reasons.append(
+                f"{len(recovery.not_recovered)} database(s) not back by the end of the trial: {names}"
+            )
         late = [d for d in recovery.databases if d.recovery_s is not None and d.recovery_s > within_s]
         if late:
             slowest = max(late, key=lambda d: d.recovery_s or 0.0)

@@ -92,7 +92,7 @@ def failover_line(entry: dict[str, Any]) -> str:
         if r["max_s"] is not None
         else "no database came back"
     )
-    missing = f"; {len(r['not_recovered'])} of {count} never recovered" if r["not_recovered"] else ""
+    missing = f"; {len(r['not_recovered'])} of {count} not back by the end" if r["not_recovered"] else ""
     verdict = entry.get("verdict")
     judged = (
         ""
