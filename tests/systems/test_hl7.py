@@ -260,3 +260,23 @@ def test_caplab_systems_start_runs_hl7_until_sigterm(tmp_path: Path) -> None:
     assert "caplab.systems.hl7" in " ".join(psutil.Process(proc.pid).cmdline())  # the role's match
     proc.terminate()
     assert proc.wait(timeout=30) == 0
+
+
+def test_messages_dropped_as_files_are_queued_written_and_their_files_removed(
+    start_hl7: Start, tmp_path: Path
+) -> None:
+    drops = tmp_path / "drop"
+    engine = start_hl7(2, args=("--drop-dir", str(drops)))
+    messages = generator.messages(40, seed=4, prefix="F")
+    for i, (_, body) in enumerate([*messages, ("", b"not HL7 at all")]):
+        partial = drops / "channel-1" / f".{i:04d}.partial"
+        partial.write_bytes(body)
+        partial.rename(drops / "channel-1" / f"{i:04d}.hl7")  # dropped whole
+    engine.wait_until(lambda m: m['hl7_received_total{channel="1"}'] == 41, timeout_s=30)
+    samples = engine.wait_drained()
+    assert written_files(engine.out_dir or Path(), 1) == sorted(c for c, _ in messages)
+    assert samples['hl7_rejected_total{channel="1"}'] == 1
+    kept = db_rows(engine.data_dir / "queue.db", "SELECT channel, body FROM rejected")
+    assert kept == [(1, b"not HL7 at all")]
+    engine.wait_until(lambda _: not list(drops.rglob("*.*")), timeout_s=10)  # deleted after the commit
+    assert sorted(p.name for p in drops.rglob("*")) == ["channel-0", "channel-1"]

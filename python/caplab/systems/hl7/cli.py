@@ -1,7 +1,7 @@
 """``python -m caplab.systems.hl7 [COMMAND]``: the engine and the operations a study runs on it.
 
     [start] --data-dir D [--channels 4] [--db sqlite:///F | postgresql://USER@HOST/DB]
-            [--db-dir DIR] [--log-dir DIR] [--out-dir DIR | --sink HOST:PORT]
+            [--db-dir DIR] [--log-dir DIR] [--out-dir DIR | --sink HOST:PORT] [--drop-dir DIR]
             [--port 2575] [--metrics-port 2590] [--batch 100]
     rebuild-index --data-dir D [--db URL]     REINDEX the queue while it runs; JSON {"rebuild_s": …}
     template --kind adt|oru [--results N] [--prefix P]   a request body with {seq}, for caplab load
@@ -49,6 +49,7 @@ def start_parser() -> argparse.ArgumentParser:
         "--log-dir", type=Path, default=None, help="SQLite's log, queue.db-wal (default: beside it)"
     )
     p.add_argument("--out-dir", type=Path, default=None, help="written files (default: DATA/out)")
+    p.add_argument("--drop-dir", type=Path, default=None, help="also read DIR/channel-N/*.hl7 files")
     p.add_argument("--sink", default=None, help="send documents over MLLP to HOST:PORT instead of files")
     p.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help="channel 0's MLLP port, then +1 (0: free ports)"
@@ -71,6 +72,7 @@ def start(argv: list[str]) -> NoReturn:
         db_dir=a.db_dir,
         log_dir=a.log_dir,
         out_dir=a.out_dir,
+        drop_dir=a.drop_dir,
         sink=a.sink,
         port=a.port,
         metrics_port=a.metrics_port,

@@ -1,4 +1,5 @@
-"""The receiver: every channel's inbound MLLP listener in one process, and the group commit.
+"""The receiver: every channel's inbound MLLP listener (and file-drop reader) in one process, and
+the group commit.
 
 ``python -m caplab.systems.hl7.receiver --ports P0,P1,…`` (the supervisor starts it; the database
 URL comes in ``CAPLAB_HL7_DB``). Each frame's header is read (message.py); a message goes to the
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import contextlib
 import functools
 import os
 import queue
@@ -32,7 +34,7 @@ from pathlib import Path
 from caplab.systems.hl7 import mllp
 from caplab.systems.hl7.child import add_common_args, bind_to_parent, fail, log
 from caplab.systems.hl7.counters import Counters, Field
-from caplab.systems.hl7.message import Header, Malformed, ack, decode, read_header
+from caplab.systems.hl7.message import Header, Malformed, ack, ack_code, decode, read_header
 from caplab.systems.hl7.queue import URL_ENV, Incoming, Queue, QueueUnavailable, Rejected, open_queue
 
 MAX_BATCH = 1000
@@ -45,6 +47,20 @@ class Pending:
     header: Header | None
     item: Incoming | Rejected
     reply: asyncio.Future[bytes]
+
+
+def pending(channel: int, raw: bytes, reply: asyncio.Future[bytes]) -> Pending:
+    """A received message on its way to the committer: to queue, or (malformed) to reject."""
+    now = time.time()
+    text = decode(raw)
+    try:
+        if "\x00" in text:
+            raise Malformed("contains a NUL byte")
+        header = read_header(text)
+    except Malformed as e:
+        return Pending(None, Rejected(channel, now, str(e), raw), reply)
+    item = Incoming(channel, header.control_id, header.message_type, header.patient_id, now, text)
+    return Pending(header, item, reply)
 
 
 class Committer:
@@ -140,22 +156,10 @@ class MllpChannel(asyncio.Protocol):
             reply: asyncio.Future[bytes] = loop.create_future()
             reply.add_done_callback(self._flush)
             self.unanswered.append(reply)
-            self.committer.inbox.put(self._pending(raw, reply))
+            self.committer.inbox.put(pending(self.channel, raw, reply))
         if len(self.unanswered) > MAX_UNANSWERED and self.transport is not None and not self.paused:
             self.transport.pause_reading()
             self.paused = True
-
-    def _pending(self, raw: bytes, reply: asyncio.Future[bytes]) -> Pending:
-        now = time.time()
-        text = decode(raw)
-        try:
-            if "\x00" in text:
-                raise Malformed("contains a NUL byte")
-            header = read_header(text)
-        except Malformed as e:
-            return Pending(None, Rejected(self.channel, now, str(e), raw), reply)
-        item = Incoming(self.channel, header.control_id, header.message_type, header.patient_id, now, text)
-        return Pending(header, item, reply)
 
     def _flush(self, _: asyncio.Future[bytes]) -> None:
         while self.unanswered and self.unanswered[0].done():
@@ -167,10 +171,64 @@ class MllpChannel(asyncio.Protocol):
             self.paused = False
 
 
-async def serve(ports: list[int], q: Queue, counters: Counters | None, supervised: bool) -> None:
+class DropReader:
+    """A channel's file-drop reader (the paper's channels read files): every ``*.hl7`` file in its
+    directory is one message, taken in name order; the file is deleted once the message's commit
+    has returned (queued, duplicate or rejected), so a crash in between only reads it again, and a
+    message the database failed to take stays for the next look. Files are to be dropped whole
+    (written elsewhere, or under a name starting with a dot, then renamed)."""
+
+    POLL_S = 0.05
+
+    def __init__(
+        self, channel: int, directory: Path, committer: Committer, counters: Counters | None
+    ) -> None:
+        self.channel = channel
+        self.directory = directory
+        self.committer = committer
+        self.slot = counters.slot(channel) if counters is not None else None
+        directory.mkdir(parents=True, exist_ok=True)
+
+    def _look(self) -> list[tuple[Path, bytes]]:
+        names = sorted(p for p in self.directory.glob("*.hl7") if not p.name.startswith("."))
+        dropped = []
+        for p in names[:MAX_BATCH]:
+            with contextlib.suppress(FileNotFoundError):  # taken away meanwhile
+                dropped.append((p, p.read_bytes()))
+        return dropped
+
+    async def run(self, stop: asyncio.Event) -> None:
+        loop = asyncio.get_running_loop()
+        while not stop.is_set():
+            dropped = await asyncio.to_thread(self._look)
+            if not dropped:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), self.POLL_S)
+                continue
+            replies = []
+            for path, raw in dropped:
+                if self.slot is not None:
+                    self.slot[Field.RECEIVED] += 1
+                reply: asyncio.Future[bytes] = loop.create_future()
+                self.committer.inbox.put(pending(self.channel, raw, reply))
+                replies.append((path, reply))
+            for path, reply in replies:
+                if ack_code(await reply) in ("AA", "AE"):
+                    path.unlink(missing_ok=True)
+
+
+async def serve(
+    ports: list[int], q: Queue, counters: Counters | None, supervised: bool, drop_dir: Path | None = None
+) -> None:
     loop = asyncio.get_running_loop()
     committer = Committer(q, counters, loop)
     committer.thread.start()
+    stop = asyncio.Event()
+    readers = []
+    if drop_dir is not None:
+        for channel in range(len(ports)):
+            reader = DropReader(channel, drop_dir / f"channel-{channel}", committer, counters)
+            readers.append(asyncio.create_task(reader.run(stop)))
     servers = []
     for channel, port in enumerate(ports):
         server = await _listen(loop, functools.partial(MllpChannel, channel, committer, counters), port)
@@ -178,13 +236,13 @@ async def serve(ports: list[int], q: Queue, counters: Counters | None, supervise
     bound = [s.sockets[0].getsockname()[1] for s in servers]
     print(f"listening 127.0.0.1:{bound[0]}", flush=True)
     print("channels " + ",".join(f"127.0.0.1:{p}" for p in bound), flush=True)
-    stop = asyncio.Event()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     if not supervised:
         loop.add_signal_handler(signal.SIGINT, stop.set)
     await stop.wait()
     for server in servers:
         server.close()
+    await asyncio.gather(*readers)
     committer.inbox.put(None)
     await asyncio.to_thread(committer.thread.join)
 
@@ -201,6 +259,7 @@ async def _listen(
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m caplab.systems.hl7.receiver")
     p.add_argument("--ports", required=True, help="one port per channel, comma-separated (0: any free one)")
+    p.add_argument("--drop-dir", type=Path, default=None, help="also read DIR/channel-N/*.hl7 files")
     add_common_args(p)
     a = p.parse_args(argv)
     bind_to_parent(a.parent_pid)
@@ -213,7 +272,7 @@ def main(argv: list[str] | None = None) -> None:
         fail("receiver", str(e))
     counters = Counters(Path(a.counters)) if a.counters else None
     ports = [int(x) for x in a.ports.split(",")]
-    asyncio.run(serve(ports, q, counters, supervised=a.parent_pid is not None))
+    asyncio.run(serve(ports, q, counters, supervised=a.parent_pid is not None, drop_dir=a.drop_dir))
     q.close()
     sys.exit(0)
 

@@ -10,6 +10,8 @@ Where things go (each on a volume of its own if the study wants):
   PostgreSQL's own data directory.
 - ``--log-dir``: the engine's own log, ``hl7.log`` (every process's messages; default: stderr only).
 - ``--out-dir``: the written files, ``channel-<n>/<control id>.json`` (default: DATA/out).
+- ``--drop-dir``: if given, each channel also reads messages dropped as files in
+  ``channel-<n>/*.hl7`` there (the paper's file readers), deleting each once it is committed.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ class Settings:
     db_dir: Path | None = None
     log_dir: Path | None = None
     out_dir: Path | None = None
+    drop_dir: Path | None = None
     sink: str | None = None
     port: int = DEFAULT_PORT
     metrics_port: int = DEFAULT_METRICS_PORT

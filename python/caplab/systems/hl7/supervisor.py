@@ -135,7 +135,8 @@ class Supervisor:
             self.children.append(worker)
             self.spawn(worker, 1)
         ports = ",".join(str(p) for p in s.ports())
-        receiver = Child("receiver", ["receiver", "--ports", ports], None)
+        drops = ["--drop-dir", str(s.drop_dir)] if s.drop_dir is not None else []
+        receiver = Child("receiver", ["receiver", *drops, "--ports", ports], None)
         self.children.append(receiver)
         self.spawn(receiver, 2)
         # A restarted receiver listens on the same ports, even those picked free the first time.
