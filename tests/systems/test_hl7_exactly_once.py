@@ -141,3 +141,20 @@ def test_exactly_once_on_postgresql_across_a_killed_worker(start_hl7: Start, pg_
     assert f"worker 0 (pid {victim}) exited with code -9; restarting it" in engine.stderr_tail()
     password = urllib.parse.urlsplit(pg_url).password
     assert password and password not in engine.stderr_tail() + (engine.data_dir / "engine.json").read_text()
+
+
+def test_a_killed_receiver_comes_back_on_its_ports_and_nothing_is_lost_or_repeated(start_hl7: Start) -> None:
+    engine = start_hl7(2, args=("--port", str(free_ports(2))))
+    victims: list[int] = []
+
+    def kill_receiver(sent: int) -> None:
+        if sent == 100:
+            [pid] = engine.child_pids("receiver")
+            os.kill(pid, signal.SIGKILL)  # between a commit and its AA, for some sender
+            victims.append(pid)
+
+    batches = [generator.messages(250, seed=c, prefix=f"V{c}-") for c in range(2)]
+    acked = send_channels(engine.ports, batches, between=kill_receiver, retry_s=60)
+    assert [len(a) for a in acked] == [250, 250]
+    assert_exactly_once(engine, acked)
+    assert f"receiver (pid {victims[0]}) exited with code -9; restarting it" in engine.stderr_tail()
