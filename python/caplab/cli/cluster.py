@@ -45,10 +45,10 @@ def cmd_load_on_cluster(
     err = console or consoles.stderr()
     offered = plan.load.profile[0].rate_start if isinstance(plan.load, OpenLoad) else None
     try:
-        with ray_agents.connect(address, agents) as cluster:
+        with ray_agents.connect(address) as cluster:
             shortfall = ray_agents.cpu_shortfall(cluster.cpus, agents)
             if shortfall is not None:
-                err.print(f"caplab: warning: {shortfall}", markup=False, highlight=False)
+                err.print(f"caplab: warning: {shortfall}", markup=False, highlight=False, soft_wrap=True)
             live_enabled = not as_json and err.is_terminal
             with Live(console=err, transient=True, auto_refresh=False) as live:
 
@@ -60,7 +60,7 @@ def cmd_load_on_cluster(
 
                 outcome = ray_agents.run_on_agents(cluster, plan, agents, on_interval)
     except (ray_agents.ClusterUnreachable, ray_agents.AgentsFailed) as e:
-        err.print(f"caplab: {e}", markup=False, highlight=False)
+        err.print(f"caplab: {e}", markup=False, highlight=False, soft_wrap=True)
         return exits.FAILED
     if outcome.result is not None:
         if as_json:
@@ -77,10 +77,16 @@ def cmd_load_on_cluster(
             render.summary(out, plan.target.url, outcome.result)
             agents_table(out, outcome.agents)
     for failed in outcome.failures:
-        err.print(f"caplab: {failed.name} failed: {failed.failure}", markup=False, highlight=False)
+        err.print(
+            f"caplab: {failed.name} failed: {failed.failure}", markup=False, highlight=False, soft_wrap=True
+        )
     if outcome.failures:
         kept = len(outcome.agents) - len(outcome.failures)
-        err.print(f"caplab: the run failed; the figures above are the {kept} other agents'", markup=False)
+        err.print(
+            f"caplab: the run failed; the figures above are the {kept} other agents'",
+            markup=False,
+            soft_wrap=True,
+        )
         return exits.FAILED
     return exits.INTERRUPTED if outcome.interrupted else exits.OK
 
@@ -137,18 +143,25 @@ def cmd_cluster_start(agents: int, port: int) -> int:
     err = consoles.stderr()
     ray_cli = shutil.which("ray", path=str(Path(sys.executable).parent)) or shutil.which("ray")
     if ray_cli is None:
-        err.print("caplab: the `ray` command is not installed: pip install 'caplab[cluster]'", markup=False)
+        err.print(
+            "caplab: the `ray` command is not installed: pip install 'caplab[cluster]'",
+            markup=False,
+            soft_wrap=True,
+        )
         return exits.FAILED
     command = [ray_cli, "start", "--head", f"--num-cpus={agents}", f"--ray-client-server-port={port}"]
     done = subprocess.run(
         [*command, "--include-dashboard=false"], capture_output=True, text=True, check=False
     )
     if done.returncode != 0:
-        err.print(f"caplab: ray start failed:\n{done.stderr.strip()}", markup=False, highlight=False)
+        err.print(
+            f"caplab: ray start failed:\n{done.stderr.strip()}", markup=False, highlight=False, soft_wrap=True
+        )
         return exits.FAILED
     consoles.stdout().print(
         f"A local Ray head with {agents} CPUs is running.\n"
-        f"  caplab load URL --rate R --cluster ray://127.0.0.1:{port} --agents {agents}\n"
+        f"  RAY_AUTH_MODE=token caplab load URL --rate R --cluster ray://127.0.0.1:{port} --agents {agents}\n"
+        f"(RAY_AUTH_MODE=token: the head requires the token Ray keeps in ~/.ray/auth_token)\n"
         f"Stop it with: {ray_cli} stop",
         markup=False,
         highlight=False,

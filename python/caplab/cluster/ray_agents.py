@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import socket
 import time
 import warnings
@@ -30,6 +31,12 @@ LOCAL = "local"
 AGENT_START_TIMEOUT_S = 60.0
 """How long an agent may take to be placed and answer before the run fails naming it."""
 CONNECT_TIMEOUT_S = 5.0
+QUIET: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.ERROR}
+"""Ray without its dashboard, its workers' logs on our terminal, or its advice at warning level."""
+AUTH_HINT = (
+    " (a cluster started with token authentication, Ray's default, answers only a driver run with "
+    "RAY_AUTH_MODE=token and its token: `ray get-auth-token` on the head)"
+)
 CLOCK_READINGS = 5
 """Clock readings per agent; the one with the shortest round trip is kept (NTP's filter)."""
 POLL_S = 0.25
@@ -106,9 +113,9 @@ def cpu_shortfall(cpus: float, agents: int) -> str | None:
 
 
 @contextlib.contextmanager
-def connect(address: str, agents: int) -> Iterator[Cluster]:
+def connect(address: str) -> Iterator[Cluster]:
     """Connects to the Ray cluster at ``address`` (``ray://host:10001``, ``host:6379``, ``auto``)
-    or, for ``local``, starts one on this machine with a CPU per agent; disconnects (and stops a
+    or, for ``local``, starts one on this machine offering its CPUs; disconnects (and stops a
     local one) afterwards. Raises ClusterUnreachable with Ray's reason."""
     if address != LOCAL:
         _check_reachable(address)
@@ -116,13 +123,13 @@ def connect(address: str, agents: int) -> Iterator[Cluster]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # Ray's own advice on ports; the message below says it all
             if address == LOCAL:
-                ray.init(
-                    num_cpus=agents, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR
-                )
+                # "local": always a new Ray, never one already running here
+                ray.init(address=LOCAL, num_cpus=os.cpu_count() or 1, include_dashboard=False, **QUIET)
             else:
-                ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
+                ray.init(address=address, **QUIET)
     except (ConnectionError, RuntimeError, ValueError, TimeoutError, RayError) as e:
-        raise ClusterUnreachable(f"cannot reach the Ray cluster at {address}: {_first_line(e)}") from e
+        hint = AUTH_HINT if "RAY_AUTH_MODE" not in os.environ and "timeout" in str(e) else ""
+        raise ClusterUnreachable(f"cannot reach the Ray cluster at {address}: {_first_line(e)}{hint}") from e
     try:
         resources: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
         yield Cluster(address, float(resources.get("CPU", 0.0)))

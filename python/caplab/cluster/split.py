@@ -35,7 +35,8 @@ def split_plan(plan: Plan, agents: int) -> list[Plan]:
     if agents < 1:
         raise UsageProblem(f"--agents must be at least 1, not {agents}")
     if isinstance(plan.load, ClosedLoad) and plan.load.users < agents:
-        raise UsageProblem(f"{plan.load.users} users cannot be split among {agents} agents")
+        n = plan.load.users
+        raise UsageProblem(f"{n} user{'s' if n > 1 else ''} cannot be split among {agents} agents")
     users = shares(plan.load.users, agents) if isinstance(plan.load, ClosedLoad) else None
     limits = shares(plan.max_requests, agents) if plan.max_requests is not None else None
     plans = []
