@@ -29,7 +29,7 @@ def send_channel(
 ) -> list[str]:
     """Sends ``messages`` in order; the control ids acknowledged AA. ``between(n)`` runs after the
     n-th acknowledgement. With ``retry_s``, a broken connection is reopened (for up to that long)
-    and the unacknowledged message sent again."""
+    and the unacknowledged message sent again, and so is a message answered AR (not queued)."""
     acked: list[str] = []
     conn: mllp.Connection | None = None
     i = 0
@@ -40,6 +40,8 @@ def send_channel(
             if conn is None:
                 conn = mllp.Connection("127.0.0.1", port, timeout_s=30)
             reply = conn.send(body)
+            if retry_s and ack_code(reply) == "AR":
+                raise ConnectionRefusedError(f"{control_id} not queued: {reply!r}")
         except OSError:
             if conn is not None:
                 conn.close()

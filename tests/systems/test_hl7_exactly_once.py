@@ -158,3 +158,29 @@ def test_a_killed_receiver_comes_back_on_its_ports_and_nothing_is_lost_or_repeat
     assert [len(a) for a in acked] == [250, 250]
     assert_exactly_once(engine, acked)
     assert f"receiver (pid {victims[0]}) exited with code -9; restarting it" in engine.stderr_tail()
+
+
+def test_a_lost_database_connection_is_answered_ar_and_the_engine_reconnects(
+    start_hl7: Start, pg_url: str
+) -> None:
+    """Every engine connection is terminated mid-load: the group in flight is answered AR (not
+    queued), the receiver and workers exit and are restarted, and senders that resend what was
+    refused still get each message written once."""
+    schema = f"hl7_{uuid.uuid4().hex[:12]}"
+    engine = start_hl7(2, db=pg_url, env=dict(os.environ) | {SCHEMA_ENV: schema}, args=("--batch", "40"))
+    terminated: list[int] = []
+
+    def cut_connections(sent: int) -> None:
+        if sent == 80:
+            with psycopg.connect(pg_url, autocommit=True) as conn:
+                rows = conn.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+                    (f"hl7 {schema}",),
+                ).fetchall()
+            terminated.append(len(rows))
+
+    batches = [generator.messages(200, seed=c, prefix=f"D{c}-") for c in range(2)]
+    acked = send_channels(engine.ports, batches, between=cut_connections, retry_s=60)
+    assert terminated and terminated[0] >= 3  # the receiver's and each worker's
+    assert_exactly_once(engine, acked, postgres_query(pg_url, schema))
+    assert "restarting it" in engine.stderr_tail()

@@ -75,7 +75,8 @@ class PostgresQueue:
         schema = os.environ.get(SCHEMA_ENV, "hl7")
         self.description = f"postgresql {redact(url)} schema {schema}"
         try:
-            self._db = psycopg.connect(url, connect_timeout=10)
+            # Named for pg_stat_activity: which engine (schema) each connection belongs to.
+            self._db = psycopg.connect(url, connect_timeout=10, application_name=f"hl7 {schema}")
             name = sql.Identifier(schema)
             if create:
                 self._db.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(name))

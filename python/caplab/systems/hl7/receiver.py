@@ -64,12 +64,24 @@ def pending(channel: int, raw: bytes, reply: asyncio.Future[bytes]) -> Pending:
 
 
 class Committer:
-    """A thread that commits whatever is pending as one group and then answers all of it."""
+    """A thread that commits whatever is pending as one group and then answers all of it.
 
-    def __init__(self, q: Queue, counters: Counters | None, loop: asyncio.AbstractEventLoop) -> None:
+    After a failed commit it commits nothing more (a database connection in an unknown state is
+    not trusted): everything still pending is answered AR, and ``on_failure`` runs on the event
+    loop, which stops the receiver with exit 1 so the supervisor starts a fresh one."""
+
+    def __init__(
+        self,
+        q: Queue,
+        counters: Counters | None,
+        loop: asyncio.AbstractEventLoop,
+        on_failure: Callable[[], None],
+    ) -> None:
         self.queue = q
         self.counters = counters
         self.loop = loop
+        self.on_failure = on_failure
+        self.failed = False
         self.inbox: queue.SimpleQueue[Pending | None] = queue.SimpleQueue()
         self.thread = threading.Thread(target=self._run, name="committer", daemon=True)
 
@@ -93,14 +105,17 @@ class Committer:
     def _commit(self, batch: list[Pending]) -> None:
         messages = [(p, p.item) for p in batch if isinstance(p.item, Incoming)]
         rejects = [(p, p.item) for p in batch if isinstance(p.item, Rejected)]
+        refused = [(p.reply, ack(p.header, "AR", "not queued: database error; send again")) for p in batch]
+        if self.failed:
+            self.loop.call_soon_threadsafe(_answer, refused)
+            return
         try:
             new = self.queue.enqueue([m for _, m in messages], [r for _, r in rejects])
         except Exception as e:  # the database failed: nothing of the group is acknowledged
-            log("receiver", f"commit of {len(batch)} messages failed: {e}")
-            answers = [
-                (p.reply, ack(p.header, "AR", "not queued: database error; send again")) for p in batch
-            ]
-            self.loop.call_soon_threadsafe(_answer, answers)
+            log("receiver", f"commit of {len(batch)} messages failed: {e}; restarting")
+            self.failed = True
+            self.loop.call_soon_threadsafe(_answer, refused)
+            self.loop.call_soon_threadsafe(self.on_failure)
             return
         answers = []
         for (p, m), is_new in zip(messages, new, strict=True):
@@ -219,11 +234,12 @@ class DropReader:
 
 async def serve(
     ports: list[int], q: Queue, counters: Counters | None, supervised: bool, drop_dir: Path | None = None
-) -> None:
+) -> bool:
+    """Until SIGTERM (True) or a failed commit (False)."""
     loop = asyncio.get_running_loop()
-    committer = Committer(q, counters, loop)
-    committer.thread.start()
     stop = asyncio.Event()
+    committer = Committer(q, counters, loop, stop.set)
+    committer.thread.start()
     readers = []
     if drop_dir is not None:
         for channel in range(len(ports)):
@@ -245,6 +261,7 @@ async def serve(
     await asyncio.gather(*readers)
     committer.inbox.put(None)
     await asyncio.to_thread(committer.thread.join)
+    return not committer.failed
 
 
 async def _listen(
@@ -272,9 +289,9 @@ def main(argv: list[str] | None = None) -> None:
         fail("receiver", str(e))
     counters = Counters(Path(a.counters)) if a.counters else None
     ports = [int(x) for x in a.ports.split(",")]
-    asyncio.run(serve(ports, q, counters, supervised=a.parent_pid is not None, drop_dir=a.drop_dir))
+    clean = asyncio.run(serve(ports, q, counters, supervised=a.parent_pid is not None, drop_dir=a.drop_dir))
     q.close()
-    sys.exit(0)
+    sys.exit(0 if clean else 1)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,7 @@ from typing import IO
 
 from caplab.systems.hl7 import counters, metrics
 from caplab.systems.hl7.counters import RECEIVER_FIELDS, WORKER_FIELDS, Counters
-from caplab.systems.hl7.queue import URL_ENV, QueueUnavailable, open_queue
+from caplab.systems.hl7.queue import URL_ENV, ChannelCounts, QueueUnavailable, open_queue
 from caplab.systems.hl7.settings import Settings
 from caplab.systems.secrets import redact
 
@@ -93,18 +93,42 @@ class Supervisor:
         self.stopping = threading.Event()
 
     def open(self) -> None:
-        """The queue's tables, and the counters seeded from them."""
+        """The queue's tables, and the counters seeded from them (QueueUnavailable if it cannot)."""
         s = self.settings
         path = s.db_path
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-        self.queue = open_queue(s.db_url, create=True)
+        q = open_queue(s.db_url, create=True)
+        try:
+            self.description = q.description
+            counts = q.counts()
+        finally:
+            q.close()
         counters.create(self.counters_path, s.channels)
         self.counters = Counters(self.counters_path)
-        self.reseed(range(s.channels), RECEIVER_FIELDS + WORKER_FIELDS)
+        self._seed(counts, range(s.channels), RECEIVER_FIELDS + WORKER_FIELDS)
 
     def reseed(self, channels: range | list[int], fields: tuple[counters.Field, ...]) -> None:
-        counts = self.queue.counts()
+        """Re-reads what the database holds, on a connection of its own for the occasion (the
+        supervisor keeps none open: a database restart or a killed connection cannot take it
+        down); if the database is not there right now, the counters stay as they are."""
+        try:
+            q = open_queue(self.settings.db_url)
+            try:
+                counts = q.counts()
+            finally:
+                q.close()
+        except Exception as e:  # best effort: the engine itself carries on regardless
+            log(f"counters not re-read from the database: {redact(' '.join(str(e).split()))}")
+            return
+        self._seed(counts, channels, fields)
+
+    def _seed(
+        self,
+        counts: dict[int, ChannelCounts],
+        channels: range | list[int],
+        fields: tuple[counters.Field, ...],
+    ) -> None:
         for c in channels:
             if c in counts:
                 self.counters.seed(c, counts[c], fields)
@@ -237,7 +261,6 @@ def run(settings: Settings) -> int:
     finally:
         supervisor.shutdown()
         server.shutdown()
-        supervisor.queue.close()
         engine_file.unlink(missing_ok=True)
 
 
@@ -245,7 +268,7 @@ def _announce(
     settings: Settings, sup: Supervisor, ready: list[str], metrics_url: str, engine_file: Path
 ) -> None:
     channels = ready[1].split()[1].split(",")
-    described = redact(sup.queue.description)
+    described = redact(sup.description)
     info = {
         "pid": os.getpid(),
         "channels": channels,
