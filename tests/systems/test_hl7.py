@@ -12,6 +12,8 @@ import socket
 import subprocess
 import sys
 import threading
+import urllib.parse
+import uuid
 from pathlib import Path
 
 import psutil
@@ -19,6 +21,7 @@ import pytest
 
 from caplab.systems.hl7 import generator
 from caplab.systems.hl7.message import ack_code
+from caplab.systems.hl7.postgres_queue import SCHEMA_ENV
 from caplab.systems.hl7.queue import URL_ENV
 from support.hl7_client import Start, db_rows, send_channels, send_one, written_files
 
@@ -280,3 +283,29 @@ def test_messages_dropped_as_files_are_queued_written_and_their_files_removed(
     assert kept == [(1, b"not HL7 at all")]
     engine.wait_until(lambda _: not list(drops.rglob("*.*")), timeout_s=10)  # deleted after the commit
     assert sorted(p.name for p in drops.rglob("*")) == ["channel-0", "channel-1"]
+
+
+def test_rebuild_index_on_postgresql_finds_the_engine_from_its_data_dir(
+    start_hl7: Start, pg_url: str
+) -> None:
+    """engine.json names the database without its password and the schema; the password comes
+    from PGPASSWORD, as it would for any libpq client."""
+    schema = f"hl7_{uuid.uuid4().hex[:12]}"
+    engine = start_hl7(1, db=pg_url, env=dict(os.environ) | {SCHEMA_ENV: schema})
+    send_channels(engine.ports, [generator.messages(30, seed=8)])
+    info = json.loads((engine.data_dir / "engine.json").read_text())
+    password = urllib.parse.urlsplit(pg_url).password
+    assert password and password not in json.dumps(info) and info["schema"] == schema
+    env = {k: v for k, v in os.environ.items() if k not in (URL_ENV, SCHEMA_ENV)} | {"PGPASSWORD": password}
+    done = hl7_cli("rebuild-index", "--data-dir", str(engine.data_dir), env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["rows"] == 30
+
+
+def test_an_output_directory_that_cannot_be_made_fails_the_start(tmp_path: Path) -> None:
+    (tmp_path / "out").write_text("a file, not a directory")
+    args = ["--port", "0", "--metrics-port", "0", "--out-dir", str(tmp_path / "out")]
+    done = hl7_cli("start", "--data-dir", str(tmp_path / "data"), "--channels", "1", *args)
+    assert done.returncode == 1
+    assert "worker 0 exited with code 1; stopping" in done.stderr and "Not a directory" in done.stderr
+    assert "listening" not in done.stdout

@@ -26,9 +26,11 @@ from typing import NoReturn
 import psutil
 
 from caplab.systems.hl7 import generator
-from caplab.systems.hl7.queue import URL_ENV, QueueUnavailable, open_queue
+from caplab.systems.hl7.postgres_queue import SCHEMA_ENV
+from caplab.systems.hl7.queue import URL_ENV, open_queue
 from caplab.systems.hl7.settings import DEFAULT_METRICS_PORT, DEFAULT_PORT, BadSettings, Settings
 from caplab.systems.hl7.supervisor import ENGINE_FILE, run
+from caplab.systems.secrets import describe
 
 COMMANDS = ("start", "rebuild-index", "template", "stop")
 
@@ -100,21 +102,23 @@ def rebuild_index(argv: list[str]) -> NoReturn:
         "--db", default=None, help="the queue's URL (default: the running engine's, or DATA/queue.db)"
     )
     a = p.parse_args(argv)
-    info = engine_info(a.data_dir)
+    info = engine_info(a.data_dir) or {}
     url = (
         a.db
         or os.environ.get(URL_ENV)
-        or (str(info["db"]) if info else f"sqlite://{(a.data_dir / 'queue.db').resolve()}")
+        or str(info.get("db") or f"sqlite://{(a.data_dir / 'queue.db').resolve()}")
     )
+    if info.get("schema") and SCHEMA_ENV not in os.environ:
+        os.environ[SCHEMA_ENV] = str(info["schema"])
     try:
         q = open_queue(url)
-        (rows,) = [sum(c.queued_total for c in q.counts().values())]
+        rows = sum(c.queued_total for c in q.counts().values())
         t0 = time.perf_counter()
         q.reindex()
         seconds = time.perf_counter() - t0
         q.close()
-    except QueueUnavailable as e:
-        print(f"hl7 rebuild-index: {e}", file=sys.stderr)
+    except Exception as e:  # the database's own words, on one line, without a password
+        print(f"hl7 rebuild-index: {describe(e)}", file=sys.stderr)
         sys.exit(1)
     print(json.dumps({"rebuild_s": round(seconds, 4), "rows": rows}))
     sys.exit(0)

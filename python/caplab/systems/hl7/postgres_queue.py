@@ -27,6 +27,7 @@ from caplab.systems.hl7.queue import (
 from caplab.systems.secrets import describe, redact
 
 SCHEMA_ENV = "CAPLAB_HL7_SCHEMA"
+DEFAULT_SCHEMA = "hl7"
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages (
     id bigserial PRIMARY KEY,
@@ -72,7 +73,7 @@ RETURNING id, control_id, body
 
 class PostgresQueue:
     def __init__(self, url: str, *, create: bool = False) -> None:
-        schema = os.environ.get(SCHEMA_ENV, "hl7")
+        schema = os.environ.get(SCHEMA_ENV, DEFAULT_SCHEMA)
         self.description = f"postgresql {redact(url)} schema {schema}"
         try:
             # Named for pg_stat_activity: which engine (schema) each connection belongs to.

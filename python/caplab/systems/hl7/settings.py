@@ -17,6 +17,7 @@ Where things go (each on a volume of its own if the study wants):
 from __future__ import annotations
 
 import re
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,16 @@ DEFAULT_PORT = 2575
 DEFAULT_METRICS_PORT = 2590
 HOST_PORT = re.compile(r"^[A-Za-z0-9.\-]*:\d{1,5}$")
 URL_PASSWORD = re.compile(r"^[a-z]+://[^/@:]*:[^/@]*@")
+
+
+def without_password(url: str) -> str:
+    """``url`` with no password (libpq then takes it from PGPASSWORD or a passfile)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password is None:
+        return url
+    user = f"{parts.username}@" if parts.username else ""
+    host = parts.netloc.rpartition("@")[2]
+    return urllib.parse.urlunsplit(parts._replace(netloc=user + host))
 
 
 class BadSettings(ValueError):

@@ -8,8 +8,9 @@ message is acknowledged only once everything behind it is up. When ready it prin
 lines, and writes ``engine.json`` in the data dir (for ``rebuild-index`` and ``stop``).
 
 A worker or the receiver that dies (a SIGKILL, an error) is restarted on the same channel and
-ports after the counters of what it owned are re-read from the database; a process that dies
-within a second of starting, three times running, stops the engine (exit 1). SIGTERM or SIGINT
+ports after the counters of what it owned are re-read from the database. One that dies within a
+second of starting is restarted after a pause that doubles from 0.25 s to 5 s (a database being
+restarted, a failover); eight such deaths running, about 20 s, stop the engine (exit 1). SIGTERM or SIGINT
 stops the receiver, then the workers (each finishes its batch), and exits 0. Every child dies with
 the supervisor (child.py), so even a SIGKILLed supervisor leaves no orphans.
 """
@@ -31,8 +32,9 @@ from typing import IO
 
 from caplab.systems.hl7 import counters, metrics
 from caplab.systems.hl7.counters import RECEIVER_FIELDS, WORKER_FIELDS, Counters
+from caplab.systems.hl7.postgres_queue import DEFAULT_SCHEMA, SCHEMA_ENV
 from caplab.systems.hl7.queue import URL_ENV, ChannelCounts, QueueUnavailable, open_queue
-from caplab.systems.hl7.settings import Settings
+from caplab.systems.hl7.settings import Settings, without_password
 from caplab.systems.secrets import redact
 
 PACKAGE = "caplab.systems.hl7"
@@ -43,7 +45,9 @@ runs that server (e.g. ``postgres:`` or pgpair's roles)."""
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 15.0
 QUICK_DEATH_S = 1.0
-QUICK_DEATHS = 3
+QUICK_DEATHS = 8
+FIRST_PAUSE_S = 0.25
+LONGEST_PAUSE_S = 5.0
 ENGINE_FILE = "engine.json"
 
 
@@ -80,6 +84,8 @@ class Child:
     process: subprocess.Popen[str] | None = None
     started: float = 0.0
     quick_deaths: int = 0
+    restart_at: float | None = None
+    """When a dead process is to be started again."""
     ready: list[str] = field(default_factory=list)
 
 
@@ -145,7 +151,10 @@ class Supervisor:
         child.started = time.monotonic()
         child.ready = _read_lines(child.process.stdout, lines, START_TIMEOUT_S)
         if len(child.ready) < lines:
-            code = child.process.poll()
+            try:  # its stdout closed: it is exiting
+                code: int | None = child.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                code = None
             raise StartFailed(f"{child.name} " + (f"exited with code {code}" if code is not None else "hung"))
 
     def _common(self) -> list[str]:
@@ -175,12 +184,19 @@ class Supervisor:
                 code = child.process.poll()
                 if code is None or self.stopping.is_set():
                     continue
-                quick = time.monotonic() - child.started < QUICK_DEATH_S
-                child.quick_deaths = child.quick_deaths + 1 if quick else 0
-                if child.quick_deaths >= QUICK_DEATHS:
-                    log(f"{child.name} keeps dying (exit code {code}); stopping the engine")
-                    return 1
-                log(f"{child.name} (pid {child.process.pid}) exited with code {code}; restarting it")
+                now = time.monotonic()
+                if child.restart_at is None:
+                    quick = now - child.started < QUICK_DEATH_S
+                    child.quick_deaths = child.quick_deaths + 1 if quick else 0
+                    if child.quick_deaths >= QUICK_DEATHS:
+                        log(f"{child.name} keeps dying (exit code {code}); stopping the engine")
+                        return 1
+                    log(f"{child.name} (pid {child.process.pid}) exited with code {code}; restarting it")
+                    pause = FIRST_PAUSE_S * 2 ** (child.quick_deaths - 1) if child.quick_deaths else 0.0
+                    child.restart_at = now + min(pause, LONGEST_PAUSE_S)
+                if now < child.restart_at:
+                    continue
+                child.restart_at = None
                 if child.channel is None:
                     self.reseed(range(self.settings.channels), RECEIVER_FIELDS)
                 else:
@@ -273,7 +289,8 @@ def _announce(
         "pid": os.getpid(),
         "channels": channels,
         "metrics": metrics_url,
-        "db": redact(settings.db_url),
+        "db": without_password(settings.db_url),
+        "schema": os.environ.get(SCHEMA_ENV, DEFAULT_SCHEMA) if settings.postgres else None,
         "out": str(settings.outputs.resolve()) if settings.sink is None else None,
         "sink": settings.sink,
     }
