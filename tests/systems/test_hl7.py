@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from caplab.systems.hl7 import generator
+from caplab.systems.hl7 import ROLES, generator
 from caplab.systems.hl7.message import ack_code
 from caplab.systems.hl7.postgres_queue import SCHEMA_ENV
 from caplab.systems.hl7.queue import URL_ENV
@@ -260,7 +260,8 @@ def test_caplab_systems_start_runs_hl7_until_sigterm(tmp_path: Path) -> None:
     assert listening.startswith("listening 127.0.0.1:")
     port = int(listening.rsplit(":", 1)[1])
     assert ack_code(send_one(port, generator.messages(1)[0][1])) == "AA"
-    assert "caplab.systems.hl7" in " ".join(psutil.Process(proc.pid).cmdline())  # the role's match
+    engine = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children()]
+    assert len(engine) == 3 and all(ROLES["engine"] in " ".join(p.cmdline()) for p in engine)
     proc.terminate()
     assert proc.wait(timeout=30) == 0
 
