@@ -278,8 +278,9 @@ def test_a_cell_stopped_by_the_generator_shows_its_floor_and_names_the_generator
     )
     cell["metrics"]["limit"] = generator_limit(1600.0, "/s", reason)
     results = build_results(varied, study_samples)
-    assert results["cells"][0]["metrics"]["capacity"]["at_least"] == 1600.0
-    assert results["cells"][0]["limit"]["resource"] == "generator"
+    capacity, limit = results["cells"][0]["metrics"]["capacity"], results["cells"][0]["limit"]
+    assert capacity is not None and capacity["at_least"] == 1600.0
+    assert limit is not None and limit["resource"] == "generator"
     markdown, _ = _render(results)
     assert "≥ 1,600/s (the generator's limit here)" in markdown  # the capacity table
     assert "≥ 1,600 (generator's limit)" in markdown  # the results table
