@@ -18,8 +18,10 @@ from caplab.analysis.scaling import FitJudgement, judge_fit
 from caplab.analysis.slo import SloError, parse_slo
 from caplab.analysis.usl import UslFit, fit_usl
 from caplab.cli import consoles, exits
+from caplab.cli.cluster import cluster_options, plan_runner
 from caplab.cli.options import DURATION, request_fields, request_options
 from caplab.cli.render import fmt_ms
+from caplab.cluster.errors import AgentsFailed, ClusterUnreachable
 from caplab.collect import RoleSpec
 from caplab.engine import LoadSpec, PlanError, TargetUnreachable, UsageProblem
 from caplab.experiments.base import TrialRecord
@@ -91,6 +93,7 @@ target unreachable), 2 bad arguments, 130 interrupted.
     "--warmup", "warmup_s", type=DURATION, default=1.0, show_default=True, help="Warm-up of each trial."
 )
 @request_options
+@cluster_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 def find_capacity_command(as_json: bool, **options: Any) -> None:
     """Find the highest load URL sustains within the SLO, and what limits it."""
@@ -140,6 +143,8 @@ def cmd_find_capacity(
     replicates: int,
     warmup_s: float,
     as_json: bool,
+    cluster: str | None = None,
+    agents: int | None = None,
     **request: Any,
 ) -> int:
     for text in slos:
@@ -178,13 +183,14 @@ def cmd_find_capacity(
 
     try:
         answers = []
-        for replicate in range(replicates):
-            if replicates > 1:
-                err.print(f"[bold]replicate {replicate + 1} of {replicates}[/]")
-            answers.append(find_capacity(base, settings, roles, on_trial=show))
+        with plan_runner(cluster, agents) as runner:
+            for replicate in range(replicates):
+                if replicates > 1:
+                    err.print(f"[bold]replicate {replicate + 1} of {replicates}[/]")
+                answers.append(find_capacity(base, settings, roles, on_trial=show, runner=runner))
     except (PlanError, UsageProblem) as e:
         raise UsageProblem(str(e)) from e
-    except TargetUnreachable as e:
+    except (TargetUnreachable, ClusterUnreachable, AgentsFailed) as e:
         click.echo(f"caplab: {e}", err=True)
         return exits.FAILED
     except KeyboardInterrupt:

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,14 +20,53 @@ from rich.table import Table
 from caplab import engine
 from caplab.cli import consoles, exits, render
 from caplab.cli.publish import IntervalPublisher
-from caplab.engine import OpenLoad, Plan
+from caplab.cluster.errors import AgentsFailed, ClusterUnreachable
+from caplab.engine import OpenLoad, Plan, UsageProblem, run
+from caplab.experiments.base import PlanRunner
 
 if TYPE_CHECKING:
     from caplab.cluster.ray_agents import AgentReport
 
 DEFAULT_AGENTS = 2
+AGENTS_NEED_CLUSTER = "--agents needs --cluster (ray://HEAD:10001 or local)"
 CLIENT_PORT = 10001
 """The Ray client server's port on a head node: what ``ray://HEAD:10001`` reaches."""
+
+
+def cluster_options(command: Callable[..., None]) -> Callable[..., None]:
+    """``--cluster ADDRESS`` and ``--agents N``: the load, or every trial, on Ray load agents."""
+    command = click.option(
+        "--agents",
+        type=click.IntRange(min=1),
+        help=f"With --cluster: how many load agents share the load (default {DEFAULT_AGENTS}).",
+    )(command)
+    return click.option(
+        "--cluster",
+        metavar="ADDRESS",
+        help="Run on load agents of the Ray cluster at ADDRESS (ray://HEAD:10001, or `local`: a Ray "
+        "started on this machine for this run).",
+    )(command)
+
+
+@contextlib.contextmanager
+def plan_runner(address: str | None, agents: int | None) -> Iterator[PlanRunner]:
+    """What runs each trial's plan: the engine here, or (``--cluster``) load agents on Ray for as
+    long as the block lasts. Raises UsageProblem for --agents alone, ClusterUnreachable."""
+    if address is None:
+        if agents is not None:
+            raise UsageProblem(AGENTS_NEED_CLUSTER)
+        yield run
+        return
+    from caplab.cluster import ray_agents
+
+    count = agents if agents is not None else DEFAULT_AGENTS
+    with ray_agents.connect(address) as cluster:
+        shortfall = ray_agents.cpu_shortfall(cluster.cpus, count)
+        if shortfall is not None:
+            consoles.stderr().print(
+                f"caplab: warning: {shortfall}", markup=False, highlight=False, soft_wrap=True
+            )
+        yield ray_agents.AgentsRunner(cluster, count)
 
 
 def cmd_load_on_cluster(
@@ -59,7 +99,7 @@ def cmd_load_on_cluster(
                         live.update(render.live_line(s, offered), refresh=True)
 
                 outcome = ray_agents.run_on_agents(cluster, plan, agents, on_interval)
-    except (ray_agents.ClusterUnreachable, ray_agents.AgentsFailed) as e:
+    except (ClusterUnreachable, AgentsFailed) as e:
         err.print(f"caplab: {e}", markup=False, highlight=False, soft_wrap=True)
         return exits.FAILED
     if outcome.result is not None:

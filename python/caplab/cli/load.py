@@ -13,6 +13,7 @@ from rich.live import Live
 
 from caplab import engine
 from caplab.cli import consoles, exits, render
+from caplab.cli.cluster import cluster_options
 from caplab.cli.options import DURATION, parse_steps, request_fields, request_options
 from caplab.cli.publish import IntervalPublisher
 from caplab.engine import DEFAULT_INTERVAL_S, LoadSpec, OpenLoad, Plan, PlanError, TargetUnreachable
@@ -107,17 +108,7 @@ Exit codes: 0 done, 1 target or cluster unreachable (or an agent died), 2 bad ar
     type=click.IntRange(1, 65535),
     help="Serve each interval's figures in Prometheus format on 127.0.0.1:PORT/metrics while running.",
 )
-@click.option(
-    "--cluster",
-    metavar="ADDRESS",
-    help="Run on load agents of the Ray cluster at ADDRESS (ray://HEAD:10001, or `local`: a Ray "
-    "started on this machine for this run).",
-)
-@click.option(
-    "--agents",
-    type=click.IntRange(min=1),
-    help="With --cluster: how many load agents share the load (default 2).",
-)
+@cluster_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 def load_command(
     as_json: bool,
@@ -160,11 +151,11 @@ def load_on_cluster(
     metrics_port: int | None,
 ) -> int:
     """`--cluster`/`--agents`: the load split across load agents on Ray (see cli/cluster.py)."""
-    from caplab.cli.cluster import DEFAULT_AGENTS, cmd_load_on_cluster
+    from caplab.cli.cluster import AGENTS_NEED_CLUSTER, DEFAULT_AGENTS, cmd_load_on_cluster
     from caplab.cluster.split import split_plan
 
     if address is None:
-        raise click.UsageError("--agents needs --cluster (ray://HEAD:10001 or local)")
+        raise click.UsageError(AGENTS_NEED_CLUSTER)
     if actions:
         raise click.UsageError("--action runs on this machine: not with --cluster")
     count = agents if agents is not None else DEFAULT_AGENTS

@@ -11,7 +11,7 @@ import os
 import socket
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,9 +22,20 @@ import caplab
 from caplab import engine
 from caplab.cluster.agent import Agent, AgentIdentity, AgentRun
 from caplab.cluster.clock import ClockReading, agreed_start
+from caplab.cluster.errors import AgentsFailed, ClusterUnreachable
 from caplab.cluster.merge import merge_intervals, merge_results
 from caplab.cluster.split import agent_name, split_plan
 from caplab.engine import IntervalSnapshot, Plan, RunResult
+
+__all__ = [
+    "AgentsFailed",
+    "AgentsRunner",
+    "Cluster",
+    "ClusterRun",
+    "ClusterUnreachable",
+    "connect",
+    "run_on_agents",
+]
 
 LOCAL = "local"
 """The cluster address that means: start Ray on this machine for this run, stop it after."""
@@ -40,16 +51,10 @@ AUTH_HINT = (
 CLOCK_READINGS = 5
 """Clock readings per agent; the one with the shortest round trip is kept (NTP's filter)."""
 POLL_S = 0.25
+IntervalSink = Callable[[IntervalSnapshot], bool | None]
+"""Sees each merged interval; returning False stops every agent, as `engine.run`'s callback does."""
 STOP_GRACE_S = 10.0
 """After Ctrl-C, how long agents get (beyond one interval) to return what they measured."""
-
-
-class ClusterUnreachable(Exception):
-    """The Ray cluster cannot be reached or started; the message says which and why."""
-
-
-class AgentsFailed(Exception):
-    """An agent could not start (placement, a caplab version other than the driver's)."""
 
 
 @dataclass(frozen=True)
@@ -137,6 +142,23 @@ def connect(address: str) -> Iterator[Cluster]:
         ray.shutdown()
 
 
+class AgentsRunner:
+    """Runs a plan on load agents the way `engine.run` runs it here, for a capacity search or a
+    study: the merged result, or AgentsFailed naming the agents that died or could not run (a
+    trial that lost an agent cannot be judged)."""
+
+    def __init__(self, cluster: Cluster, agents: int) -> None:
+        self.cluster = cluster
+        self.agents = agents
+
+    def __call__(self, plan: Plan, on_interval: IntervalSink | None = None) -> RunResult:
+        outcome = run_on_agents(self.cluster, plan, self.agents, on_interval)
+        if outcome.failures or outcome.result is None:
+            named = "; ".join(f"{a.name} {a.failure}" for a in outcome.failures)
+            raise AgentsFailed(f"the trial lost load agents: {named or 'none returned a result'}")
+        return outcome.result
+
+
 def _check_reachable(address: str) -> None:
     """Fails at once, with the socket's reason, when nothing listens at a ``host:port`` address
     (Ray's own client would retry for half a minute before saying only "timeout")."""
@@ -151,7 +173,7 @@ def _check_reachable(address: str) -> None:
 
 
 def run_on_agents(
-    cluster: Cluster, plan: Plan, agents: int, on_interval: Callable[[IntervalSnapshot], None] | None = None
+    cluster: Cluster, plan: Plan, agents: int, on_interval: IntervalSink | None = None
 ) -> ClusterRun:
     """Runs ``plan`` split across ``agents`` actors on the connected cluster and merges their
     results. Ctrl-C stops every agent and returns what they measured, ``interrupted`` set."""
@@ -222,7 +244,7 @@ def _watch(
     actors: list[Any],
     runs: dict[Any, int],
     interval_s: float,
-    on_interval: Callable[[IntervalSnapshot], None] | None,
+    on_interval: IntervalSink | None,
 ) -> tuple[dict[int, AgentRun], bool]:
     """Waits for every agent's run, relaying merged intervals as all live agents report them;
     on Ctrl-C tells every agent to stop and waits a little for what they measured."""
@@ -239,7 +261,11 @@ def _watch(
                 i = pending.pop(ref)
                 finished[i] = _answer(i, ref)
             if on_interval is not None:
-                relayed = _relay(actors, _measuring(len(actors), finished), snapshots, relayed, on_interval)
+                relayed, wanted = _relay(
+                    actors, _measuring(len(actors), finished), snapshots, relayed, on_interval
+                )
+                if not wanted and deadline is None:
+                    deadline = _stop_all(actors, pending.values(), interval_s)
             if deadline is not None and time.time() > deadline:
                 for i in pending.values():
                     finished[i] = AgentRun(agent_name(i), None, "did not stop when told", None)
@@ -248,12 +274,17 @@ def _watch(
             if interrupted:
                 raise
             interrupted = True
-            deadline = time.time() + interval_s + STOP_GRACE_S
-            for i in pending.values():
-                actors[i].stop.remote()
+            deadline = _stop_all(actors, pending.values(), interval_s)
     if on_interval is not None:
         _relay(actors, _measuring(len(actors), finished), snapshots, relayed, on_interval)
     return finished, interrupted
+
+
+def _stop_all(actors: list[Any], running: Iterable[int], interval_s: float) -> float:
+    """Tells the running agents to stop; returns how long (on this clock) they have to answer."""
+    for i in running:
+        actors[i].stop.remote()
+    return time.time() + interval_s + STOP_GRACE_S
 
 
 def _measuring(agents: int, finished: dict[int, AgentRun]) -> list[int]:
@@ -275,18 +306,20 @@ def _relay(
     measuring: list[int],
     snapshots: list[list[dict[str, Any]]],
     relayed: int,
-    on_interval: Callable[[IntervalSnapshot], None],
-) -> int:
+    on_interval: IntervalSink,
+) -> tuple[int, bool]:
     """Polls the measuring agents for new intervals and passes on, merged, each index all of them
-    have reported; returns the next index to relay."""
+    have reported; returns the next index to relay, and False when the callback wants the run
+    stopped."""
     for i in measuring:
         with contextlib.suppress(GetTimeoutError, RayError):
             snapshots[i].extend(ray.get(actors[i].progress.remote(len(snapshots[i])), timeout=POLL_S * 4))
     reached = min((len(snapshots[i]) for i in measuring), default=0)
+    wanted = True
     for index in range(relayed, reached):
         merged = merge_intervals([[snapshots[i][index]] for i in measuring])[0]
-        on_interval(IntervalSnapshot.from_dict(merged))
-    return max(relayed, reached)
+        wanted = on_interval(IntervalSnapshot.from_dict(merged)) is not False and wanted
+    return max(relayed, reached), wanted
 
 
 def _report(i: int, identity: AgentIdentity, clock: ClockReading, run: AgentRun) -> AgentReport:

@@ -38,6 +38,9 @@ class TrialRecord:
 
 ProgressFn = Callable[[IntervalSnapshot, list[ResourceSample]], bool | None]
 """Sees each interval with its resource samples; returning False stops the trial early."""
+PlanRunner = Callable[[Plan, Callable[[IntervalSnapshot], bool | None]], RunResult]
+"""Runs one plan with an interval callback, as `engine.run` does here; load agents on a cluster
+(`caplab.cluster`) are another, passed in by the command line."""
 
 
 def run_trial(
@@ -45,9 +48,11 @@ def run_trial(
     collectors: SamplerSet,
     progress: ProgressFn | None = None,
     on_start: Callable[[], None] | None = None,
+    runner: PlanRunner = run,
 ) -> TrialRecord:
     """Runs one plan; every interval snapshot triggers a resource sample at the same instant.
-    ``on_start`` is called as the load starts (a trial's actions take their clock from it)."""
+    ``on_start`` is called as the load starts (a trial's actions take their clock from it);
+    ``runner`` runs the plan (the engine here, unless the trial runs on load agents)."""
     samples: list[ResourceSample] = []
 
     def on_interval(snapshot: IntervalSnapshot) -> bool | None:
@@ -59,7 +64,7 @@ def run_trial(
     try:
         if on_start is not None:
             on_start()
-        result = run(plan, on_interval)
+        result = runner(plan, on_interval)
     finally:
         collectors.stop()
     return TrialRecord(result, samples)

@@ -11,8 +11,8 @@ from caplab.analysis.limit import Limit
 from caplab.analysis.slo import parse_slo
 from caplab.analysis.steady import LittlesLaw
 from caplab.collect import MetricsSource, RoleSpec
-from caplab.engine import LoadSpec
-from caplab.experiments.base import ProgressFn
+from caplab.engine import LoadSpec, run
+from caplab.experiments.base import PlanRunner, ProgressFn
 from caplab.experiments.capacity.replicates import INTERVAL_REPLICATES, INTERVAL_SEARCH
 from caplab.experiments.capacity.search import CapacitySearch, GeneratorSaturated, Probe, SearchSettings
 from caplab.experiments.capacity.trial import OnTrial, TrialLength, TrialProber
@@ -96,11 +96,22 @@ def find_capacity(
     on_trial: OnTrial | None = None,
     on_probe: ProgressFn | None = None,
     metrics: MetricsSource | None = None,
+    runner: PlanRunner = run,
 ) -> CapacityAnswer:
-    """Searches, then analyses the trials at capacity for the limit."""
+    """Searches, then analyses the trials at capacity for the limit; ``runner`` runs each trial's
+    plan (the engine here, or load agents on a cluster)."""
     slos = [parse_slo(s) for s in settings.slos]
     prober = TrialProber(
-        base, slos, roles, settings.trial, settings.confirm, settings.closed, on_trial, on_probe, metrics
+        base,
+        slos,
+        roles,
+        settings.trial,
+        settings.confirm,
+        settings.closed,
+        on_trial,
+        on_probe,
+        metrics,
+        runner,
     )
     search = CapacitySearch(
         SearchSettings(

@@ -17,8 +17,8 @@ from caplab.analysis.limit import Limit, LimitEvidence, demands, find_limit
 from caplab.analysis.slo import Slo, TrialFigures, as_dict, evaluate, parse_slo, sustainable
 from caplab.analysis.steady import LittlesLaw, littles_law, steadiness
 from caplab.collect import MetricsSource, RoleSpec, cell_resources, default_collectors, summarize
-from caplab.engine import LoadSpec, build_plan
-from caplab.experiments.base import ProgressFn, TrialRecord, run_trial
+from caplab.engine import LoadSpec, build_plan, run
+from caplab.experiments.base import PlanRunner, ProgressFn, TrialRecord, run_trial
 from caplab.experiments.capacity.search import GeneratorSaturated, Phase, Probe, SearchOutcome
 
 NO_BACKLOG = "throughput>=0.99*offered"
@@ -63,8 +63,10 @@ class TrialProber:
         on_trial: OnTrial | None = None,
         progress: ProgressFn | None = None,
         metrics: MetricsSource | None = None,
+        runner: PlanRunner = run,
     ) -> None:
         self.base = base
+        self.runner = runner
         self.metrics = metrics
         self.closed = closed
         self.slos = (
@@ -109,7 +111,9 @@ class TrialProber:
     def _attempt(self, load: float, phase: Phase) -> tuple[Probe, str | None]:
         """Runs and judges one trial; also returns why its generator fell behind, if it did."""
         plan = build_plan(self.load_spec(load, phase))
-        record = run_trial(plan, default_collectors(self.roles, self.metrics), self.progress)
+        record = run_trial(
+            plan, default_collectors(self.roles, self.metrics), self.progress, runner=self.runner
+        )
         record.kind = f"search:{phase}"
         r = record.result
         warmup = plan.warmup_s
