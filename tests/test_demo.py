@@ -69,8 +69,8 @@ def test_every_cell_has_a_capacity_its_counters_and_its_tiers(results: dict[str,
         # completed, and at capacity processing kept up with receiving (the SLO says so).
         assert app["received_per_s"] == pytest.approx(metrics["throughput"], rel=0.1)
         assert app["processed_per_s"] >= 0.95 * app["received_per_s"]
-        assert {"receive", "hosts", "store", "sink", "generator", "host"} <= set(cell["resources"])
-        assert cell["resources"]["hosts"]["cpu_percent"] > 0
+        assert {"receive", "processing", "messagebox", "sink", "generator", "host"} <= set(cell["resources"])
+        assert cell["resources"]["processing"]["cpu_percent"] > 0
 
 
 def test_every_cell_names_its_limit_with_evidence(results: dict[str, Any]) -> None:
@@ -78,7 +78,7 @@ def test_every_cell_names_its_limit_with_evidence(results: dict[str, Any]) -> No
         limit = cell["limit"]
         assert limit["kind"] in ("hardware", "software")
         resources = {d["resource"] for d in limit["evidence"]["demands"]}
-        assert {"cpu:hosts", "cpu:host"} <= resources
+        assert {"cpu:processing", "cpu:host"} <= resources
         if limit["kind"] == "hardware":
             assert limit["resource"] in resources
 
@@ -123,8 +123,8 @@ def test_each_processing_host_brings_its_own_core(results: dict[str, Any]) -> No
     host, so the scale-out measures added hardware, as the paper's did, not two shared cores."""
     cells = results["cells"]
     for cell in cells:
-        hosts = cell["resources"]["hosts"]
+        hosts = cell["resources"]["processing"]
         assert hosts["quota_cpus"] == pytest.approx(0.25 * cell["factors"]["hosts"])
     one, four = (c["metrics"]["capacity"]["value"] for c in (cells[0], cells[-1]))
     assert four >= 2 * one, (one, four)
-    assert cells[0]["limit"]["resource"] == "cpu:hosts", "one host's one core is what limits"
+    assert cells[0]["limit"]["resource"] == "cpu:processing", "one host's one core is what limits"

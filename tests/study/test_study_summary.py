@@ -14,8 +14,8 @@ def cell(index: int, hosts: int, throughput: float | None, found: bool = True) -
     metrics: dict[str, Any] = {"capacity": {"found": found, "message": "confirmation trials kept failing"}}
     if throughput is not None:
         metrics |= {"throughput": throughput, "latency_ms": {"p99": 12.5}, "errors": 0}
-        metrics["limit"] = {"resource": "cpu:hosts" if hosts == 1 else "cpu:host"}
-    roles = ("receive", "hosts", "store", "sink")
+        metrics["limit"] = {"resource": "cpu:processing" if hosts == 1 else "cpu:host"}
+    roles = ("receive", "processing", "messagebox", "sink")
     resources = {r: {"cpu_percent": 10.0 * (k + 1)} for k, r in enumerate(roles)}
     resources |= {"host": {"cpu_percent": 190.0}, "generator": {"cpu_percent": 20.0}, "app": {"x": 1.0}}
     factors = {"scenario": "orchestration", "stores": 4, "hosts": hosts}
@@ -38,7 +38,7 @@ def test_factors_held_at_one_value_go_in_the_title_and_each_row_names_its_limit(
     text = render([cell(0, 1, 1199.0), cell(1, 2, 1797.0)], 80)
     assert "study 7: scale (scenario=orchestration stores=4)" in text
     rows = [line for line in text.splitlines() if "cpu:" in line]
-    assert len(rows) == 2 and "1,199" in rows[0] and "cpu:hosts" in rows[0] and "1,797" in rows[1]
+    assert len(rows) == 2 and "1,199" in rows[0] and "cpu:processing" in rows[0] and "1,797" in rows[1]
     assert "receive" in text, "the roles fit"
     assert "every cell complete" in text and "status" not in text
     assert max(len(line) for line in text.splitlines()) <= 80
@@ -71,12 +71,12 @@ def test_a_failed_cell_is_counted_and_no_error_free_claim_is_made() -> None:
 
 def test_a_role_on_a_profile_shows_its_cpu_against_the_profile_not_one_host_core() -> None:
     on_profile = cell(0, 1, 325.0)
-    on_profile["resources"]["hosts"] |= {"cpu_percent": 24.6, "quota_cpus": 0.25}
+    on_profile["resources"]["processing"] |= {"cpu_percent": 24.6, "quota_cpus": 0.25}
     text = render([on_profile, cell(1, 2, 649.0)], 120)
     row = next(line for line in text.splitlines() if "325" in line)
-    # receive 10 (no profile), hosts 24.6 % of a core over a 0.25-CPU quota = 98 % of its profile
-    assert row.split()[-5:] == ["98", "10", "40", "30", "190"], row  # hosts receive sink store host
-    assert "cpu % of its profile's quota" in text
+    # receive 10 (no profile), processing 24.6 % of a core over a 0.25-CPU quota = 98 % of its profile
+    assert row.split()[-5:] == ["30", "98", "10", "40", "190"], row  # messagebox processing receive sink host
+    assert "cpu % of its profile's quota" in " ".join(text.split())
     assert "profile" not in render([cell(0, 1, 325.0)], 120)
 
 

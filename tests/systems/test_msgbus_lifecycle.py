@@ -31,7 +31,7 @@ def wait_gone(procs: list[psutil.Process], timeout_s: float = 10) -> list[psutil
 def test_roles_match_exactly_their_own_tier(start_msgbus: Start) -> None:
     bus = start_msgbus(2, 3)
     counts = {role: len(bus.tier_pids(role)) for role in ROLES}
-    assert counts == {"receive": 1, "hosts": 2, "store": 3, "sink": 1}
+    assert counts == {"receive": 1, "processing": 2, "messagebox": 3, "sink": 1}
     supervisor = " ".join(psutil.Process(bus.process.pid).cmdline()) + " "
     assert not any(needle in supervisor for needle in ROLES.values())
     assert len(tier_processes(bus)) == 7, "every process belongs to exactly one role"
@@ -63,7 +63,7 @@ def test_a_sigkilled_supervisor_leaves_no_orphans(start_msgbus: Start) -> None:
 def test_a_dead_store_stops_everything(start_msgbus: Start) -> None:
     bus = start_msgbus(1, 2)
     children = tier_processes(bus)
-    os.kill(bus.tier_pids("store")[1], signal.SIGKILL)
+    os.kill(bus.tier_pids("messagebox")[1], signal.SIGKILL)
     assert bus.process.wait(timeout=20) == 1
     assert wait_gone(children) == []
     deadline = time.monotonic() + 5  # the stderr drain thread reads the last lines

@@ -8,15 +8,15 @@
   publishes it to store ``n mod M`` in a group commit and acknowledges it once it is durable, with
   the interchange id it assigned: TCP ``OK <id>`` / HTTP 202 ``{"id": <id>}``; refusals are TCP
   ``ERR <reason>`` / HTTP 400 (not well-formed UTF-8 XML) or 422 (no subscriber).
-- store (``msgbus.messagebox_server``): one MessageBox server process per MessageBox (a "store"
-  in the flags and roles). Claims are leases that expire, so a host's death loses nothing. Store 0
-  (the master) also holds the subscriptions.
-- hosts (``msgbus.processing_host``): N processing hosts (BizTalk's host instances), each claiming
-  from every store and routing by message type (the root element). Messaging: ``<order>`` → the send
-  port (validate, price, sign, deliver). Orchestration: ``<orchestrated-order>`` → the orchestration
-  (validate, credit-check, sign), which republishes an ``<approved-order>`` in the same transaction
-  as its complete → the send port. The orchestration flow costs about twice the host work and twice
-  the store round trips.
+- messagebox (``msgbus.messagebox_server``): one MessageBox server process per MessageBox (a
+  "store" in the flags: ``--stores``). Claims are leases that expire, so a host's death loses
+  nothing. Store 0 (the master) also holds the subscriptions.
+- processing (``msgbus.processing_host``): N processing hosts (``--hosts``; BizTalk's host
+  instances), each claiming from every store and routing by message type (the root element).
+  Messaging: ``<order>`` → the send port (validate, price, sign, deliver). Orchestration:
+  ``<orchestrated-order>`` → the orchestration (validate, credit-check, sign), which republishes an
+  ``<approved-order>`` in the same transaction as its complete → the send port. The orchestration
+  flow costs about twice the host work and twice the store round trips.
 - sink (``msgbus.sink``): the back end; acknowledges every delivery, counts each interchange id once.
 
 Clients send MESSAGING_BODY or ORCHESTRATION_BODY (a 20-line purchase order, ``{seq}`` is the
@@ -25,7 +25,9 @@ engine's per-request number), e.g.
 The supervisor serves every tier's counters at ``GET /metrics`` (Prometheus text):
 ``msgbus_documents_received_total``, ``msgbus_documents_processed_total``, ``msgbus_queue_depth``…
 Run ``python -m caplab.systems.msgbus --hosts 2 --stores 4`` or ``start(hosts=2, stores=4)``;
-ROLES tells caplab's role collector which processes are which tier.
+ROLES tells caplab's role collector which processes are which tier (roles ``receive``,
+``processing``, ``messagebox``, ``sink``: not "host" nor "store", which name the machine and
+caplab's results store).
 """
 
 from caplab.systems.msgbus.api import RunningMsgbus, start

@@ -64,7 +64,7 @@ class RunningMsgbus:
         return sorted(found)
 
     def host_pids(self) -> list[int]:
-        return self.tier_pids("hosts")
+        return self.tier_pids("processing")
 
     def kill_host(self) -> int:
         """SIGKILLs one host process (no chance to complete its claims); returns its pid."""

@@ -32,8 +32,8 @@ from caplab.systems.msgbus.messagebox import STORE_URL_ENV
 PACKAGE = "caplab.systems.msgbus"
 MODULES = {
     "receive": "receive",
-    "hosts": "processing_host",
-    "store": "messagebox_server",
+    "processing": "processing_host",
+    "messagebox": "messagebox_server",
     "sink": "sink",
 }
 """Role → the module each of its processes runs (``python -m caplab.systems.msgbus.<module>``)."""
@@ -41,7 +41,7 @@ ROLES: dict[str, str] = {role: f"msgbus.{module} " for role, module in MODULES.i
 """Role → a command-line substring that matches exactly that tier's processes: the module name
 with the space that always follows it, so ``msgbus.receive `` matches no other module's name and
 nothing of the supervisor's own ``-m caplab.systems.msgbus --hosts``."""
-STOP_ORDER = ("receive", "hosts", "sink", "store")
+STOP_ORDER = ("receive", "processing", "sink", "messagebox")
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 5.0
 
@@ -86,7 +86,9 @@ class Tier:
 
     @property
     def name(self) -> str:
-        return {"hosts": f"host {self.index}", "store": f"store {self.index}"}.get(self.role, self.role)
+        return {"processing": f"host {self.index}", "messagebox": f"store {self.index}"}.get(
+            self.role, self.role
+        )
 
 
 def log(message: str) -> None:
@@ -105,7 +107,7 @@ class Supervisor:
 
     @property
     def hosts_alive(self) -> int:
-        return sum(1 for t in self.tiers if t.role == "hosts" and t.process.returncode is None)
+        return sum(1 for t in self.tiers if t.role == "processing" and t.process.returncode is None)
 
     def exposition(self) -> str:
         return metrics.render(metrics.families(self.counters, self.layout, self.hosts_alive))
@@ -113,7 +115,7 @@ class Supervisor:
     async def launch(self, role: str, index: int, slot: int, *args: str, lines: int = 1) -> list[str]:
         """Starts one tier process and returns its ready lines (the first is ``listening …``)."""
         env = dict(os.environ)
-        if role == "store" and self.settings.store_url:
+        if role == "messagebox" and self.settings.store_url:
             env[STORE_URL_ENV] = self.settings.store_url
         process = await asyncio.create_subprocess_exec(
             sys.executable,
@@ -159,7 +161,15 @@ class Supervisor:
         sink = _address(sink_line)
         await _all(
             self.launch(
-                "hosts", i, self.layout.host(i), "--index", str(i), "--stores", store_list, "--sink", sink
+                "processing",
+                i,
+                self.layout.host(i),
+                "--index",
+                str(i),
+                "--stores",
+                store_list,
+                "--sink",
+                sink,
             )
             for i in range(s.hosts)
         )
@@ -171,7 +181,7 @@ class Supervisor:
         s = self.settings
         args = ["--index", str(i), "--port", str(s.store_port + i if s.store_port else 0)]
         args += ["--data-dir", str(self.data_dir), "--lease", str(s.lease_s)]
-        return self.launch("store", i, self.layout.store(i), *args, *(["--master"] if i == 0 else []))
+        return self.launch("messagebox", i, self.layout.store(i), *args, *(["--master"] if i == 0 else []))
 
     async def watch(self, stop: asyncio.Event) -> int:
         """Until stopped (0) or a tier other than a host exits (1)."""
@@ -185,7 +195,7 @@ class Supervisor:
                 for task in done:
                     tier = exits.pop(task)
                     pid, code = tier.process.pid, task.result()
-                    if tier.role == "hosts":
+                    if tier.role == "processing":
                         alive = self.hosts_alive
                         log(
                             f"{tier.name} (pid {pid}) exited with code {code}; carrying on with {alive} hosts"
