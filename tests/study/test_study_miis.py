@@ -86,6 +86,8 @@ def test_the_quick_miis_study_stages_and_syncs_every_user(shared_dir: Path) -> N
     # carries it, priced per object a second, and the drive life of its rated volumes.
     rec = results["recommendation"]
     assert rec["basis"] == "job" and rec["goal"]["rate"] == 4000 and results["jobs"]["rated_by"] == "sync"
+    # rated at the largest size each layout ran, a configuration is a layout: the size is the work
+    assert sorted(r["label"] for r in rec["ratings"]) == ["layout=external", "layout=internal"]
     meeting = [r for r in rec["ratings"] if r["rated"] >= 4000]
     cheapest = results["cost"]["cheapest"]
     if meeting:

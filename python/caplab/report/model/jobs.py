@@ -109,7 +109,8 @@ def _capacity(
     headroom = goal["headroom"] if goal else DEFAULT_HEADROOM
     complete = {c["index"] for c in cells if c["status"] == "complete"}
     mine = [r for r in rows if r["phase"] == phase and r["cell"] in complete and is_number(r["items_per_s"])]
-    if size is not None and size not in (goal["for_each"] if goal else []):
+    collapsed = size is not None and size not in (goal["for_each"] if goal else [])
+    if collapsed and size is not None:
         largest: dict[str, JobRow] = {}
         for r in mine:
             group = repr({k: v for k, v in r["factors"].items() if k != size})
@@ -126,7 +127,9 @@ def _capacity(
         out.append(
             {
                 "cell": r["cell"],
-                "label": r["label"],
+                # rated at its largest size, the configuration is named without it: the size is the
+                # job's work, not a choice ("choose layout=external", not "objects=200000 …")
+                "label": _without(r["label"], size) if collapsed and size else r["label"],
                 "factors": r["factors"],
                 "basis": "job",
                 "value": rate,
@@ -147,6 +150,12 @@ def _capacity(
             }
         )
     return out
+
+
+def _without(label: str, factor: str) -> str:
+    """A cell's label less ``factor=…`` (the label itself when nothing else names the cell)."""
+    rest = " ".join(word for word in label.split() if not word.startswith(f"{factor}="))
+    return rest or label
 
 
 def _fits(rows: list[JobRow], size: str | None) -> list[JobFit]:
