@@ -154,7 +154,7 @@ def replay(monkeypatch: pytest.MonkeyPatch, cpu_in_window: float, cpu_after: flo
         ]
     result = run_result(400.0, intervals, duration_s=1.0, warmup_s=length)
 
-    def fake_run_trial(plan: Plan, collectors: Any, progress: Any = None) -> TrialRecord:
+    def fake_run_trial(plan: Plan, collectors: Any, progress: Any = None, runner: Any = None) -> TrialRecord:
         return TrialRecord(result, list(samples))
 
     monkeypatch.setattr(probe_module, "run_trial", fake_run_trial)
