@@ -31,8 +31,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from caplab.systems.child import bind_to_parent
 from caplab.systems.hl7 import mllp
-from caplab.systems.hl7.child import add_common_args, bind_to_parent, fail, log
+from caplab.systems.hl7.child import add_common_args, fail, log
 from caplab.systems.hl7.counters import Counters, Field
 from caplab.systems.hl7.message import Header, Malformed, ack, ack_code, decode, read_header
 from caplab.systems.hl7.queue import URL_ENV, Incoming, Queue, QueueUnavailable, Rejected, open_queue

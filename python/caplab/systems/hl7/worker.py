@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from caplab.systems.hl7.child import add_common_args, bind_to_parent, fail, log
+from caplab.systems.child import bind_to_parent
+from caplab.systems.hl7.child import add_common_args, fail, log
 from caplab.systems.hl7.counters import Counters, Field
 from caplab.systems.hl7.queue import URL_ENV, Queue, QueueUnavailable, Transformed, open_queue
 from caplab.systems.hl7.transform import TransformFailed, transform

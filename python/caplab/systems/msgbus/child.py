@@ -1,24 +1,20 @@
 """What every tier process shares: its place under the supervisor, its stop signal, its listener.
 
-A tier started by the supervisor asks the kernel to kill it when the supervisor dies
-(``PR_SET_PDEATHSIG``), so even a SIGKILLed supervisor leaves no orphans, and ignores SIGINT: a
-Ctrl-C in the terminal reaches the whole process group, and the supervisor, not each tier, decides
-the order of shutdown. SIGTERM stops a tier cleanly.
+A tier started by the supervisor dies with it and leaves Ctrl-C to it (``bind_to_parent``, shared
+with every system in caplab.systems.child); SIGTERM stops a tier cleanly.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import ctypes
 import errno
-import os
 import signal
 import sys
 from collections.abc import Callable, Coroutine
 from typing import Any, NoReturn
 
-PR_SET_PDEATHSIG = 1
+from caplab.systems.child import bind_to_parent
 
 
 def add_common_args(p: argparse.ArgumentParser) -> None:
@@ -39,18 +35,6 @@ def run_tier(
 def fail(who: str, message: str) -> NoReturn:
     print(f"msgbus {who}: {message}", file=sys.stderr, flush=True)
     sys.exit(1)
-
-
-def bind_to_parent(parent_pid: int | None) -> None:
-    """Dies with the supervisor; leaves SIGINT to it."""
-    if parent_pid is None:
-        return
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
-    if os.getppid() != parent_pid:  # the supervisor died before prctl took effect
-        sys.exit(1)
 
 
 def stop_event(supervised: bool) -> asyncio.Event:

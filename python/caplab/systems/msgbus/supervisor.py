@@ -6,7 +6,7 @@ prints ``listening 127.0.0.1:<tcp port>`` first, then a line per other address. 
 is reported on stderr and the others carry on (its claims expire and are taken over); if a store,
 the sink or receive dies, everything is stopped and the supervisor exits 1. SIGTERM or SIGINT
 stops receive first, then the hosts, the sink and the stores. Each tier dies with the supervisor
-(``PR_SET_PDEATHSIG``, see child.py), so not even a SIGKILL leaves orphans.
+(``PR_SET_PDEATHSIG``, see caplab.systems.child), so not even a SIGKILL leaves orphans.
 """
 
 from __future__ import annotations
