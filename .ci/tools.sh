@@ -2,8 +2,9 @@
 # PostgreSQL's server binaries (tests start their own clusters with initdb, never the system's),
 # OpenLDAP's slapd and its tools (idsync's directory), Chromium (the report is opened in it
 # headless), fio (storage baselines and volume checks), and the kernel tools the hardware profiles
-# use (ip/tc, losetup, mkfs.ext4, nsenter), and Prometheus's node_exporter (remote hosts' figures;
-# the tests start their own on a loopback port). Idempotent.
+# use (ip/tc, losetup, mkfs.ext4, nsenter), Prometheus's node_exporter (remote hosts' figures;
+# the tests start their own on a loopback port), and Postfix and Dovecot (the mail reference system
+# starts its own instances with their own configuration, never the system's). Idempotent.
 missing=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v pgbench >/dev/null || missing+=(postgresql-contrib)
@@ -16,12 +17,19 @@ command -v tc >/dev/null || missing+=(iproute2)
 command -v mkfs.ext4 >/dev/null || missing+=(e2fsprogs)
 command -v nsenter >/dev/null || missing+=(util-linux)
 command -v prometheus-node-exporter >/dev/null || missing+=(prometheus-node-exporter)
+[ -x /usr/sbin/postfix ] || missing+=(postfix)
+[ -x /usr/sbin/dovecot ] || missing+=(dovecot-core)
+[ -e /usr/lib/dovecot/imap ] || missing+=(dovecot-imapd)
+[ -e /usr/lib/dovecot/lmtp ] || missing+=(dovecot-lmtpd)
+[ -e /usr/lib/dovecot/pop3 ] || missing+=(dovecot-pop3d)
 if [ ${#missing[@]} -gt 0 ]; then
     # The packages must not start or create system services: the tests run their own servers.
     mkdir -p /etc/postgresql-common
     grep -qs '^create_main_cluster' /etc/postgresql-common/createcluster.conf \
         || echo 'create_main_cluster = false' >> /etc/postgresql-common/createcluster.conf
     printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+    # Postfix's package asks for a mailer type: none, so it writes no system main.cf to serve.
+    echo 'postfix postfix/main_mailer_type select No configuration' | debconf-set-selections
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
     rm -f /usr/sbin/policy-rc.d

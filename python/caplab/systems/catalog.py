@@ -63,6 +63,15 @@ SYSTEMS = (
         "the Connexion HL7 interface engine (seeds/002)",
         "caplab systems start hl7 --channels 4 --data-dir /var/tmp/hl7",
     ),
+    ReferenceSystem(
+        "mail",
+        "caplab.systems.mail",
+        "Postfix (SMTP, submission and SMTPS; header/body content checks; LMTP delivery) → Dovecot "
+        "mailbox (Maildir on --mail-dir, IMAP, POP3) behind a Dovecot IMAP/POP3 proxy; N users, "
+        "self-signed TLS; roles transport, access, mailbox",
+        "Exchange 2007 Hub Transport, Client Access and Mailbox roles (seeds/003)",
+        "caplab systems start mail --users 100 --data-dir /var/tmp/mail",
+    ),
 )
 
 

@@ -1,0 +1,157 @@
+"""Starting one server as an ordinary process tree and ending it: each server's master runs in a
+session (and process group) of its own, recorded in a pid file next to its configuration, so
+``stop`` — from this process or another — signals exactly that tree and waits until none of it
+is left."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from caplab.systems.mail.errors import MailError
+from caplab.systems.mail.osuser import ServiceUser
+
+START_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class Server:
+    """One master process: its name in messages, its command line (which names ``config``, so
+    a pid reused by another program is not taken for it), its pid file and its log."""
+
+    name: str
+    command: tuple[str, ...]
+    config: Path
+    pid_file: Path
+    log_file: Path
+    user: ServiceUser | None = None
+    """Run the master as this user (Dovecot); None: as ourselves (Postfix's master, root)."""
+
+    def pid(self) -> int | None:
+        """The running master's pid, or None (no pid file, a dead or reused pid)."""
+        try:
+            pid = int(self.pid_file.read_text())
+            proc = psutil.Process(pid)
+            alive = proc.status() != psutil.STATUS_ZOMBIE and str(self.config) in proc.cmdline()
+        except (OSError, ValueError, psutil.Error):
+            return None
+        return pid if alive else None
+
+    def pids(self) -> list[int]:
+        """The master and every process it started."""
+        pid = self.pid()
+        if pid is None:
+            return []
+        try:
+            return [pid, *sorted(c.pid for c in psutil.Process(pid).children(recursive=True))]
+        except psutil.Error:
+            return []
+
+    def start(self, ports: Sequence[int]) -> None:
+        """Starts the master and waits until its tree listens on every one of ``ports``."""
+        if self.pid() is not None:
+            raise MailError(f"{self.name} is already running (pid file {self.pid_file})")
+        switch = self.user is not None and self.user.switches
+        with self.log_file.open("a") as log:
+            try:
+                proc = subprocess.Popen(
+                    list(self.command),
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    cwd="/",
+                    user=self.user.uid if switch and self.user else None,
+                    group=self.user.gid if switch and self.user else None,
+                    extra_groups=[] if switch else None,
+                )
+            except FileNotFoundError as e:
+                raise MailError(f"{self.name}: {e.filename} is not installed") from None
+        self.pid_file.write_text(f"{proc.pid}\n")
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                self.pid_file.unlink(missing_ok=True)
+                raise MailError(
+                    f"{self.name} exited with status {proc.returncode}: {last_lines(self.log_file)}"
+                )
+            missing = set(ports) - listening_ports(self.pids())
+            if not missing:
+                return
+            time.sleep(0.05)
+        self.stop()
+        raise MailError(
+            f"{self.name} did not listen on {sorted(missing)} within {START_TIMEOUT_S:.0f} s "
+            f"(a port taken by another program?): {last_lines(self.log_file)}"
+        )
+
+    def stop(self) -> bool:
+        """SIGTERM to the master (both Postfix and Dovecot then end their children), SIGKILL to
+        whatever of its process group is left after STOP_TIMEOUT_S. False if it was not running."""
+        pid = self.pid()
+        self.pid_file.unlink(missing_ok=True)
+        if pid is None:
+            return False
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        while time.monotonic() < deadline and group_alive(pid):
+            time.sleep(0.05)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+        while group_alive(pid):
+            time.sleep(0.05)
+        return True
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether any process of group ``pgid`` is left (zombies of ours are reaped first)."""
+    with contextlib.suppress(ChildProcessError):
+        while os.waitpid(-pgid, os.WNOHANG)[0] > 0:
+            pass
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return any(
+        p.info["status"] != psutil.STATUS_ZOMBIE
+        for p in psutil.process_iter(["status"])
+        if _pgid(p.pid) == pgid
+    )
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
+def listening_ports(pids: Sequence[int]) -> set[int]:
+    """The TCP ports these processes listen on."""
+    found: set[int] = set()
+    for pid in pids:
+        with contextlib.suppress(psutil.Error):
+            for c in psutil.Process(pid).net_connections("tcp"):
+                if c.status == psutil.CONN_LISTEN and c.laddr:
+                    found.add(c.laddr.port)
+    return found
+
+
+def last_lines(log: Path, n: int = 6) -> str:
+    try:
+        lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return "(no log)"
+    return " | ".join(lines[-n:]) or "(no output)"
