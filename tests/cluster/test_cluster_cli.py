@@ -105,3 +105,25 @@ def test_ctrl_c_stops_every_agent_and_keeps_what_they_measured(
     assert [a["failure"] for a in result["agents"]] == [None, None]
     assert all(a["sent"] > 0 for a in result["agents"])
     assert result["sent"] < 200 * 120
+
+
+def test_a_capacity_search_without_a_cluster_refuses_agents(caplab_cmd: list[str]) -> None:
+    p = caplab(caplab_cmd, "find-capacity", "http://127.0.0.1:9/", "--slo", "p99<50ms", "--agents", "2")
+    assert p.returncode == 2, p.stderr
+    assert "--agents needs --cluster" in p.stderr
+
+
+@pytest.mark.slow
+def test_a_capacity_search_on_two_agents_finds_a_known_ceiling(caplab_cmd: list[str]) -> None:
+    """knownserver holding its only thread 20 ms per request serves 50/s whoever sends."""
+    with start_module("caplab.systems.knownserver", "--cpu-us", "0", "--serial-sleep-ms", "20") as slow:
+        p = caplab(
+            caplab_cmd, "find-capacity", url_of(slow), "--slo", "p99<500ms", "--start", "10",
+            "--precision", "10%", "--trial", "2s", "--confirm", "2s", "--repeats", "1", "--warmup", "0.5s",
+            "--json", "--cluster", "local", "--agents", "2",
+            timeout=300,
+        )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    answer = json.loads(p.stdout)
+    assert answer["found"] is True
+    assert 40.0 <= answer["capacity_rps"] <= 52.0, answer["capacity_rps"]
