@@ -19,7 +19,7 @@ from typing import IO
 
 import psutil
 
-from caplab.systems.hl7 import metrics
+from caplab.systems import exposition
 from caplab.systems.hl7.queue import URL_ENV
 
 READY_LINES = 5
@@ -67,7 +67,7 @@ class RunningHl7:
 
     def metrics(self) -> dict[str, float]:
         with urllib.request.urlopen(self.metrics_url, timeout=5) as reply:
-            return metrics.parse(reply.read().decode())
+            return exposition.parse(reply.read().decode())
 
     def total(self, name: str, samples: dict[str, float] | None = None) -> float:
         """A family summed over its channels."""

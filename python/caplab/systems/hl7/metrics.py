@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
+from caplab.systems.exposition import metrics_server
 from caplab.systems.hl7.counters import Counters, Field
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 COUNTERS = (
     ("hl7_received_total", Field.RECEIVED, "MLLP frames received."),
     ("hl7_queued_total", Field.QUEUED, "Messages durably queued (acknowledged AA)."),
@@ -61,32 +61,6 @@ def render(counters: Counters) -> str:
 def serve(port: int, exposition: Callable[[], str]) -> ThreadingHTTPServer:
     """Serves ``GET /metrics`` on 127.0.0.1:port (0: a free one) from a daemon thread."""
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            if self.path.split("?")[0] != "/metrics":
-                self.send_error(404)
-                return
-            body = exposition().encode()
-            self.send_response(200)
-            self.send_header("Content-Type", CONTENT_TYPE)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    server.daemon_threads = True
+    server = metrics_server(port, exposition)
     threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
     return server
-
-
-def parse(text: str) -> dict[str, float]:
-    """Samples as ``{"name{labels}": value}``."""
-    samples = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            name, _, value = line.rpartition(" ")
-            samples[name] = float(value)
-    return samples

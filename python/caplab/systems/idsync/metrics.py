@@ -14,9 +14,9 @@ import os
 import signal
 import sys
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from caplab.systems.exposition import metrics_server
 from caplab.systems.idsync.store import Counts
 
 HELP = {
@@ -54,22 +54,7 @@ def serve(port: int, exposition: Callable[[], str]) -> None:
     """Serves ``GET /metrics`` on 127.0.0.1 until SIGTERM or SIGINT; prints ``listening HOST:PORT``
     first (port 0: a free one)."""
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            if self.path.split("?")[0] != "/metrics":
-                self.send_error(404)
-                return
-            body = exposition().encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:
-            """Quiet: a scrape a second is not news."""
-
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    server = metrics_server(port, exposition)
     signal.signal(signal.SIGTERM, lambda *_: os.kill(os.getpid(), signal.SIGINT))
     print(f"listening 127.0.0.1:{server.server_address[1]}", flush=True)
     try:

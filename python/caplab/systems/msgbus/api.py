@@ -20,7 +20,7 @@ from typing import IO
 
 import psutil
 
-from caplab.systems.msgbus import metrics
+from caplab.systems import exposition
 from caplab.systems.msgbus.messagebox import STORE_URL_ENV
 from caplab.systems.msgbus.supervisor import ROLES
 
@@ -77,7 +77,7 @@ class RunningMsgbus:
     def metrics(self) -> dict[str, float]:
         """Current samples from ``/metrics``, keyed ``name`` or ``name{labels}``."""
         with urllib.request.urlopen(self.metrics_url, timeout=5) as reply:
-            return metrics.parse(reply.read().decode())
+            return exposition.parse(reply.read().decode())
 
     def wait_until(self, done: Callable[[dict[str, float]], bool], timeout_s: float) -> dict[str, float]:
         """Polls the metrics until ``done(samples)``; raises TimeoutError with the last samples."""

@@ -11,6 +11,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from caplab.systems.exposition import CONTENT_TYPE
 from caplab.systems.msgbus.counters import (
     CounterFile,
     Layout,
@@ -19,8 +20,6 @@ from caplab.systems.msgbus.counters import (
     ReceiveCounter,
     SinkCounter,
 )
-
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 @dataclass(frozen=True)
@@ -208,13 +207,3 @@ class MetricsConnection(asyncio.Protocol):
                 self.transport = None
         if len(self.buffer) > 64 * 1024 and self.transport is not None:
             self.transport.close()
-
-
-def parse(text: str) -> dict[str, float]:
-    """Samples of an exposition as ``{"name{labels}": value}`` (enough for msgbus's own metrics)."""
-    samples: dict[str, float] = {}
-    for line in text.splitlines():
-        if line and not line.startswith("#"):
-            name, _, value = line.rpartition(" ")
-            samples[name] = float(value)
-    return samples
