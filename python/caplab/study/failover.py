@@ -24,12 +24,11 @@ def database_name(url: str) -> str:
 def database_series(result: RunResult, url: str) -> dict[str, list[Interval]]:
     """Each database's interval series by its name: the run's own for one target (``url``), else one
     per target, places in the round-robin that name one database added together."""
-    per_target = getattr(result, "per_target", ())  # TODO(D1): result.per_target once the engine has it
-    if not per_target:
+    if not result.per_target:
         only = [Interval(i.start_s, i.end_s, i.completed, i.errors) for i in result.intervals]
         return {database_name(url): only}
     merged: dict[str, dict[tuple[float, float], list[int]]] = {}
-    for target in per_target:
+    for target in result.per_target:
         slots = merged.setdefault(database_name(target.label), {})
         for i in target.intervals:
             counts = slots.setdefault((i.start_s, i.end_s), [0, 0])

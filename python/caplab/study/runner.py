@@ -98,8 +98,8 @@ def load_spec_for(config: StudyConfig, directory: Path) -> LoadSpec:
             scale=first.scale,
             workload=first.workload,
             body=first.script,
-            **extra_targets(  # TODO(D1): plain extra_targets= once LoadSpec has it
-                tuple(Target(found[u].url, None, found[u].password, found[u].scale) for u in places[1:])
+            extra_targets=tuple(
+                Target(found[u].url, None, found[u].password, found[u].scale) for u in places[1:]
             ),
         )
     target = target_spec.http or target_spec.tcp
@@ -115,10 +115,6 @@ def load_spec_for(config: StudyConfig, directory: Path) -> LoadSpec:
         template=target.template,
         framing=target_spec.tcp.framing if target_spec.tcp else None,
     )
-
-
-def extra_targets(targets: tuple[Target, ...]) -> dict[str, Any]:
-    return {"extra_targets": targets} if targets else {}
 
 
 def priced(config: StudyConfig, factors: dict[str, Any]) -> dict[str, Any]:
