@@ -7,8 +7,9 @@ from decimal import Decimal
 
 import pytest
 
+from caplab.systems.counterfile import SLOT_FIELDS
 from caplab.systems.msgbus import MESSAGING_BODY, ORCHESTRATION_BODY, maps
-from caplab.systems.msgbus.counters import SLOT_FIELDS, ProcessingHostCounter
+from caplab.systems.msgbus.counters import ProcessingHostCounter
 from caplab.systems.msgbus.documents import NotAMessage, read_document
 from caplab.systems.msgbus.leases import Leases
 from caplab.systems.msgbus.pipeline import InvalidDocument, verify

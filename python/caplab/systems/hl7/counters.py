@@ -1,19 +1,18 @@
 """Per-channel counters shared through one memory-mapped file, so ``/metrics`` asks no process.
 
-One slot per channel of ``Field`` unsigned 64-bit counters. Each field has one writer: the
-receiver the first four, the channel's worker the rest (aligned 8-byte stores, never torn). The
-supervisor creates the file with the database's own counts (``seed``), so the totals are those of
-the data directory since it was made, and re-seeds a channel's fields from the database before it
-restarts a process that died (which may have committed a batch without counting it).
+One slot per channel in the shared counters file (caplab.systems.counterfile), of ``Field``
+counters. Each field has one writer: the receiver the first four, the channel's worker the rest
+(aligned 8-byte stores, never torn). The supervisor creates the file with the database's own
+counts (``seed``), so the totals are those of the data directory since it was made, and re-seeds a
+channel's fields from the database before it restarts a process that died (which may have
+committed a batch without counting it).
 """
 
 from __future__ import annotations
 
-import mmap
-import os
 from enum import IntEnum
-from pathlib import Path
 
+from caplab.systems.counterfile import CounterFile
 from caplab.systems.hl7.queue import ChannelCounts
 
 
@@ -27,35 +26,16 @@ class Field(IntEnum):
     FAILED = 6  # queued messages the transform could not map
 
 
-FIELDS = 8
-SLOT_BYTES = FIELDS * 8
 RECEIVER_FIELDS = (Field.RECEIVED, Field.QUEUED, Field.DUPLICATES, Field.REJECTED)
 WORKER_FIELDS = (Field.TRANSFORMED, Field.WRITTEN, Field.FAILED)
 
 
-def create(path: Path, channels: int) -> None:
-    with open(path, "wb") as f:
-        f.truncate(channels * SLOT_BYTES)
+class Counters(CounterFile):
+    """The counters file (caplab.systems.counterfile) with one slot per channel."""
 
-
-class Counters:
-    def __init__(self, path: Path) -> None:
-        fd = os.open(path, os.O_RDWR)
-        try:
-            self._map = mmap.mmap(fd, 0)
-        finally:
-            os.close(fd)
-        self._view = memoryview(self._map).cast("Q")
-        self.channels = len(self._view) // FIELDS
-
-    def slot(self, channel: int) -> memoryview:
-        """One channel's counters, writable (``slot[Field.QUEUED] += n``)."""
-        if not 0 <= channel < self.channels:
-            raise IndexError(f"channel {channel} is outside the counters' {self.channels} channels")
-        return self._view[channel * FIELDS : (channel + 1) * FIELDS]
-
-    def read(self, channel: int) -> tuple[int, ...]:
-        return tuple(self.slot(channel).tolist())
+    @property
+    def channels(self) -> int:
+        return self.slots
 
     def seed(self, channel: int, counts: ChannelCounts, fields: tuple[Field, ...]) -> None:
         """Sets ``fields`` of a channel to what the database holds (RECEIVED never goes below

@@ -30,6 +30,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO
 
+from caplab.systems import counterfile
 from caplab.systems.hl7 import counters, metrics
 from caplab.systems.hl7.counters import RECEIVER_FIELDS, WORKER_FIELDS, Counters
 from caplab.systems.hl7.postgres_queue import DEFAULT_SCHEMA, SCHEMA_ENV
@@ -110,7 +111,7 @@ class Supervisor:
             counts = q.counts()
         finally:
             q.close()
-        counters.create(self.counters_path, s.channels)
+        counterfile.create(self.counters_path, s.channels)
         self.counters = Counters(self.counters_path)
         self._seed(counts, range(s.channels), RECEIVER_FIELDS + WORKER_FIELDS)
 

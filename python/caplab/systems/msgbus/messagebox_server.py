@@ -35,9 +35,10 @@ from typing import Any
 
 import psycopg
 
+from caplab.systems.counterfile import open_slot
 from caplab.systems.msgbus import child
 from caplab.systems.msgbus.boxes import open_messagebox
-from caplab.systems.msgbus.counters import MessageBoxCounter, open_slot
+from caplab.systems.msgbus.counters import MessageBoxCounter
 from caplab.systems.msgbus.leases import Leases
 from caplab.systems.msgbus.messagebox import STORE_URL_ENV, MessageBox, Stored
 from caplab.systems.msgbus.protocol import (

@@ -11,9 +11,9 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from caplab.systems.counterfile import CounterFile
 from caplab.systems.exposition import CONTENT_TYPE
 from caplab.systems.msgbus.counters import (
-    CounterFile,
     Layout,
     MessageBoxCounter,
     ProcessingHostCounter,

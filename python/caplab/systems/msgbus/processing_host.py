@@ -23,8 +23,9 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from caplab.systems.counterfile import open_slot
 from caplab.systems.msgbus import child, maps
-from caplab.systems.msgbus.counters import ProcessingHostCounter, open_slot
+from caplab.systems.msgbus.counters import ProcessingHostCounter
 from caplab.systems.msgbus.protocol import (
     Claimed,
     MessageBoxClient,

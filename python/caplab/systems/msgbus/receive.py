@@ -22,8 +22,9 @@ import asyncio
 import json
 from collections.abc import Callable
 
+from caplab.systems.counterfile import open_slot
 from caplab.systems.msgbus import child
-from caplab.systems.msgbus.counters import ReceiveCounter, open_slot
+from caplab.systems.msgbus.counters import ReceiveCounter
 from caplab.systems.msgbus.documents import NotAMessage, read_document
 from caplab.systems.msgbus.protocol import (
     MAX_FRAME,

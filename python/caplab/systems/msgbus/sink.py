@@ -15,8 +15,9 @@ import argparse
 import asyncio
 import os
 
+from caplab.systems.counterfile import open_slot
 from caplab.systems.msgbus import child
-from caplab.systems.msgbus.counters import SinkCounter, open_slot
+from caplab.systems.msgbus.counters import SinkCounter
 from caplab.systems.msgbus.protocol import FrameBuffer, FrameTooLarge, frame
 
 MAX_ID = 1 << 36

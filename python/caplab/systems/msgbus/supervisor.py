@@ -25,8 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from caplab.systems.msgbus import counters, metrics
-from caplab.systems.msgbus.counters import CounterFile, Layout
+from caplab.systems import counterfile
+from caplab.systems.counterfile import CounterFile
+from caplab.systems.msgbus import metrics
+from caplab.systems.msgbus.counters import Layout
 from caplab.systems.msgbus.messagebox import STORE_URL_ENV
 
 PACKAGE = "caplab.systems.msgbus"
@@ -101,7 +103,7 @@ class Supervisor:
         self.data_dir = data_dir
         self.layout = Layout(settings.stores, settings.hosts)
         self.counters_path = data_dir / "counters.bin"
-        counters.create(self.counters_path, self.layout.slots)
+        counterfile.create(self.counters_path, self.layout.slots)
         self.counters = CounterFile(self.counters_path)
         self.tiers: list[Tier] = []
 
