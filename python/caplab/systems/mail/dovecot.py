@@ -9,6 +9,10 @@
   (``proxy=y``), as Exchange's client access servers front its mailbox servers. IMAP (STARTTLS),
   IMAPS, POP3 and POP3S when TLS is on.
 
+Every simulated user logs in from the same loopback address, so Dovecot's brute-force defences
+(a 2 s delay on a failed login, doubling per failure from that address up to 15 s) are off: a
+test of wrong passwords would otherwise slow every user after it.
+
 Each instance's processes carry its ``instance_name`` in their titles (``caplab-mailbox/imap``,
 ``caplab-access/imap-login``…) and its master's command line names its configuration file
 (``WORK/mailbox/dovecot.conf`` or ``WORK/access/dovecot.conf``): either tells the two apart.
@@ -76,6 +80,7 @@ listen = 127.0.0.1
 auth_mechanisms = plain login
 auth_username_format = %Ln
 auth_cache_size = 0
+auth_failure_delay = 0
 default_internal_user = {user.name}
 default_internal_group = {user.name}
 default_login_user = {user.name}
@@ -86,6 +91,9 @@ login_greeting = caplab {role} ready.
 login_trusted_networks = 127.0.0.0/8
 service anvil {{
   chroot =
+  unix_listener anvil-auth-penalty {{
+    mode = 0
+  }}
 }}
 service imap-login {{
   chroot =

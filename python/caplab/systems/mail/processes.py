@@ -10,7 +10,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +21,7 @@ from caplab.systems.mail.osuser import ServiceUser
 
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 30.0
+GRACE_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -95,22 +96,38 @@ class Server:
         )
 
     def stop(self) -> bool:
-        """SIGTERM to the master (both Postfix and Dovecot then end their children), SIGKILL to
-        whatever of its process group is left after STOP_TIMEOUT_S. False if it was not running."""
+        """SIGTERM to the master, then to whatever of its process group outlives it (Dovecot's
+        master leaves a process serving an open client connection behind), SIGKILL to what is left
+        after GRACE_S more. Returns once none of the group is left; False if it was not running."""
         pid = self.pid()
         self.pid_file.unlink(missing_ok=True)
         if pid is None:
             return False
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + STOP_TIMEOUT_S
-        while time.monotonic() < deadline and group_alive(pid):
-            time.sleep(0.05)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGKILL)
-        while group_alive(pid):
-            time.sleep(0.05)
+        _wait(lambda: _alive(pid), STOP_TIMEOUT_S)
+        for sig, grace in ((signal.SIGTERM, GRACE_S), (signal.SIGKILL, STOP_TIMEOUT_S)):
+            if not group_alive(pid):
+                break
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, sig)
+            _wait(lambda: group_alive(pid), grace)
         return True
+
+
+def _wait(condition: Callable[[], bool], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while condition() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _alive(pid: int) -> bool:
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def group_alive(pgid: int) -> bool:
