@@ -45,7 +45,7 @@ def parser() -> argparse.ArgumentParser:
     )
     commands = top.add_subparsers(dest="command", required=True)
     start = commands.add_parser("start", help="provision and run the system in the foreground")
-    start.add_argument("--users", type=int, default=10, help="mailboxes user1…userN (default 10)")
+    start.add_argument("--users", type=_positive, default=10, help="mailboxes user1…userN (default 10)")
     start.add_argument("--data-dir", type=Path, help="the work directory (default: a temporary one)")
     start.add_argument("--mail-dir", type=Path, help="where the Maildirs live (default: DIR/maildirs)")
     start.add_argument("--no-tls", dest="tls", action="store_false", help="no certificate, no TLS ports")
@@ -75,6 +75,16 @@ def parser() -> argparse.ArgumentParser:
     stop.add_argument("--data-dir", type=Path, required=True)
     stop.add_argument("--remove", action="store_true", help="delete the work directory and mailboxes too")
     return top
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 (got {value})")
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> None:
