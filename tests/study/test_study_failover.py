@@ -31,7 +31,9 @@ def test_a_switchover_and_a_killed_primary_under_load(shared_dir: Path) -> None:
         assert entry["action"]["exit_code"] == 0, entry["action"]
         load = entry["load"]
         assert load["disrupted"], f"{action}: the primary went away under load"
-        assert load["recovery_s"] is not None and load["recovery_s"] < 5, load
+        # back within the trial, with time to spare (about 1 s on a quiet machine; a busy one slows
+        # the role change, not the measurement)
+        assert load["recovery_s"] is not None and load["recovery_s"] < 8, load
         [ledger] = metrics["ledger"]
         assert ledger["acknowledged"] > 100 and ledger["held"] >= ledger["acknowledged"] - ledger["lost"]
         nodes = [k for k in cell["resources"] if k.startswith("pg:")]
