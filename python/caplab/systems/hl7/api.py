@@ -5,21 +5,18 @@ from __future__ import annotations
 
 import collections
 import os
-import queue
 import signal
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
 
 import psutil
 
-from caplab.systems import exposition
+from caplab.systems import exposition, launch
 from caplab.systems.hl7.queue import URL_ENV
 
 READY_LINES = 5
@@ -42,15 +39,7 @@ class RunningHl7:
 
     def child_pids(self, module: str) -> list[int]:
         """Live pids of the engine's ``receiver`` or ``worker`` processes."""
-        needle = f"caplab.systems.hl7.{module} "
-        found = []
-        for p in psutil.Process(self.process.pid).children():
-            try:
-                if needle in " ".join(p.cmdline()) + " " and p.status() != psutil.STATUS_ZOMBIE:
-                    found.append(p.pid)
-            except psutil.Error:
-                continue
-        return sorted(found)
+        return launch.child_pids(self.process, f"caplab.systems.hl7.{module} ")
 
     def worker_pid(self, channel: int) -> int:
         for pid in self.child_pids("worker"):
@@ -97,19 +86,7 @@ class RunningHl7:
         )
 
     def stop(self) -> int:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        return self.process.returncode
-
-
-def _drain(stream: IO[str], into: Callable[[str], None]) -> None:
-    for line in stream:
-        into(line)
+        return launch.stop(self.process, timeout_s=30)
 
 
 def start(
@@ -128,38 +105,13 @@ def start(
         environment[URL_ENV] = db
     cmd = [sys.executable, "-m", "caplab.systems.hl7", "start", "--data-dir", str(data_dir)]
     cmd += ["--channels", str(channels), "--port", "0", "--metrics-port", "0", *args]
-    proc = subprocess.Popen(
-        cmd,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=environment,
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    stderr: collections.deque[str] = collections.deque(maxlen=400)
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=_drain, args=(proc.stderr, stderr.append), daemon=True).start()
-    threading.Thread(target=_drain, args=(proc.stdout, lines.put), daemon=True).start()
-    ready: dict[str, str] = {}
-    deadline = time.monotonic() + timeout_s
-    while len(ready) < READY_LINES:
-        try:
-            line = lines.get(timeout=max(0.0, min(0.2, deadline - time.monotonic())))
-        except queue.Empty:
-            if proc.poll() is None and time.monotonic() < deadline:
-                continue
-            proc.kill()
-            proc.wait()
-            time.sleep(0.1)
-            raise RuntimeError(f"hl7 did not start: {''.join(stderr).strip()[-2000:]}") from None
-        key, _, value = line.strip().partition(" ")
-        ready[key] = value
+    started = launch.start("hl7", cmd, environment, READY_LINES, timeout_s, stderr_lines=400)
+    ready = started.ready
     return RunningHl7(
-        process=proc,
+        process=started.process,
         ports=tuple(int(a.rsplit(":", 1)[1]) for a in ready["channels"].split(",")),
         metrics_url=ready["metrics"],
         data_dir=Path(data_dir),
         out_dir=Path(ready["out"]) if "out" in ready else None,
-        _stderr=stderr,
+        _stderr=started.stderr,
     )

@@ -5,22 +5,17 @@ from __future__ import annotations
 
 import collections
 import os
-import queue
 import signal
 import subprocess
 import sys
-import threading
 import time
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import IO
 
-import psutil
-
-from caplab.systems import exposition
+from caplab.systems import exposition, launch
 from caplab.systems.msgbus.messagebox import STORE_URL_ENV
 from caplab.systems.msgbus.supervisor import ROLES
 
@@ -53,15 +48,7 @@ class RunningMsgbus:
     def tier_pids(self, role: str) -> list[int]:
         """Pids of one tier's live processes (role as in ROLES), found the way caplab's role
         matcher finds them: by command-line substring among the supervisor's children."""
-        needle = ROLES[role]
-        found = []
-        for p in psutil.Process(self.process.pid).children(recursive=True):
-            try:
-                if needle in " ".join(p.cmdline()) + " " and p.status() != psutil.STATUS_ZOMBIE:
-                    found.append(p.pid)
-            except psutil.Error:
-                continue
-        return sorted(found)
+        return launch.child_pids(self.process, ROLES[role], recursive=True)
 
     def host_pids(self) -> list[int]:
         return self.tier_pids("processing")
@@ -102,14 +89,7 @@ class RunningMsgbus:
 
     def stop(self) -> int:
         """SIGTERM (the supervisor stops every tier), SIGKILL if it hangs; returns its exit code."""
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        return self.process.returncode
+        return launch.stop(self.process, timeout_s=20)
 
     def __enter__(self) -> RunningMsgbus:
         return self
@@ -123,11 +103,6 @@ class RunningMsgbus:
 def _summary(samples: dict[str, float]) -> str:
     keys = ("msgbus_documents_received_total", "msgbus_documents_processed_total", "msgbus_queue_depth")
     return ", ".join(f"{k}={samples.get(k)}" for k in keys)
-
-
-def _drain(stream: IO[str], into: Callable[[str], None]) -> None:
-    for line in stream:
-        into(line)
 
 
 def start(
@@ -159,42 +134,18 @@ def start(
     env = {k: v for k, v in os.environ.items() if k != STORE_URL_ENV}
     if store_url is not None:
         env[STORE_URL_ENV] = store_url
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "caplab.systems.msgbus", *args],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    assert proc.stdout is not None and proc.stderr is not None
-    stderr: collections.deque[str] = collections.deque(maxlen=200)
-    lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=_drain, args=(proc.stderr, stderr.append), daemon=True).start()
-    threading.Thread(target=_drain, args=(proc.stdout, lines.put), daemon=True).start()
-    ready: dict[str, str] = {}
-    deadline = time.monotonic() + timeout_s
-    while len(ready) < READY_LINES:
-        try:
-            line = lines.get(timeout=max(0.0, min(0.2, deadline - time.monotonic())))
-        except queue.Empty:
-            if proc.poll() is None and time.monotonic() < deadline:
-                continue
-            proc.kill()
-            proc.wait()
-            time.sleep(0.1)  # let the drain thread take the last stderr lines
-            raise RuntimeError(f"msgbus did not start: {''.join(stderr).strip()[-2000:]}") from None
-        key, _, value = line.strip().partition(" ")
-        ready[key] = value
+    cmd = [sys.executable, "-m", "caplab.systems.msgbus", *args]
+    started = launch.start("msgbus", cmd, env, READY_LINES, timeout_s, stderr_lines=200)
+    ready = started.ready
     return RunningMsgbus(
-        process=proc,
+        process=started.process,
         tcp_port=_port(ready["listening"]),
         http_port=_port(ready["http"]),
         metrics_url=ready["metrics"],
         sink_port=_port(ready["sink"]),
         store_ports=tuple(_port(a) for a in ready["stores"].split(",")),
         sink_log=Path(sink_log) if sink_log is not None else None,
-        _stderr=stderr,
+        _stderr=started.stderr,
     )
 
 
