@@ -435,7 +435,7 @@ def test_a_failed_worker_is_an_error_callers_can_catch_by_kind() -> None:
         ({"load": OpenLoad.constant(0, 1)}, "load.profile"),
         ({"load": OpenLoad.constant(-5, 1)}, "load.profile[0].rate_start"),
         ({"load": ClosedLoad(1, Think("constant", -1))}, "load.think.mean_s"),
-        ({"target": Target("https://127.0.0.1:1/")}, "target.url"),
+        ({"target": Target("ftp://127.0.0.1:1/")}, "target.url"),
         ({"target": Target("tcp://127.0.0.1:1")}, "target.framing"),
         ({"target": Target("http://127.0.0.1:1/", "line")}, "target.framing"),
     ],

@@ -48,16 +48,36 @@ pub struct Plan {
     /// Seed for Poisson arrivals and the request mix, so runs can be repeated exactly.
     #[serde(default)]
     pub seed: u64,
+    /// How `https://` and `tls://` targets verify the server (default: against the Mozilla roots).
+    #[serde(default)]
+    pub tls: Option<TlsOptions>,
+}
+
+/// TLS settings for every target of a plan.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsOptions {
+    /// Take any certificate (a test server's self-signed one) without verifying it.
+    #[serde(default)]
+    pub insecure: bool,
+    /// Trust only the CA certificates in this PEM file instead of the Mozilla roots.
+    #[serde(default)]
+    pub ca_file: Option<String>,
+    /// The name the certificate must carry (and SNI), when the URL names the server otherwise
+    /// (an IP address, a load balancer's alias).
+    #[serde(default)]
+    pub server_name: Option<String>,
 }
 
 /// Where requests go and how they are framed on the wire.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Target {
-    /// `http://host:port/path`, `tcp://host:port` or a libpq URL `postgresql://user@host:port/db`
-    /// (several hosts allowed, with `target_session_attrs`).
+    /// `http://host:port/path`, `https://…`, `tcp://host:port`, `tls://host:port` (framed TCP in
+    /// TLS) or a libpq URL `postgresql://user@host:port/db` (several hosts allowed, with
+    /// `target_session_attrs`).
     pub url: String,
-    /// TCP only: `line`, `u32` or `mllp`.
+    /// TCP (`tcp://`, `tls://`) only: `line`, `u32` or `mllp`.
     #[serde(default)]
     pub framing: Option<Framing>,
     /// PostgreSQL only: the password, kept out of the URL so that the URL may be shown.
@@ -265,6 +285,7 @@ impl Plan {
             return Err(err("reconnect_backoff_ms", "must be <= 60000 (one minute)"));
         }
         self.target.validate("target")?;
+        self.validate_tls()?;
         let protocol = protocol_of(&self.target.url);
         for (i, t) in self.extra_targets.iter().enumerate() {
             let field = format!("extra_targets[{i}]");
@@ -326,6 +347,27 @@ impl Plan {
         Ok(())
     }
 
+    /// TLS options apply to TLS targets only, and verify one way.
+    fn validate_tls(&self) -> Result<(), PlanError> {
+        let Some(tls) = &self.tls else { return Ok(()) };
+        if !uses_tls(&self.target.url) {
+            return Err(err("tls", "applies to https:// and tls:// targets"));
+        }
+        if tls.insecure && tls.ca_file.is_some() {
+            return Err(err(
+                "tls.ca_file",
+                "give ca_file (verify against it) or insecure (verify nothing), not both",
+            ));
+        }
+        if tls.ca_file.as_deref() == Some("") {
+            return Err(err("tls.ca_file", "must name a PEM file"));
+        }
+        if tls.server_name.as_deref() == Some("") {
+            return Err(err("tls.server_name", "must not be empty"));
+        }
+        Ok(())
+    }
+
     /// Every target, `target` first: a target's number is its place here.
     pub fn targets(&self) -> impl Iterator<Item = &Target> {
         std::iter::once(&self.target).chain(&self.extra_targets)
@@ -373,6 +415,11 @@ impl Plan {
     }
 }
 
+/// Whether a target URL's connections are TLS (`https://`, `tls://`).
+pub fn uses_tls(url: &str) -> bool {
+    url.starts_with("https://") || url.starts_with("tls://")
+}
+
 /// The protocol a target URL speaks, as its scheme (libpq's two spellings are one).
 fn protocol_of(url: &str) -> &str {
     if is_postgres(url) {
@@ -398,9 +445,9 @@ impl Target {
             ));
         }
         let url = Url::parse(&self.url).map_err(|m| err(format!("{field}.url"), m))?;
-        match (url.scheme, self.framing) {
-            (Scheme::Http, Some(_)) => Err(err(framing, "only applies to tcp:// targets")),
-            (Scheme::Tcp, None) => Err(err(framing, "tcp:// targets need a framing: line, u32 or mllp")),
+        match (url.scheme.is_tcp(), self.framing) {
+            (false, Some(_)) => Err(err(framing, "only applies to tcp:// and tls:// targets")),
+            (true, None) => Err(err(framing, "tcp:// and tls:// targets need a framing: line, u32 or mllp")),
             _ => Ok(()),
         }
     }
@@ -423,7 +470,21 @@ impl Target {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scheme {
     Http,
+    Https,
     Tcp,
+    /// Framed TCP inside TLS from the first byte (implicit TLS).
+    Tls,
+}
+
+impl Scheme {
+    /// Framed request/reply (`tcp://`, `tls://`) rather than HTTP.
+    pub fn is_tcp(self) -> bool {
+        matches!(self, Scheme::Tcp | Scheme::Tls)
+    }
+
+    pub fn is_tls(self) -> bool {
+        matches!(self, Scheme::Https | Scheme::Tls)
+    }
 }
 
 /// The parts of a target URL the engine uses.
@@ -441,12 +502,14 @@ impl Url {
     pub fn parse(text: &str) -> Result<Url, String> {
         let (scheme, rest) = if let Some(r) = text.strip_prefix("http://") {
             (Scheme::Http, r)
+        } else if let Some(r) = text.strip_prefix("https://") {
+            (Scheme::Https, r)
         } else if let Some(r) = text.strip_prefix("tcp://") {
             (Scheme::Tcp, r)
-        } else if text.starts_with("https://") {
-            return Err("https is not supported yet; use http:// or tcp://".into());
+        } else if let Some(r) = text.strip_prefix("tls://") {
+            (Scheme::Tls, r)
         } else {
-            return Err(format!("{text:?} is not an http:// or tcp:// URL"));
+            return Err(format!("{text:?} is not an http://, https://, tcp:// or tls:// URL"));
         };
         let (authority, path) = match rest.find('/') {
             Some(i) => (&rest[..i], &rest[i..]),
@@ -469,7 +532,10 @@ impl Url {
         let port = match (port, scheme) {
             (Some(p), _) => p.parse::<u16>().map_err(|_| format!("{text:?}: bad port {p:?}"))?,
             (None, Scheme::Http) => 80,
-            (None, Scheme::Tcp) => return Err(format!("{text:?}: tcp:// needs a port")),
+            (None, Scheme::Https) => 443,
+            (None, Scheme::Tcp | Scheme::Tls) => {
+                return Err(format!("{text:?}: tcp:// and tls:// need a port"))
+            }
         };
         Ok(Url { scheme, authority: authority.to_string(), host, port, path: path.to_string() })
     }
@@ -562,5 +628,24 @@ mod tests {
         assert_eq!(Url::parse("http://h").unwrap().port, 80);
         assert!(Url::parse("tcp://h").is_err());
         assert!(Url::parse("ftp://h").is_err());
+        let u = Url::parse("https://example.org/a").unwrap();
+        assert_eq!((u.scheme, u.port, u.authority.as_str()), (Scheme::Https, 443, "example.org"));
+        assert_eq!(Url::parse("tls://h:993").unwrap().scheme, Scheme::Tls);
+        assert!(Url::parse("tls://h").is_err());
+    }
+
+    #[test]
+    fn tls_options_are_checked() {
+        let with = |url: &str, tls: &str| {
+            Plan::from_json(&format!(
+                r#"{{"target": {{"url": "{url}"}}, "tls": {tls}, "load": {{"model": "closed", "users": 1}}, "duration_s": 1}}"#
+            ))
+        };
+        assert!(with("https://127.0.0.1:8443/", r#"{"insecure": true}"#).is_ok());
+        assert_eq!(with("http://127.0.0.1:8080/", r#"{"insecure": true}"#).unwrap_err().field, "tls");
+        let e = with("https://h/", r#"{"insecure": true, "ca_file": "ca.pem"}"#).unwrap_err();
+        assert_eq!(e.field, "tls.ca_file");
+        assert_eq!(with("https://h/", r#"{"server_name": ""}"#).unwrap_err().field, "tls.server_name");
+        assert!(with("https://h/", r#"{"verify": false}"#).unwrap_err().to_string().contains("verify"));
     }
 }

@@ -128,6 +128,11 @@ pub struct GeneratorFigures {
     /// The busiest worker thread's CPU share of its wall time (1.0 = a whole core).
     pub busiest_thread: f64,
     pub connections_opened: u64,
+    /// TLS targets: handshakes completed in the measured window (full and resumed), how many of
+    /// them resumed an earlier session, and handshakes per second of the window. None without TLS.
+    pub tls_handshakes: Option<u64>,
+    pub tls_resumed: Option<u64>,
+    pub tls_handshakes_per_s: Option<f64>,
     /// True when the generator could not keep up, so the figures describe it, not the target.
     pub saturated: bool,
     pub saturation_reason: Option<String>,

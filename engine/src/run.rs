@@ -4,9 +4,10 @@
 use crate::driver::http::HttpDriver;
 use crate::driver::postgres::PostgresDriver;
 use crate::driver::tcp::TcpDriver;
+use crate::driver::tls::{client_config, TlsClient};
 use crate::driver::Driver;
 use crate::executor::{panic_message, run_thread, Control, Message, Share, WorkerOutcome, WorkerSetup};
-use crate::plan::{is_postgres, Load, Plan, PlanError, Scheme, Url};
+use crate::plan::{is_postgres, uses_tls, Load, Plan, PlanError, Scheme, Url};
 use crate::result::{
     ClassResult, GeneratorFigures, IntervalSnapshot, RunResult, TargetInterval, TargetSeries,
 };
@@ -76,24 +77,41 @@ pub fn run(plan: &Plan, hooks: Hooks<'_>) -> Result<RunResult, RunError> {
         };
         return coordinate(plan, driver, hooks);
     }
+    let tls_options = plan.tls.clone().unwrap_or_default();
+    // One configuration, so one session cache, for the whole run: connections resume sessions
+    // earlier ones (on any thread) were given.
+    let tls_config = match Url::parse(&plan.target.url) {
+        Ok(url) if url.scheme.is_tls() => Some(client_config(&tls_options).map_err(RunError::Plan)?),
+        _ => None,
+    };
     let mut urls = Vec::with_capacity(targets.len());
     for (i, t) in targets.iter().enumerate() {
         let url = Url::parse(&t.url)
             .map_err(|m| RunError::Plan(PlanError { field: format!("{}.url", field(i)), message: m }))?;
         let addr = resolve(&url)?;
-        preflight(addr, Duration::from_secs_f64(plan.timeout_s.min(5.0)))?;
-        urls.push((url, addr));
+        let timeout = Duration::from_secs_f64(plan.timeout_s.min(5.0));
+        preflight(addr, timeout)?;
+        let tls = match &tls_config {
+            Some(config) => {
+                let client =
+                    TlsClient::new(config.clone(), &tls_options, &url.host).map_err(RunError::Plan)?;
+                client.preflight(&tls_options, addr, timeout).map_err(RunError::Unreachable)?;
+                Some(client)
+            }
+            None => None,
+        };
+        urls.push((url, addr, tls));
     }
     // Validated: every target speaks the first one's protocol.
     match urls[0].0.scheme {
-        Scheme::Http => {
-            let driver = |i: usize| HttpDriver::new(urls[i].1, &urls[i].0, &plan.requests);
+        Scheme::Http | Scheme::Https => {
+            let driver = |i: usize| HttpDriver::new(urls[i].1, &urls[i].0, &plan.requests, urls[i].2.clone());
             coordinate(plan, driver, hooks)
         }
-        Scheme::Tcp => {
+        Scheme::Tcp | Scheme::Tls => {
             let driver = |i: usize| {
                 let framing = targets[i].framing.expect("validated: tcp targets have a framing");
-                TcpDriver::new(urls[i].1, framing, &plan.requests)
+                TcpDriver::new(urls[i].1, framing, &plan.requests, urls[i].2.clone())
             };
             coordinate(plan, driver, hooks)
         }
@@ -442,6 +460,7 @@ fn assemble(
         _ => None,
     };
     let sent: u64 = classes.iter().map(|c| c.sent).sum();
+    let tls = uses_tls(&plan.target.url);
     RunResult {
         model: if open { "open" } else { "closed" },
         offered_rate: plan.offered_rate(),
@@ -475,6 +494,9 @@ fn assemble(
             held_rate,
             busiest_thread: busiest,
             connections_opened: connects,
+            tls_handshakes: tls.then_some(total.tls_handshakes),
+            tls_resumed: tls.then_some(total.tls_resumed),
+            tls_handshakes_per_s: (tls && measured_s > 0.0).then(|| total.tls_handshakes as f64 / measured_s),
             saturated: saturation_reason.is_some(),
             saturation_reason,
         },

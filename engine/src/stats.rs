@@ -165,6 +165,9 @@ pub struct ThreadStats {
     pub left_in_window: u64,
     /// Open model: when each request was handed over minus its intended time (the generator's delay).
     pub lateness: Histogram<u64>,
+    /// TLS handshakes completed inside the measured window, and how many of them resumed a session.
+    pub tls_handshakes: u64,
+    pub tls_resumed: u64,
     pub interval: IntervalPart,
 }
 
@@ -180,7 +183,17 @@ impl ThreadStats {
             sent_all: 0,
             left_in_window: 0,
             lateness: new_histogram(),
+            tls_handshakes: 0,
+            tls_resumed: 0,
             interval: IntervalPart::new(0, targets),
+        }
+    }
+
+    /// A new connection's TLS handshake, finished at `at`.
+    pub fn on_handshake(&mut self, clock: &RunClock, at: Instant, resumed: bool) {
+        if clock.in_window(at) {
+            self.tls_handshakes += 1;
+            self.tls_resumed += u64::from(resumed);
         }
     }
 
@@ -284,6 +297,8 @@ impl ThreadStats {
         self.sent_all += other.sent_all;
         self.left_in_window += other.left_in_window;
         add(&mut self.lateness, &other.lateness);
+        self.tls_handshakes += other.tls_handshakes;
+        self.tls_resumed += other.tls_resumed;
     }
 }
 

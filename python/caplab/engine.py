@@ -38,6 +38,7 @@ __all__ = [
     "TargetSeries",
     "TargetUnreachable",
     "Think",
+    "TlsOptions",
     "UsageProblem",
     "WorkerFailed",
     "build_plan",
@@ -57,8 +58,9 @@ DEFAULT_RECONNECT_BACKOFF_MS = 10.0
 
 @dataclass(frozen=True)
 class Target:
-    """``http://host:port/path``, ``tcp://host:port`` (TCP needs a framing) or a libpq URL
-    ``postgresql://user@host:port/db`` (its password apart, its pgbench scale for scripts)."""
+    """``http://host:port/path``, ``https://…``, ``tcp://host:port`` or ``tls://host:port`` (framed
+    TCP in TLS; both need a framing) or a libpq URL ``postgresql://user@host:port/db`` (its
+    password apart, its pgbench scale for scripts)."""
 
     url: str
     framing: Framing | None = None
@@ -68,6 +70,23 @@ class Target:
 
 def is_postgres(url: str) -> bool:
     return url.startswith(("postgresql://", "postgres://"))
+
+
+def uses_tls(url: str) -> bool:
+    """Whether the engine speaks TLS to this target (``https://``, ``tls://``)."""
+    return url.startswith(("https://", "tls://"))
+
+
+@dataclass(frozen=True)
+class TlsOptions:
+    """How TLS targets check the server: against the Mozilla roots by default, against only the
+    CAs in ``ca_file`` (PEM), or not at all with ``insecure`` (a test server's self-signed
+    certificate). ``server_name`` is the name the certificate must carry when the URL names the
+    server otherwise (an IP address)."""
+
+    insecure: bool = False
+    ca_file: str | None = None
+    server_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -152,6 +171,7 @@ class Plan:
     seed: int = 0
     extra_targets: tuple[Target, ...] = ()
     reconnect_backoff_ms: float = DEFAULT_RECONNECT_BACKOFF_MS
+    tls: TlsOptions | None = None
 
     @property
     def targets(self) -> tuple[Target, ...]:
@@ -163,6 +183,10 @@ class Plan:
         data = asdict(self)
         data["target"] = {k: v for k, v in data["target"].items() if v is not None}
         data["extra_targets"] = [{k: v for k, v in t.items() if v is not None} for t in data["extra_targets"]]
+        if data["tls"] is None:
+            del data["tls"]
+        else:
+            data["tls"] = {k: v for k, v in data["tls"].items() if v is not None}
         if isinstance(self.load, OpenLoad):
             data["load"] = {
                 "model": "open",
@@ -261,6 +285,12 @@ class GeneratorFigures:
     saturation_reason: str | None
     held_rate: float | None = None
     """Open model: requests per second that actually left in the measured window."""
+    tls_handshakes: int | None = None
+    """TLS targets: handshakes completed in the measured window, full and resumed; else None."""
+    tls_resumed: int | None = None
+    """Of ``tls_handshakes``, those that resumed a session the server gave earlier (cheaper)."""
+    tls_handshakes_per_s: float | None = None
+    """``tls_handshakes`` per second of the measured window: one per request without keep-alive."""
 
 
 @dataclass(frozen=True)
@@ -326,7 +356,8 @@ class RunResult:
 
 
 def run(plan: Plan, on_interval: Callable[[IntervalSnapshot], bool | None] | None = None) -> RunResult:
-    """Runs one trial. Raises PlanError (bad plan), TargetUnreachable (nothing listening) or
+    """Runs one trial. Raises PlanError (bad plan), TargetUnreachable (nothing listening, or a TLS
+    server whose certificate fails verification: the message says why) or
     WorkerFailed (a generator thread failed, so the counts would be incomplete).
 
     ``on_interval`` sees every interval snapshot; returning False stops the run early (the result
@@ -392,6 +423,10 @@ class LoadSpec:
     extra_targets: tuple[Target, ...] = ()
     """More targets of the URL's protocol sharing the load (many databases): see `Plan`."""
     reconnect_backoff_ms: float = DEFAULT_RECONNECT_BACKOFF_MS
+    insecure: bool = False
+    """TLS targets: take any certificate (a test server's self-signed one)."""
+    ca_file: Path | None = None
+    """TLS targets: trust only the CA certificates in this PEM file."""
 
     @property
     def open_model(self) -> bool:
@@ -409,11 +444,12 @@ def build_plan(spec: LoadSpec) -> Plan:
         raise UsageProblem("--ramp-to needs --rate (the starting rate)")
     if spec.steps is not None and spec.rate is not None:
         raise UsageProblem("give --rate or --steps, not both")
-    is_tcp = spec.url.startswith("tcp://")
+    is_tcp = spec.url.startswith(("tcp://", "tls://"))
     if is_tcp and spec.framing is None:
-        raise UsageProblem("tcp:// targets need --framing line|u32|mllp")
+        scheme = spec.url.partition("://")[0]
+        raise UsageProblem(f"{scheme}:// targets need --framing line|u32|mllp")
     if not is_tcp and spec.framing is not None:
-        raise UsageProblem("--framing applies to tcp:// targets")
+        raise UsageProblem("--framing applies to tcp:// targets (and tls://: framed TCP in TLS)")
     load: OpenLoad | ClosedLoad
     if spec.steps is not None:
         load = OpenLoad(tuple(Segment(d, r, r) for r, d in spec.steps), spec.schedule)
@@ -446,7 +482,21 @@ def build_plan(spec: LoadSpec) -> Plan:
         seed=spec.seed,
         extra_targets=spec.extra_targets,
         reconnect_backoff_ms=spec.reconnect_backoff_ms,
+        tls=_tls(spec),
     )
+
+
+def _tls(spec: LoadSpec) -> TlsOptions | None:
+    """The plan's TLS options: none for a plain target, where --insecure and --cacert mean nothing."""
+    if not uses_tls(spec.url):
+        if spec.insecure or spec.ca_file is not None:
+            raise UsageProblem("--insecure and --cacert apply to https:// and tls:// targets")
+        return None
+    if spec.insecure and spec.ca_file is not None:
+        raise UsageProblem("give --cacert (verify against it) or --insecure (verify nothing), not both")
+    if spec.ca_file is not None and not spec.ca_file.is_file():
+        raise UsageProblem(f"--cacert {spec.ca_file}: no such file")
+    return TlsOptions(insecure=spec.insecure, ca_file=str(spec.ca_file) if spec.ca_file else None)
 
 
 def _body(spec: LoadSpec) -> str:

@@ -1,12 +1,14 @@
-//! HTTP/1.1 with keep-alive: one request at a time per connection, bodies skipped unparsed.
+//! HTTP/1.1 with keep-alive, over TLS for `https://`: one request at a time per connection,
+//! bodies skipped unparsed.
 
+use super::tls::{Handshake, Stream, TlsClient};
 use super::wire::RecvBuf;
-use super::{connect_tcp, Driver, ErrorKind, Reply, Template};
+use super::{open_stream, Driver, ErrorKind, Reply, Template};
 use crate::plan::{PlanError, RequestClass, Url};
+use std::cell::RefCell;
 use std::io;
 use std::net::SocketAddr;
 use tokio::io::AsyncWriteExt;
-use tokio::net::TcpStream;
 
 /// A request class compiled to bytes: the whole request when its body is static, else the head
 /// (everything before Content-Length) and a body template rendered per request.
@@ -15,23 +17,35 @@ struct Compiled {
     body: Template,
     whole: Option<Vec<u8>>,
     expects_body: bool,
+    /// The request says `Connection: close`: the connection ends with its reply, whatever the
+    /// server answers (RFC 9112 §9.6), so the next request opens (and handshakes) anew.
+    closes: bool,
 }
 
 pub struct HttpDriver {
     addr: SocketAddr,
     classes: Vec<Compiled>,
+    /// `https://`: the TLS client every connection handshakes with.
+    tls: Option<TlsClient>,
+    last_error: RefCell<Option<String>>,
 }
 
 pub struct HttpConn {
-    stream: TcpStream,
+    stream: Stream,
     recv: RecvBuf,
     send: Vec<u8>,
+    handshake: Option<Handshake>,
 }
 
 impl HttpDriver {
-    pub fn new(addr: SocketAddr, url: &Url, classes: &[RequestClass]) -> Result<HttpDriver, PlanError> {
+    pub fn new(
+        addr: SocketAddr,
+        url: &Url,
+        classes: &[RequestClass],
+        tls: Option<TlsClient>,
+    ) -> Result<HttpDriver, PlanError> {
         let classes = classes.iter().map(|c| compile(url, c)).collect();
-        Ok(HttpDriver { addr, classes })
+        Ok(HttpDriver { addr, classes, tls, last_error: RefCell::new(None) })
     }
 }
 
@@ -61,15 +75,27 @@ fn compile(url: &Url, class: &RequestClass) -> Compiled {
         }
         bytes
     });
-    Compiled { head: head.into_bytes(), body, whole, expects_body: method != "HEAD" }
+    let closes = class
+        .headers
+        .iter()
+        .any(|(k, v)| k.eq_ignore_ascii_case("connection") && v.trim().eq_ignore_ascii_case("close"));
+    Compiled { head: head.into_bytes(), body, whole, expects_body: method != "HEAD", closes }
 }
 
 impl Driver for HttpDriver {
     type Conn = HttpConn;
 
     async fn connect(&self) -> Result<HttpConn, ErrorKind> {
-        let stream = connect_tcp(self.addr).await?;
-        Ok(HttpConn { stream, recv: RecvBuf::new(), send: Vec::new() })
+        let (stream, handshake) = open_stream(self.addr, self.tls.as_ref(), &self.last_error).await?;
+        Ok(HttpConn { stream, recv: RecvBuf::new(), send: Vec::new(), handshake })
+    }
+
+    fn take_error_detail(&self) -> Option<String> {
+        self.last_error.borrow_mut().take()
+    }
+
+    fn handshake(&self, conn: &HttpConn) -> Option<Handshake> {
+        conn.handshake
     }
 
     async fn exchange(&self, conn: &mut HttpConn, class: usize, seq: u64) -> Result<Reply, ErrorKind> {
@@ -86,9 +112,10 @@ impl Driver for HttpDriver {
             }
         };
         conn.stream.write_all(bytes).await.map_err(|e| ErrorKind::of_exchange(&e))?;
-        read_response(&mut conn.stream, &mut conn.recv, c.expects_body)
+        let reply = read_response(&mut conn.stream, &mut conn.recv, c.expects_body)
             .await
-            .map_err(|e| ErrorKind::of_exchange(&e))
+            .map_err(|e| ErrorKind::of_exchange(&e))?;
+        Ok(Reply { keep_alive: reply.keep_alive && !c.closes, ..reply })
     }
 }
 
@@ -149,7 +176,7 @@ fn parse_head(data: &[u8], expects_body: bool) -> io::Result<Option<Head>> {
     Ok(Some(Head { status, body, keep_alive, len }))
 }
 
-async fn read_response(stream: &mut TcpStream, recv: &mut RecvBuf, expects_body: bool) -> io::Result<Reply> {
+async fn read_response(stream: &mut Stream, recv: &mut RecvBuf, expects_body: bool) -> io::Result<Reply> {
     let head = loop {
         if let Some(head) = parse_head(recv.data(), expects_body)? {
             break head;
@@ -179,7 +206,7 @@ async fn read_response(stream: &mut TcpStream, recv: &mut RecvBuf, expects_body:
     Ok(Reply { error, keep_alive: head.keep_alive })
 }
 
-async fn skip_chunked(stream: &mut TcpStream, recv: &mut RecvBuf) -> io::Result<()> {
+async fn skip_chunked(stream: &mut Stream, recv: &mut RecvBuf) -> io::Result<()> {
     loop {
         let end = recv.until(stream, b"\r\n").await?;
         let line = &recv.data()[..end - 2];
@@ -218,13 +245,15 @@ mod tests {
             template: true,
         };
         let c = compile(&url, &class);
-        assert!(c.whole.is_none());
+        assert!(c.whole.is_none() && !c.closes);
         assert_eq!(c.head, b"POST /orders HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nContent-Type: text/xml\r\n");
         let get = RequestClass { method: "GET".into(), body: String::new(), template: false, ..class };
         assert_eq!(
             compile(&url, &get).whole.unwrap(),
             b"GET /orders HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nContent-Type: text/xml\r\n\r\n"
         );
+        let closing = RequestClass { headers: vec![("connection".into(), "Close".into())], ..get };
+        assert!(compile(&url, &closing).closes);
     }
 
     #[test]

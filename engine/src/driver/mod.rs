@@ -6,12 +6,15 @@ mod pgscript;
 pub mod postgres;
 pub mod tcp;
 mod template;
+pub mod tls;
 mod wire;
 
+use std::cell::RefCell;
 use std::future::Future;
 use std::io;
 
 pub use template::Template;
+use tls::{Handshake, Stream, TlsClient};
 
 /// Why a request failed. Statistics count errors by kind (`name`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +39,8 @@ pub enum ErrorKind {
     Serialization,
     /// A write sent to a read-only node (a standby).
     ReadOnly,
+    /// The TLS handshake failed: most often a certificate the client does not trust.
+    Tls,
 }
 
 /// A SQLSTATE class: the first two characters of a server's error code.
@@ -67,6 +72,7 @@ impl ErrorKind {
             }
             ErrorKind::Serialization => "serialization",
             ErrorKind::ReadOnly => "read_only",
+            ErrorKind::Tls => "tls",
         };
         simple.to_string()
     }
@@ -123,6 +129,11 @@ pub trait Driver {
     fn take_error_detail(&self) -> Option<String> {
         None
     }
+
+    /// The TLS handshake a connection just opened by `connect` paid for; None without TLS.
+    fn handshake(&self, _conn: &Self::Conn) -> Option<Handshake> {
+        None
+    }
 }
 
 /// Opens a TCP connection with Nagle off: requests are small and latency matters.
@@ -130,4 +141,24 @@ pub async fn connect_tcp(addr: std::net::SocketAddr) -> Result<tokio::net::TcpSt
     let stream = tokio::net::TcpStream::connect(addr).await.map_err(|e| ErrorKind::of_connect(&e))?;
     stream.set_nodelay(true).map_err(|e| ErrorKind::of_connect(&e))?;
     Ok(stream)
+}
+
+/// Opens a connection's stream: TCP, then the TLS handshake when the target has TLS. A failed
+/// handshake leaves rustls's words in `detail` for `Driver::take_error_detail`.
+pub async fn open_stream(
+    addr: std::net::SocketAddr,
+    tls: Option<&TlsClient>,
+    detail: &RefCell<Option<String>>,
+) -> Result<(Stream, Option<Handshake>), ErrorKind> {
+    let tcp = connect_tcp(addr).await?;
+    match tls {
+        None => Ok((Stream::Plain(tcp), None)),
+        Some(client) => match client.handshake(tcp).await {
+            Ok((stream, handshake)) => Ok((stream, Some(handshake))),
+            Err((kind, words)) => {
+                *detail.borrow_mut() = Some(words);
+                Err(kind)
+            }
+        },
+    }
 }

@@ -1,13 +1,15 @@
 //! Framed request/reply over TCP: newline-delimited lines, 4-byte big-endian length prefixes, or
-//! HL7's MLLP envelope (0x0B … 0x1C 0x0D). The reply is read with the same framing.
+//! HL7's MLLP envelope (0x0B … 0x1C 0x0D). The reply is read with the same framing. `tls://`
+//! targets speak the same inside TLS (implicit TLS, as SMTPS and IMAPS do).
 
+use super::tls::{Handshake, Stream, TlsClient};
 use super::wire::RecvBuf;
-use super::{connect_tcp, Driver, ErrorKind, Reply, Template};
+use super::{open_stream, Driver, ErrorKind, Reply, Template};
 use crate::plan::{Framing, PlanError, RequestClass};
+use std::cell::RefCell;
 use std::io;
 use std::net::SocketAddr;
 use tokio::io::AsyncWriteExt;
-use tokio::net::TcpStream;
 
 const MLLP_START: u8 = 0x0B;
 const MLLP_END: &[u8] = &[0x1C, 0x0D];
@@ -18,16 +20,25 @@ pub struct TcpDriver {
     payloads: Vec<Template>,
     /// Frames of static payloads, built once.
     frames: Vec<Option<Vec<u8>>>,
+    /// `tls://`: the TLS client every connection handshakes with.
+    tls: Option<TlsClient>,
+    last_error: RefCell<Option<String>>,
 }
 
 pub struct TcpConn {
-    stream: TcpStream,
+    stream: Stream,
     recv: RecvBuf,
     send: Vec<u8>,
+    handshake: Option<Handshake>,
 }
 
 impl TcpDriver {
-    pub fn new(addr: SocketAddr, framing: Framing, classes: &[RequestClass]) -> Result<TcpDriver, PlanError> {
+    pub fn new(
+        addr: SocketAddr,
+        framing: Framing,
+        classes: &[RequestClass],
+        tls: Option<TlsClient>,
+    ) -> Result<TcpDriver, PlanError> {
         let mut payloads = Vec::with_capacity(classes.len());
         for (i, class) in classes.iter().enumerate() {
             let t = Template::new(&class.body, class.template);
@@ -56,7 +67,7 @@ impl TcpDriver {
                 })
             })
             .collect();
-        Ok(TcpDriver { addr, framing, payloads, frames })
+        Ok(TcpDriver { addr, framing, payloads, frames, tls, last_error: RefCell::new(None) })
     }
 }
 
@@ -82,8 +93,16 @@ impl Driver for TcpDriver {
     type Conn = TcpConn;
 
     async fn connect(&self) -> Result<TcpConn, ErrorKind> {
-        let stream = connect_tcp(self.addr).await?;
-        Ok(TcpConn { stream, recv: RecvBuf::new(), send: Vec::new() })
+        let (stream, handshake) = open_stream(self.addr, self.tls.as_ref(), &self.last_error).await?;
+        Ok(TcpConn { stream, recv: RecvBuf::new(), send: Vec::new(), handshake })
+    }
+
+    fn take_error_detail(&self) -> Option<String> {
+        self.last_error.borrow_mut().take()
+    }
+
+    fn handshake(&self, conn: &TcpConn) -> Option<Handshake> {
+        conn.handshake
     }
 
     async fn exchange(&self, conn: &mut TcpConn, class: usize, seq: u64) -> Result<Reply, ErrorKind> {
@@ -103,7 +122,7 @@ impl Driver for TcpDriver {
     }
 }
 
-async fn read_frame(framing: Framing, stream: &mut TcpStream, recv: &mut RecvBuf) -> io::Result<()> {
+async fn read_frame(framing: Framing, stream: &mut Stream, recv: &mut RecvBuf) -> io::Result<()> {
     match framing {
         Framing::Line => {
             let end = recv.until(stream, b"\n").await?;
@@ -161,8 +180,8 @@ mod tests {
             template: false,
         };
         let addr = "127.0.0.1:1".parse().unwrap();
-        let e = TcpDriver::new(addr, Framing::Line, std::slice::from_ref(&class)).err().unwrap();
+        let e = TcpDriver::new(addr, Framing::Line, std::slice::from_ref(&class), None).err().unwrap();
         assert_eq!(e.field, "requests[0].body");
-        assert!(TcpDriver::new(addr, Framing::U32, &[class]).is_ok());
+        assert!(TcpDriver::new(addr, Framing::U32, &[class], None).is_ok());
     }
 }

@@ -1,8 +1,8 @@
 //! A reusable receive buffer: replies are parsed in place, so a request allocates nothing.
 
+use super::tls::Stream;
 use std::io;
 use tokio::io::AsyncReadExt;
-use tokio::net::TcpStream;
 
 const INITIAL: usize = 16 * 1024;
 /// A header block or frame larger than this is a protocol error, not a reason to grow forever.
@@ -34,7 +34,7 @@ impl RecvBuf {
     }
 
     /// Reads more bytes from the stream; end of stream is an `UnexpectedEof` error.
-    pub async fn fill(&mut self, stream: &mut TcpStream) -> io::Result<()> {
+    pub async fn fill(&mut self, stream: &mut Stream) -> io::Result<()> {
         if self.end == self.buf.len() {
             if self.start > 0 {
                 self.buf.copy_within(self.start..self.end, 0);
@@ -55,7 +55,7 @@ impl RecvBuf {
     }
 
     /// Reads and discards `n` bytes (a body whose content is not needed).
-    pub async fn skip(&mut self, stream: &mut TcpStream, mut n: usize) -> io::Result<()> {
+    pub async fn skip(&mut self, stream: &mut Stream, mut n: usize) -> io::Result<()> {
         loop {
             let have = self.data().len().min(n);
             self.consume(have);
@@ -68,7 +68,7 @@ impl RecvBuf {
     }
 
     /// Waits until the buffer holds `needle`; returns the offset just past it.
-    pub async fn until(&mut self, stream: &mut TcpStream, needle: &[u8]) -> io::Result<usize> {
+    pub async fn until(&mut self, stream: &mut Stream, needle: &[u8]) -> io::Result<usize> {
         let mut searched = 0;
         loop {
             let data = self.data();
@@ -81,7 +81,7 @@ impl RecvBuf {
     }
 
     /// Waits until at least `n` unconsumed bytes are buffered.
-    pub async fn at_least(&mut self, stream: &mut TcpStream, n: usize) -> io::Result<()> {
+    pub async fn at_least(&mut self, stream: &mut Stream, n: usize) -> io::Result<()> {
         while self.data().len() < n {
             self.fill(stream).await?;
         }

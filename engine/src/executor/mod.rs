@@ -8,6 +8,7 @@
 pub mod closed;
 pub mod open;
 
+use crate::driver::tls::Handshake;
 use crate::driver::{Driver, ErrorKind};
 use crate::plan::Think;
 use crate::schedule::{Rng, Schedule};
@@ -266,7 +267,12 @@ impl<D: Driver> Worker<D> {
             Some(c) => c,
             None => {
                 self.connects.set(self.connects.get() + 1);
-                conn.insert(driver.connect().await?)
+                let c = conn.insert(driver.connect().await?);
+                if let Some(handshake) = driver.handshake(c) {
+                    let resumed = handshake == Handshake::Resumed;
+                    self.stats.borrow_mut().on_handshake(&self.clock, Instant::now(), resumed);
+                }
+                c
             }
         };
         match driver.exchange(c, class, seq).await {

@@ -38,6 +38,7 @@ Examples:
   caplab load http://127.0.0.1:8080/orders -m POST -H 'Content-Type: text/xml' \\
       --body '<order id="{seq}"/>' --template --rate 500
   caplab load tcp://127.0.0.1:2575 --framing mllp --body-file adt.hl7 --rate 100
+  caplab load https://127.0.0.1:8443/ --insecure --users 50 -H 'Connection: close'
   caplab load postgresql://bench@127.0.0.1:5432/db --workload tpcb --users 16 -d 30s
 \b
 A fault during the trial, and how the load came through it (outage, failed requests,
@@ -48,7 +49,8 @@ time until it settled, rate after), read from the interval series:
 On load agents of a Ray cluster (the load split among them, results merged):
   caplab load http://10.0.0.5:8080/ --rate 20000 --cluster ray://10.0.0.2:10001 --agents 4
 \b
-Exit codes: 0 done, 1 target or cluster unreachable (or an agent died), 2 bad arguments,
+Exit codes: 0 done, 1 target or cluster unreachable, a TLS certificate that fails verification
+(or an agent died), 2 bad arguments,
 130 interrupted (results kept).
 """
 
@@ -119,7 +121,7 @@ def load_command(
     agents: int | None,
     **options: Any,
 ) -> None:
-    """Drive load at URL (http://, tcp:// or postgresql://) and measure it: one trial."""
+    """Drive load at URL (http://, https://, tcp://, tls:// or postgresql://) and measure it: one trial."""
     try:
         fields = request_fields(options, options["url"])
         spec = LoadSpec(steps=parse_steps(steps) if steps else None, **fields)

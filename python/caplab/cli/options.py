@@ -104,7 +104,20 @@ _REQUEST_OPTIONS = [
     click.option(
         "--template", is_flag=True, help="Replace {seq} in the body with a per-request sequence number."
     ),
-    click.option("--framing", type=click.Choice(["line", "u32", "mllp"]), help="TCP framing (tcp:// URLs)."),
+    click.option(
+        "--framing", type=click.Choice(["line", "u32", "mllp"]), help="TCP framing (tcp:// and tls:// URLs)."
+    ),
+    click.option(
+        "--insecure",
+        is_flag=True,
+        help="https:// and tls:// URLs: take the server's certificate unverified (a test certificate).",
+    ),
+    click.option(
+        "--cacert",
+        "ca_file",
+        type=click.Path(path_type=Path, dir_okay=False),
+        help="https:// and tls:// URLs: trust only the CA certificates in this PEM file.",
+    ),
     click.option(
         "--workload",
         type=click.Choice(sorted(BUILT_IN)),

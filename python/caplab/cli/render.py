@@ -57,6 +57,11 @@ def summary(console: Console, url: str, r: RunResult) -> None:
         f"generator: {g.threads} threads, {g.cpu_s:.2f} CPU s ({per_req}){late}, "
         f"{g.connections_opened} connections"
     )
+    if g.tls_handshakes is not None:
+        console.print(
+            f"TLS: {g.tls_handshakes} handshakes ({g.tls_handshakes_per_s or 0.0:,.1f}/s), "
+            f"{g.tls_resumed} resumed a session"
+        )
     if g.saturated:
         console.print(f"[bold red]generator saturated:[/] {g.saturation_reason}")
         console.print("[red]these figures describe the generator, not the system under test[/]")

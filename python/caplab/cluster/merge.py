@@ -89,9 +89,9 @@ def _merged_interval(parts: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def merge_generators(named: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
-    """The generator as a whole: threads, CPU, connections and held rate add; CPU per request is
-    the total over all requests; lateness and the busiest thread are the worst agent's. A
-    saturated agent saturates the run, its name before its reason."""
+    """The generator as a whole: threads, CPU, connections, TLS handshakes and held rate add; CPU
+    per request is the total over all requests; lateness and the busiest thread are the worst
+    agent's. A saturated agent saturates the run, its name before its reason."""
     figures = [g for _, g in named]
     requests = sum(g["cpu_s"] * 1e6 / g["cpu_us_per_request"] for g in figures if g["cpu_us_per_request"])
     cpu_s = sum(g["cpu_s"] for g in figures)
@@ -105,6 +105,9 @@ def merge_generators(named: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
         "held_rate": _sum_or_none(g.get("held_rate") for g in figures),
         "busiest_thread": max(g["busiest_thread"] for g in figures),
         "connections_opened": sum(g["connections_opened"] for g in figures),
+        "tls_handshakes": _sum_or_none(g.get("tls_handshakes") for g in figures),
+        "tls_resumed": _sum_or_none(g.get("tls_resumed") for g in figures),
+        "tls_handshakes_per_s": _sum_or_none(g.get("tls_handshakes_per_s") for g in figures),
         "saturated": bool(reasons),
         "saturation_reason": "; ".join(reasons) if reasons else None,
     }
