@@ -167,3 +167,35 @@ fn a_plain_server_on_an_https_url_is_named_as_such() {
     };
     assert!(message.contains("speak TLS"), "{message}");
 }
+
+#[test]
+fn tls_targets_speak_framed_tcp_inside_tls() {
+    let (_, config) = ca_and_server();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    thread::spawn(move || {
+        for tcp in listener.incoming().flatten() {
+            let config = config.clone();
+            thread::spawn(move || {
+                let Ok(conn) = ServerConnection::new(config) else { return };
+                let mut reader = BufReader::new(StreamOwned::new(conn, tcp));
+                let mut line = Vec::new();
+                while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+                    let stream = reader.get_mut();
+                    if stream.write_all(&line).and_then(|_| stream.flush()).is_err() {
+                        return;
+                    }
+                    line.clear();
+                }
+            });
+        }
+    });
+    let r = go(&format!(
+        r#"{{"target": {{"url": "tls://127.0.0.1:{port}", "framing": "line"}}, "tls": {{"insecure": true}},
+            "requests": [{{"body": "MSH|{{seq}}", "template": true}}],
+            "load": {{"model": "closed", "users": 2}}, "duration_s": 0.5, "threads": 1}}"#
+    ))
+    .unwrap();
+    assert!(r.completed > 20 && r.errors == 0, "{} completed, {:?}", r.completed, r.errors_by_kind);
+    assert_eq!(r.generator.tls_handshakes, Some(2));
+}
