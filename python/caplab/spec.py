@@ -618,6 +618,12 @@ class StudyConfig(Strict):
     replicates: int = Field(default=1, ge=1, le=20)
     """How many times each cell's capacity is searched, each with a fresh start of the system: the
     cell's interval comes from these, since runs vary more than trials within one run."""
+    cluster: str | None = Field(default=None, pattern=r"^(local|ray://\S+)$")
+    """Every trial's load on load agents of a Ray cluster (``ray://HEAD:10001``, or ``local``: a
+    Ray started on this machine for the run), the results merged; ``caplab run --cluster``
+    overrides it."""
+    agents: int | None = Field(default=None, ge=1, le=256)
+    """How many load agents share each trial's load (with ``cluster:``)."""
 
     def hardware(self) -> dict[str, Profile]:
         """``{role: Profile}`` for every role the SUT puts on a profile (checked at load time)."""
@@ -656,6 +662,10 @@ class StudyConfig(Strict):
             raise ValueError("target: and load: are required (or a job: section, for a batch job)")
         if self.job is not None and (self.search is not None or self.actions):
             raise ValueError("a job: study runs its phases: no search: or actions: with it")
+        if self.job is not None and self.cluster is not None:
+            raise ValueError("a job: study sends no load: no cluster: for it")
+        if self.agents is not None and self.cluster is None:
+            raise ValueError("agents: needs cluster: (ray://HEAD:10001 or local)")
         return self
 
     @property

@@ -12,6 +12,7 @@ import click
 
 from caplab import studies
 from caplab.cli import consoles, exits
+from caplab.cli.cluster import cluster_options
 from caplab.cli.options import DB_HELP
 from caplab.spec import SpecError, load_study
 
@@ -41,6 +42,7 @@ DEMO_QUICK = "quick.yaml"
     type=click.IntRange(1, 65535),
     help="Serve each interval's figures in Prometheus format on 127.0.0.1:PORT/metrics while running.",
 )
+@cluster_options
 def run_command(
     study_file: Path,
     db: str | None,
@@ -48,6 +50,8 @@ def run_command(
     resume: bool,
     report_dir: Path | None,
     metrics_port: int | None,
+    cluster: str | None,
+    agents: int | None,
 ) -> None:
     """Run a study file: every cell of the factor matrix, its trials and resources, into the store;
     then write its sizing report (index.html, report.md, results.json) and print where.
@@ -56,7 +60,7 @@ def run_command(
     Exit codes: 0 all cells complete, 1 some cells failed (the rest are kept),
     2 bad study file, 130 interrupted (finished cells kept; continue with --resume).
     """
-    sys.exit(cmd_run(study_file, db, as_json, resume, report_dir, metrics_port))
+    sys.exit(cmd_run(study_file, db, as_json, resume, report_dir, metrics_port, cluster, agents))
 
 
 @click.command("demo")
@@ -130,12 +134,16 @@ def cmd_run(
     resume: bool,
     report_dir: Path | None = None,
     metrics_port: int | None = None,
+    cluster: str | None = None,
+    agents: int | None = None,
 ) -> int:
     try:
         study = load_study(study_file)
     except SpecError as e:
         click.echo(f"caplab: {e}", err=True)
         return exits.USAGE
+    if cluster is None and agents is None and study.cells:  # the study's own, unless the command's
+        cluster, agents = study.cells[0].config.cluster, study.cells[0].config.agents
     # The runner, the store, the fits and the report load scipy, pandas and the plotting
     # libraries: only once the study file has parsed, so a bad file is answered at once.
     from caplab.analysis.scaling import study_scaling
@@ -149,17 +157,24 @@ def cmd_run(
     except StoreError as e:
         click.echo(f"caplab: {e}", err=True)
         return exits.FAILED
+    from caplab.cli.cluster import plan_runner
     from caplab.cli.load import start_publisher
     from caplab.cli.publish import PublishingObserver
+    from caplab.cluster.errors import ClusterUnreachable
+    from caplab.engine import UsageProblem
 
     publisher = start_publisher(metrics_port)
     progress = StudyProgress()
     try:
         observer = PublishingObserver(progress, publisher) if publisher is not None else progress
-        outcome = StudyRunner(study, store, observer).run(resume=resume)
-    except HardwareUnavailable as e:
+        with plan_runner(cluster, agents) as runner:
+            outcome = StudyRunner(study, store, observer, runner).run(resume=resume)
+    except (HardwareUnavailable, ClusterUnreachable) as e:
         click.echo(f"caplab: {e}", err=True)
         return exits.FAILED
+    except UsageProblem as e:  # --agents without --cluster
+        click.echo(f"caplab: {e}", err=True)
+        return exits.USAGE
     finally:
         progress.close()
         if publisher is not None:

@@ -78,6 +78,8 @@ class CellContext(Protocol):
     metrics: MetricsSource | None
     summary: dict[str, Any]
     progress: Any
+    plan_runner: PlanRunner
+    """What runs each trial's plan: the engine here, or load agents on a cluster."""
 
     @property
     def collectors(self) -> SamplerSet:

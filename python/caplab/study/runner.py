@@ -25,10 +25,12 @@ from caplab.engine import (
     Target,
     TargetUnreachable,
     UsageProblem,
+    WorkerFailed,
     build_plan,
 )
+from caplab.engine import run as run_here
 from caplab.experiments.actions import ActionOutcome, TrialActions, recoveries, recovery_text
-from caplab.experiments.base import Experiment, Interrupted, TrialRecord, run_trial
+from caplab.experiments.base import Experiment, Interrupted, PlanRunner, TrialRecord, run_trial
 from caplab.experiments.capacity import CapacityExperiment, GeneratorSaturated, combine_replicates
 from caplab.experiments.fixed import FixedLoad
 from caplab.experiments.job import JobExperiment, PhaseFailed
@@ -191,6 +193,7 @@ class CellRun:
         """Every trial of the cell so far, across its replicates (shared by their runs)."""
         self.summary: dict[str, Any] = {}
         self.progress = runner.progress
+        self.plan_runner = runner.plan_runner
         self.volume_baseline: dict[str, dict[str, Any]] = {}
         """fio on each of the cell's volumes, measured before its system started (first replicate)."""
 
@@ -231,7 +234,9 @@ class CellRun:
         self.progress.trial_started(index, self.cell.config.requests[1].repeat, plan)
         actions = self._actions()
         try:
-            record = run_trial(plan, self.collectors, self.watch, actions.start if actions else None)
+            record = run_trial(
+                plan, self.collectors, self.watch, actions.start if actions else None, runner=self.plan_runner
+            )
         except BaseException:
             if actions:
                 actions.stop(finish_running=False)
@@ -324,10 +329,14 @@ class CellRun:
 
 
 class StudyRunner:
-    def __init__(self, study: Study, store: Store, progress: StudyObserver) -> None:
+    def __init__(
+        self, study: Study, store: Store, progress: StudyObserver, plan_runner: PlanRunner = run_here
+    ) -> None:
         self.study = study
         self.store = store
         self.progress = progress
+        self.plan_runner = plan_runner
+        """Runs each trial's plan: the engine here, or load agents on a cluster (given by the CLI)."""
 
     def run(self, resume: bool = False) -> StudyOutcome:
         """Runs the study's pending cells; raises ``HardwareUnavailable`` before anything is stored
@@ -432,6 +441,7 @@ class StudyRunner:
             ProfileError,
             DatabaseProblem,
             PhaseFailed,
+            WorkerFailed,
         ) as e:
             self._fail(study_id, cell, row, str(e), kept, hardware)
             return False

@@ -40,7 +40,13 @@ class CapacityExperiment:
                 confirmations.append(record)
 
         answer = find_capacity(
-            ctx.load_spec(), self.settings, ctx.roles, on_trial=keep, on_probe=ctx.watch, metrics=ctx.metrics
+            ctx.load_spec(),
+            self.settings,
+            ctx.roles,
+            on_trial=keep,
+            on_probe=ctx.watch,
+            metrics=ctx.metrics,
+            runner=ctx.plan_runner,
         )
         doc = answer.to_dict()
         ctx.summary["capacity"] = {k: v for k, v in doc.items() if k not in ("limit", "trials")}
