@@ -30,7 +30,7 @@ $(VENV)/.stamp-debug: $(ENGINE_SRC)
 	@touch $@
 
 # The quick cut of the BizTalk scale-out study (about 3 minutes); `make demo DEMO_ARGS=` runs the
-# whole study (about 15).
+# whole study (about 40, each cell searched 3 times).
 DEMO_ARGS ?= --quick
 demo: dev
 	$(BIN)/caplab demo $(DEMO_ARGS)

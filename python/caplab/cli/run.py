@@ -85,7 +85,8 @@ def demo_command(quick: bool, workdir: Path, db: str | None, report_dir: Path | 
 
     \b
     The full study (1-4 processing hosts x 1 and 4 message stores x messaging and
-    orchestration flows) takes about 15 minutes; --quick about 3. Exit codes as `caplab run`.
+    orchestration flows, each searched 3 times) takes about 40 minutes; --quick about 3.
+    Exit codes as `caplab run`.
     """
     sys.exit(cmd_demo(quick, workdir, db, report_dir or workdir / "report"))
 
@@ -102,8 +103,8 @@ def cmd_demo(quick: bool, workdir: Path, db: str | None, report_dir: Path | None
         + (
             "Quick: the messaging flow on 1 store with 1–4 hosts, short trials (about 3 minutes).\n"
             if quick
-            else "Full: 1–4 hosts × 1 and 4 stores × messaging and orchestration (about 15 minutes; "
-            "--quick for a 3-minute cut).\n"
+            else "Full: 1–4 hosts × 1 and 4 stores × messaging and orchestration, each searched 3 times "
+            "(about 40 minutes; --quick for a 3-minute cut).\n"
         )
         + "For every configuration caplab searches the highest rate of documents received and "
         "processed within the SLO, names what limits it, fits the scale-out and writes the report.\n"
