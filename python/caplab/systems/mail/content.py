@@ -15,7 +15,9 @@ import hashlib
 
 SIGNATURE = "CAPLAB-TEST-MALWARE-SIGNATURE"
 """A body line holding this is rejected with ``5.7.1 rejected by content check``."""
-DEFAULT_RULES = 200
+DEFAULT_RULES = 50
+"""About 10 ms of CPU per 50 KB message on this machine (0.2 ms per KB; none: 2.5 ms): the
+transport is the costliest role per message, as Hub Transport with its antivirus was in the paper."""
 
 
 def _signatures(kind: str, rules: int) -> list[str]:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from caplab.systems.mail import dovecot, transport, users
+from caplab.systems.mail.content import DEFAULT_RULES
 from caplab.systems.mail.errors import MailError
 from caplab.systems.mail.osuser import ServiceUser
 from caplab.systems.mail.processes import Server
@@ -60,7 +61,7 @@ class Settings:
     mail_dir: Path | None = None
     ports: Ports = Ports()
     tls: bool = True
-    content_rules: int = 200
+    content_rules: int = DEFAULT_RULES
 
 
 class MailSystem:
