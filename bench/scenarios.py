@@ -1,4 +1,4 @@
-"""The three benchmark scenarios, and how one generator run inside them is measured."""
+"""The benchmark scenarios, and how one generator run inside them is measured."""
 
 import shlex
 import sys
@@ -170,6 +170,34 @@ def memory_vs_length(bench: Bench) -> Scenario:
     return sc
 
 
+def https_keep_alive(bench: Bench) -> Scenario:
+    """D: HTTPS with keep-alive: the handshakes are paid once, then each request costs TLS records;
+    caplab (rustls) should carry at least 0.9 × wrk's (OpenSSL) requests/s."""
+    s, url = bench.settings, bench.target.https_url
+    sc = Scenario(f"D. HTTPS, keep-alive: {s.users} connections, {s.duration_s} s, one thread")
+    d, u = s.duration_s, s.users
+    add_run(bench, sc, "wrk", lambda exe: tools.wrk_closed(exe, url, u, d), d)
+    add_run(bench, sc, "oha", lambda exe: tools.oha_closed(exe, url, u, d), d)
+    add_run(bench, sc, "caplab", lambda exe: tools.caplab_closed(exe, url, u, d), d)
+    sc.ratio_label = "caplab req/s ÷ wrk req/s (HTTPS, keep-alive)"
+    sc.ratio = report.ratio_of(sc, "caplab", "wrk", lambda m: m.report.rps if m.report else None)
+    return sc
+
+
+def https_handshakes(bench: Bench) -> Scenario:
+    """E: HTTPS without keep-alive: a connection and a handshake per request (most of them
+    resumed); caplab's notes give handshakes/s and how many resumed."""
+    s, url = bench.settings, bench.target.https_url
+    sc = Scenario(f"E. HTTPS, a connection per request: {s.users} users, {s.duration_s} s, one thread")
+    d, u = s.duration_s, s.users
+    add_run(bench, sc, "wrk", lambda exe: tools.wrk_closed(exe, url, u, d, keep_alive=False), d)
+    add_run(bench, sc, "oha", lambda exe: tools.oha_closed(exe, url, u, d, keep_alive=False), d)
+    add_run(bench, sc, "caplab", lambda exe: tools.caplab_closed(exe, url, u, d, keep_alive=False), d)
+    sc.ratio_label = "caplab req/s ÷ wrk req/s (HTTPS, Connection: close)"
+    sc.ratio = report.ratio_of(sc, "caplab", "wrk", lambda m: m.report.rps if m.report else None)
+    return sc
+
+
 def _caplab_open_for(url: str, rate: int, duration_s: int) -> CommandFor:
     """Binds the duration now; a lambda in the loop would see only the last one."""
     return lambda exe: tools.caplab_open(exe, url, rate, duration_s)
@@ -179,7 +207,13 @@ def _peak_rss(m: Measurement) -> float | None:
     return m.run.peak_rss_mb
 
 
-ALL: tuple[Callable[[Bench], Scenario], ...] = (closed_model, open_model, memory_vs_length)
+ALL: tuple[Callable[[Bench], Scenario], ...] = (
+    closed_model,
+    open_model,
+    memory_vs_length,
+    https_keep_alive,
+    https_handshakes,
+)
 
 
 def caplab_startup_note(caplab: str | None) -> str | None:

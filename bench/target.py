@@ -1,4 +1,5 @@
-"""The benchmark target: one nginx worker on loopback, and its request/connection counters."""
+"""The benchmark target: one nginx worker on loopback, plain HTTP and HTTPS (a self-signed ECDSA
+P-256 certificate made for the run, TLS sessions resumable), and its request/connection counters."""
 
 import http.client
 import re
@@ -39,6 +40,13 @@ http {{
         location = {status_path} {{ stub_status; }}
         location / {{ return 200 "ok\\n"; }}
     }}
+    server {{
+        listen 127.0.0.1:{tls_port} ssl;
+        ssl_certificate {tmp}/server.pem;
+        ssl_certificate_key {tmp}/server.key;
+        ssl_session_cache shared:SSL:10m;
+        location / {{ return 200 "ok\\n"; }}
+    }}
 }}
 """
 
@@ -65,6 +73,7 @@ class NginxTarget:
     """The running benchmark target: where to send traffic and how it was started."""
 
     url: str
+    https_url: str
     command: tuple[str, ...]
     config: str
     port: int
@@ -89,8 +98,9 @@ def nginx_target(nginx_bin: str, cpu: int) -> Iterator[NginxTarget]:
     """Serve a fixed "ok" from one nginx worker pinned to one CPU, on a free loopback port."""
     with tempfile.TemporaryDirectory(prefix="caplab-bench-nginx-") as tmp_name:
         tmp = Path(tmp_name)
-        port = _free_loopback_port()
-        config = NGINX_CONF.format(tmp=tmp, port=port, status_path=STATUS_PATH)
+        port, tls_port = _free_loopback_port(), _free_loopback_port()
+        _self_signed_certificate(tmp)
+        config = NGINX_CONF.format(tmp=tmp, port=port, tls_port=tls_port, status_path=STATUS_PATH)
         (tmp / "nginx.conf").write_text(config)
         conf_path = tmp / "nginx.conf"
         argv = pinned(cpu, [nginx_bin, "-p", str(tmp), "-c", str(conf_path), "-e", "stderr"])
@@ -99,10 +109,21 @@ def nginx_target(nginx_bin: str, cpu: int) -> Iterator[NginxTarget]:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log)
             try:
                 _wait_until_serving(proc, port, log_path)
-                url = f"http://127.0.0.1:{port}/"
-                yield NginxTarget(url, tuple(argv), config, port, proc.pid)
+                url, https_url = f"http://127.0.0.1:{port}/", f"https://127.0.0.1:{tls_port}/"
+                yield NginxTarget(url, https_url, tuple(argv), config, port, proc.pid)
             finally:
                 _stop(proc)
+
+
+def _self_signed_certificate(directory: Path) -> None:
+    """server.pem and server.key for localhost and 127.0.0.1: the generators take it with
+    their --insecure switches, so what is measured is TLS, not certificate paths."""
+    key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    files = ["-keyout", str(directory / "server.key"), "-out", str(directory / "server.pem")]
+    names = ["-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"]
+    subprocess.run(
+        ["openssl", "req", "-x509", *key, *files, "-days", "2", *names], check=True, capture_output=True
+    )
 
 
 def _free_loopback_port() -> int:

@@ -68,14 +68,18 @@ def _resolve_caplab(given: str | None) -> str | None:
 # --- commands ---------------------------------------------------------------------------------
 
 
-def wrk_closed(wrk: str, url: str, users: int, duration_s: int) -> list[str]:
-    """--latency only adds the percentile table wrk keeps anyway; one thread like the others."""
-    return [wrk, "-t1", f"-c{users}", f"-d{duration_s}s", "--latency", url]
+def wrk_closed(wrk: str, url: str, users: int, duration_s: int, keep_alive: bool = True) -> list[str]:
+    """--latency only adds the percentile table wrk keeps anyway; one thread like the others.
+    wrk does not verify certificates; without keep-alive it reconnects after each reply."""
+    close = [] if keep_alive else ["-H", "Connection: close"]
+    return [wrk, "-t1", f"-c{users}", f"-d{duration_s}s", "--latency", *close, url]
 
 
-def oha_closed(oha: str, url: str, users: int, duration_s: int) -> list[str]:
+def oha_closed(oha: str, url: str, users: int, duration_s: int, keep_alive: bool = True) -> list[str]:
     """--worker-threads 1 matches wrk -t1 and caplab --threads 1 (oha defaults to one per core)."""
-    return [oha, "-z", f"{duration_s}s", "-c", str(users), *_OHA_QUIET, url]
+    tls = ["--insecure"] if url.startswith("https://") else []
+    close = [] if keep_alive else ["--disable-keepalive"]
+    return [oha, "-z", f"{duration_s}s", "-c", str(users), *tls, *close, *_OHA_QUIET, url]
 
 
 def oha_open(oha: str, url: str, rate: int, connections: int, duration_s: int) -> list[str]:
@@ -87,8 +91,11 @@ def oha_open(oha: str, url: str, rate: int, connections: int, duration_s: int) -
 _OHA_QUIET = ["--no-tui", "--output-format", "json", "--worker-threads", "1"]
 
 
-def caplab_closed(caplab: str, url: str, users: int, duration_s: int) -> list[str]:
-    return [caplab, "load", url, "--users", str(users), *_caplab_common(duration_s)]
+def caplab_closed(caplab: str, url: str, users: int, duration_s: int, keep_alive: bool = True) -> list[str]:
+    """The bench's certificate is self-signed, hence --insecure for https://."""
+    tls = ["--insecure"] if url.startswith("https://") else []
+    close = [] if keep_alive else ["-H", "Connection: close"]
+    return [caplab, "load", url, "--users", str(users), *tls, *close, *_caplab_common(duration_s)]
 
 
 def caplab_open(caplab: str, url: str, rate: int, duration_s: int) -> list[str]:
@@ -189,6 +196,11 @@ def _caplab_notes(data: dict[str, Any]) -> list[str]:
         f"lateness_p99_ms={_num(gen.get('lateness_p99_ms'))} threads={gen.get('threads')}",
         f"service_time_ms p50={_num(service.get('p50'))} p99={_num(service.get('p99'))}",
     ]
+    if gen.get("tls_handshakes") is not None:
+        notes.append(
+            f"TLS: handshakes={gen['tls_handshakes']} ({_num(gen.get('tls_handshakes_per_s'))}/s) "
+            f"resumed={gen.get('tls_resumed')}"
+        )
     if data.get("errors_by_kind"):
         notes.append(f"errors_by_kind={data['errors_by_kind']}")
     if "_harness_note" in data:
