@@ -22,6 +22,8 @@ from typing import Any
 import psutil
 import pytest
 
+from caplab.collect.base import ResourceSample
+from caplab.collect.roles import RoleCollector, RoleSpec
 from caplab.systems.mail import MailSystem, Settings
 from caplab.systems.mail.content import SIGNATURE
 from caplab.systems.mail.users import read_passwords
@@ -191,3 +193,33 @@ def test_the_three_roles_are_disjoint_process_trees_each_named_by_its_match(star
         {"caplab-mail": len(pids["mailbox"])}
     )
     assert (Path(status["passwords_file"]).stat().st_mode & 0o777) == 0o600
+
+
+def test_a_studys_role_matchers_put_sending_on_transport_and_reading_on_access(start_mail: StartMail) -> None:
+    """The ``match`` each role reports, given to caplab's role collector: the processes it finds
+    are that role's, and the CPU of SMTP sends lands on transport while IMAP reads through the
+    proxy land on access (and mailbox), not on transport."""
+    system, status = start_mail(users=2)
+    ports = status["ports"]
+    collectors = {
+        role: RoleCollector(RoleSpec(role, match=found["match"])) for role, found in status["roles"].items()
+    }
+    for collector in collectors.values():
+        collector.start()
+    with smtplib.SMTP("127.0.0.1", ports["smtp"], timeout=30) as smtp:
+        for n in range(20):
+            smtp.send_message(message("user1@caplab.test", f"m{n}", "a line of a message body\n" * 2000))
+    wait_delivered(system, 20)
+    sent = {role: _cpu(c.sample(0.0)) for role, c in collectors.items()}
+    assert collectors["transport"].pids >= set(system.role_pids()["transport"])
+    assert not collectors["transport"].pids & (collectors["access"].pids | collectors["mailbox"].pids)
+    password = read_passwords(system.passwords_file)["user1"]
+    for _ in range(20):
+        assert len(subjects_over_imap(imaplib.IMAP4("127.0.0.1", ports["proxy"]), "user1", password)) == 20
+    read = {role: _cpu(c.sample(0.0)) for role, c in collectors.items()}
+    assert sent["transport"] > 0 and sent["transport"] > sent["access"]
+    assert read["access"] > 0 and read["mailbox"] > 0 and read["access"] > read["transport"]
+
+
+def _cpu(samples: list[ResourceSample]) -> float:
+    return next(s.value for s in samples if s.metric == "cpu_percent")
