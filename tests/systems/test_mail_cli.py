@@ -148,3 +148,15 @@ def test_bad_input_is_one_clear_line(home: Path) -> None:
     )
     done = mail("start", "--users", "0", "--data-dir", str(home / "work"))
     assert done.returncode == 2 and "--users: must be at least 1 (got 0)" in done.stderr
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = mail("start", "--users", "1", "--data-dir", str(home / "work"), "--smtp-port", str(port))
+    assert done.returncode == 1
+    assert done.stderr == f"mail: port {port} (--smtp-port) is not free: Address already in use\n"
+    private = home / "private"
+    private.mkdir(mode=0o700)
+    done = mail("start", "--users", "1", "--data-dir", str(home / "work"), "--mail-dir", str(private / "m"))
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"mail: the mail servers' user cannot enter {private};")

@@ -63,6 +63,7 @@ class Server:
             raise MailError(f"{self.name} is already running (pid file {self.pid_file})")
         switch = self.user is not None and self.user.switches
         with self.log_file.open("a") as log:
+            since = log.tell()  # a failure shows this start's words, not an earlier run's
             try:
                 proc = subprocess.Popen(
                     list(self.command),
@@ -83,7 +84,7 @@ class Server:
             if proc.poll() is not None:
                 self.pid_file.unlink(missing_ok=True)
                 raise MailError(
-                    f"{self.name} exited with status {proc.returncode}: {last_lines(self.log_file)}"
+                    f"{self.name} exited with status {proc.returncode}: {last_lines(self.log_file, since)}"
                 )
             missing = set(ports) - listening_ports(self.pids())
             if not missing:
@@ -92,7 +93,7 @@ class Server:
         self.stop()
         raise MailError(
             f"{self.name} did not listen on {sorted(missing)} within {START_TIMEOUT_S:.0f} s "
-            f"(a port taken by another program?): {last_lines(self.log_file)}"
+            f"(a port taken by another program?): {last_lines(self.log_file, since)}"
         )
 
     def stop(self) -> bool:
@@ -166,9 +167,13 @@ def listening_ports(pids: Sequence[int]) -> set[int]:
     return found
 
 
-def last_lines(log: Path, n: int = 6) -> str:
+def last_lines(log: Path, since: int = 0, n: int = 6) -> str:
+    """The last ``n`` non-blank lines written to ``log`` after byte ``since``, on one line."""
     try:
-        lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+        with log.open("rb") as f:
+            f.seek(since)
+            text = f.read().decode(errors="replace")
+        lines = [line for line in text.splitlines() if line.strip()]
     except OSError:
         return "(no log)"
     return " | ".join(lines[-n:]) or "(no output)"

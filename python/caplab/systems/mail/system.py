@@ -21,6 +21,7 @@ import contextlib
 import json
 import shutil
 import socket
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -110,8 +111,10 @@ class MailSystem:
         work.chmod(0o755)
         _check_reachable(work)
         mail_dir = (settings.mail_dir or work / "maildirs").resolve()
+        _check_reachable(mail_dir)
         self.user.make_dir(mail_dir, 0o700)
         ports = _choose_ports(settings.ports, settings.tls)
+        _check_free(ports)  # Postfix's master dies of a taken port before it can log why
         mailbox_home, access_home, transport_home = work / "mailbox", work / "access", work / "transport"
         dovecot.prepare(mailbox_home, self.user)
         dovecot.prepare(access_home, self.user)
@@ -161,7 +164,10 @@ class MailSystem:
     def stop(self) -> bool:
         """Stops every role (transport first, so nothing is delivered to a stopped mailbox) and
         removes the runtime files. False if nothing was running."""
-        stopped = [server.stop() for server in reversed(self.servers().values())]
+        servers = self.servers()
+        stopped = [servers["transport"].stop()]
+        with ThreadPoolExecutor(2) as pool:  # each Dovecot master takes about a second to end
+            stopped += pool.map(lambda role: servers[role].stop(), ("access", "mailbox"))
         for role in ("mailbox", "access"):
             shutil.rmtree(self.work_dir / role / "run", ignore_errors=True)
         for name in ("pid", "private", "public"):
@@ -245,6 +251,18 @@ def _choose_ports(asked: Ports, tls: bool) -> Ports:
     return Ports(**chosen)  # type: ignore[arg-type]
 
 
+def _check_free(ports: Ports) -> None:
+    for name, port in asdict(ports).items():
+        if port is None:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError as e:
+                option = "--" + name.replace("_", "-") + "-port"
+                raise MailError(f"port {port} ({option}) is not free: {e.strerror}") from None
+
+
 def _free_port(taken: set[int]) -> int:
     while True:
         with socket.socket() as s:
@@ -256,9 +274,9 @@ def _free_port(taken: set[int]) -> int:
 
 
 def _check_reachable(path: Path) -> None:
-    """The service user must enter every parent of the work directory (e.g. not /root)."""
+    """The service user must enter every existing parent of ``path`` (e.g. not /root)."""
     for parent in path.resolve().parents:
-        if not parent.stat().st_mode & 0o001:
+        if parent.exists() and not parent.stat().st_mode & 0o001:
             raise MailError(
                 f"the mail servers' user cannot enter {parent}; choose a data directory every user "
                 "may reach, e.g. under /tmp or /var/tmp"
