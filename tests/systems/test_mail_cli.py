@@ -5,6 +5,7 @@ socket or pid file."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import smtplib
@@ -137,6 +138,22 @@ def test_a_detached_system_is_stopped_and_removed_from_another_process(home: Pat
     assert done.returncode == 0, done.stderr
     assert_nothing_left(status, work)
     assert not work.exists()
+
+
+def test_a_role_that_dies_stops_the_others_and_start_says_which(home: Path) -> None:
+    work = home / "work"
+    proc = subprocess.Popen(
+        [*MODULE, "start", "--users", "1", "--data-dir", str(work)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    status = started(proc)
+    os.kill(status["roles"]["access"]["pids"][0], signal.SIGKILL)  # the proxy's master, as in a crash
+    assert proc.wait(timeout=60) == 1
+    assert proc.stderr is not None
+    assert proc.stderr.read() == f"mail: the access role stopped on its own (see its log under {work})\n"
+    assert_nothing_left(status, work)
 
 
 def test_bad_input_is_one_clear_line(home: Path) -> None:

@@ -47,6 +47,12 @@ class Server:
             return None
         return pid if alive else None
 
+    def _recorded_pid(self) -> int | None:
+        try:
+            return int(self.pid_file.read_text())
+        except (OSError, ValueError):
+            return None
+
     def pids(self) -> list[int]:
         """The master and every process it started."""
         pid = self.pid()
@@ -100,13 +106,17 @@ class Server:
         """SIGTERM to the master, then to whatever of its process group outlives it (Dovecot's
         master leaves a process serving an open client connection behind), SIGKILL to what is left
         after GRACE_S more. Returns once none of the group is left; False if it was not running."""
-        pid = self.pid()
+        master = self.pid()
+        pid = master if master is not None else self._recorded_pid()
         self.pid_file.unlink(missing_ok=True)
         if pid is None:
             return False
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGTERM)
-        _wait(lambda: _alive(pid), STOP_TIMEOUT_S)
+        if master is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+            _wait(lambda: _alive(pid), STOP_TIMEOUT_S)
+        elif not group_alive(pid):
+            return False  # a killed master's children, if any, are ended below
         for sig, grace in ((signal.SIGTERM, GRACE_S), (signal.SIGKILL, STOP_TIMEOUT_S)):
             if not group_alive(pid):
                 break
