@@ -126,6 +126,29 @@ def test_caplab_and_pgbench_measure_the_same_select_only_server_alike(
     assert 1 / 3 < r["throughput"] / tps < 3, (r["throughput"], tps)
 
 
+def xact_commit(url: str) -> int:
+    """The server's committed transactions in the URL's database so far (pg_stat_database)."""
+    return count(url, "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()")
+
+
+def test_caplab_runs_tpcb_at_least_nine_tenths_as_fast_as_pgbench_and_the_server_counts_its_commits(
+    caplab_cmd: list[str], bench_url: str
+) -> None:
+    """The issue's check against pgbench: tpcb from 8 closed users on the same data for 5 s each,
+    pgbench -M prepared first, then caplab. caplab's TPS must be at least 0.9 × pgbench's, and
+    the server's xact_commit delta over caplab's run must equal caplab's committed count within
+    1 % (the extra commits are each connection's statement preparations and the two readings)."""
+    out = pgbench("-c", "8", "-j", "2", "-T", "5", "-M", "prepared", url=make_conninfo(bench_url))
+    tps = float(next(line for line in out.splitlines() if line.startswith("tps")).split("=")[1].split()[0])
+    before = xact_commit(bench_url)
+    r = result(caplab_load(caplab_cmd, bench_url, "--workload", "tpcb", "--users", "8", "-d", "5s", "--json"))
+    # A backend's counts reach pg_stat_database when it exits; caplab's have all exited by now.
+    committed = xact_commit(bench_url) - before
+    assert r["errors"] == 0 and r["completed"] > 500, r
+    assert r["throughput"] >= 0.9 * tps, (r["throughput"], tps)
+    assert abs(committed - r["completed"]) <= 0.01 * r["completed"], (committed, r["completed"])
+
+
 def test_a_refused_password_is_one_line_and_never_printed(caplab_cmd: list[str], bench_url: str) -> None:
     d = conninfo_to_dict(make_conninfo(bench_url))
     wrong = f"postgresql://{d['user']}:not-{d['password']}@{d['host']}:{d['port']}/{d['dbname']}"
