@@ -1,0 +1,94 @@
+"""Recovery time read by caplab against an independent observer, on real PostgreSQL: while the
+availability-groups quick study fails its pair over, a separate psycopg client writes a row to a
+few of the databases every 10 ms, reconnecting to whichever node is primary, and keeps when each
+write succeeded or failed. Each database's recovery from caplab's per-database series must agree
+with the observer's within 100 ms plus caplab's interval (100 ms): the interval is the series'
+resolution, its start being what caplab reports."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+import yaml
+
+from caplab import studies
+from support.studies import caplab, json_out
+
+pytestmark = pytest.mark.slow  # a 20-database pair built, seeded and switched over under probes
+
+OBSERVED = ("ag_0", "ag_7", "ag_13")
+OBSERVER_PERIOD_S = 0.01
+URL = (
+    "postgresql://caplab@127.0.0.1:7600,127.0.0.1:7601/{db}?target_session_attrs=read-write&connect_timeout=1"
+)
+
+
+class Observer:
+    """A client of its own, outside caplab: writes a row to one database every 10 ms, reconnecting
+    to whichever node is primary after a failure, and keeps when each write succeeded or failed."""
+
+    def __init__(self, database: str, passfile: Path) -> None:
+        self.url = URL.format(db=database) + f"&passfile={passfile}"
+        self.writes: list[tuple[float, bool]] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        conn: psycopg.Connection[tuple[object, ...]] | None = None
+        while not self.stop.wait(OBSERVER_PERIOD_S):
+            try:
+                if conn is None or conn.closed:
+                    conn = psycopg.connect(self.url, autocommit=True)
+                    conn.execute("CREATE TABLE IF NOT EXISTS observer (at double precision)")
+                conn.execute("INSERT INTO observer VALUES (%s)", (time.time(),))
+                self.writes.append((time.time(), True))
+            except psycopg.Error:
+                self.writes.append((time.time(), False))
+                if conn is not None:
+                    conn.close()
+                conn = None
+
+    def recovered_after(self, fault_at: float) -> float | None:
+        """Fault → its first successful write after its first failed one (the outage)."""
+        after = [(t, ok) for t, ok in self.writes if t >= fault_at]
+        first_failure = next((k for k, (_, ok) in enumerate(after) if not ok), None)
+        if first_failure is None:
+            return None
+        return next((t - fault_at for t, ok in after[first_failure:] if ok), None)
+
+
+def test_caplab_per_database_recovery_agrees_with_an_independent_observer(shared_dir: Path) -> None:
+    """Recovery read from caplab's per-database series against a separate psycopg client writing
+    every 10 ms to a few of the databases: within 100 ms plus one interval (100 ms). The action
+    notes the wall-clock time it starts, the observer's fault time."""
+    path = studies.prepare("availability-groups", shared_dir) / "quick.yaml"
+    study = yaml.safe_load(path.read_text())
+    study["factors"] = {"zip": {"traffic": ["0%"], "action": ["switchover"]}}
+    study["load"] |= {"repeat": 1, "duration": "30s"}  # room for a switchover slowed by a busy machine
+    switchover = study["sut"]["actions"]["switchover"]
+    study["actions"] = [{"at": "3s", "name": "switchover", "run": f"date +%s.%N > fault_at && {switchover}"}]
+    path.write_text(yaml.safe_dump(study, sort_keys=False))
+    observers = [Observer(db, shared_dir / "ag-switchover" / "pgpass") for db in OBSERVED]
+    for o in observers:
+        o.thread.start()
+    try:
+        done = caplab("run", path, "--db", f"sqlite:///{shared_dir / 'c.db'}", "--json", timeout=600)
+    finally:
+        for o in observers:
+            o.stop.set()
+            o.thread.join(timeout=10)
+    assert done.returncode == 0, done.stderr[-4000:]
+    [cell] = json_out(done)["cells"]
+    [failover] = cell["metrics"]["failover"]
+    by_db = {d["database"]: d["recovery_s"] for d in failover["recovery"]["databases"]}
+    resolution = failover["recovery"]["resolution_s"]
+    fault_at = float((shared_dir / "fault_at").read_text())
+    seen = {db: o.recovered_after(fault_at) for o, db in zip(observers, OBSERVED, strict=True)}
+    compared = {db: (by_db[db], seen[db]) for db in OBSERVED}
+    for db, (caplab_s, observer_s) in compared.items():
+        assert observer_s is not None, f"{db}: the observer saw no outage and recovery"
+        assert caplab_s is not None and abs(caplab_s - observer_s) <= 0.1 + resolution, compared
