@@ -2,11 +2,12 @@
 
 A system renders its own families; what they share is the content type, a small threaded server for
 ``GET /metrics`` (anything else is a 404, and scrapes are not logged: one a second is not news), and
-``parse``, which turns an exposition back into samples for tests and studies.
+``parse`` and ``scrape``, which turn an exposition back into samples for tests and studies.
 """
 
 from __future__ import annotations
 
+import urllib.request
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -44,3 +45,9 @@ def parse(text: str) -> dict[str, float]:
             name, _, value = line.rpartition(" ")
             samples[name] = float(value)
     return samples
+
+
+def scrape(url: str) -> dict[str, float]:
+    """The samples ``GET url`` answers now (see ``parse``)."""
+    with urllib.request.urlopen(url, timeout=5) as reply:
+        return parse(reply.read().decode())

@@ -70,6 +70,27 @@ def start(
     return Launched(proc, ready, stderr)
 
 
+def wait_until(
+    name: str,
+    process: subprocess.Popen[str],
+    scrape: Callable[[], dict[str, float]],
+    done: Callable[[dict[str, float]], bool],
+    timeout_s: float,
+    explain: Callable[[dict[str, float]], str],
+) -> dict[str, float]:
+    """Scrapes a launched system's metrics every 50 ms until ``done(samples)``; TimeoutError
+    ``name did not get there within … s: explain(samples)`` once ``timeout_s`` passes or the process
+    has exited."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        samples = scrape()
+        if done(samples):
+            return samples
+        if time.monotonic() > deadline or process.poll() is not None:
+            raise TimeoutError(f"{name} did not get there within {timeout_s} s: {explain(samples)}")
+        time.sleep(0.05)
+
+
 def stop(process: subprocess.Popen[str], timeout_s: float) -> int:
     """SIGTERM (a supervisor then stops its children in its own order), SIGKILL if it has not
     exited within ``timeout_s``; returns its exit code."""

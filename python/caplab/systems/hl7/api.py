@@ -8,8 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,8 +53,7 @@ class RunningHl7:
         os.kill(pid, signal.SIGKILL)
 
     def metrics(self) -> dict[str, float]:
-        with urllib.request.urlopen(self.metrics_url, timeout=5) as reply:
-            return exposition.parse(reply.read().decode())
+        return exposition.scrape(self.metrics_url)
 
     def total(self, name: str, samples: dict[str, float] | None = None) -> float:
         """A family summed over its channels."""
@@ -64,15 +61,9 @@ class RunningHl7:
         return sum(v for k, v in samples.items() if k == name or k.startswith(name + "{"))
 
     def wait_until(self, done: Callable[[dict[str, float]], bool], timeout_s: float) -> dict[str, float]:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            samples = self.metrics()
-            if done(samples):
-                return samples
-            if time.monotonic() > deadline or self.process.poll() is not None:
-                tail = self.stderr_tail()[-1000:]
-                raise TimeoutError(f"hl7 did not get there within {timeout_s} s: {samples} {tail}")
-            time.sleep(0.05)
+        return launch.wait_until(
+            "hl7", self.process, self.metrics, done, timeout_s, lambda s: f"{s} {self.stderr_tail()[-1000:]}"
+        )
 
     def wait_drained(self, timeout_s: float = 60.0) -> dict[str, float]:
         """Until every queued message is written (or failed)."""

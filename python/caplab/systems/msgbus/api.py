@@ -8,8 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,19 +61,11 @@ class RunningMsgbus:
 
     def metrics(self) -> dict[str, float]:
         """Current samples from ``/metrics``, keyed ``name`` or ``name{labels}``."""
-        with urllib.request.urlopen(self.metrics_url, timeout=5) as reply:
-            return exposition.parse(reply.read().decode())
+        return exposition.scrape(self.metrics_url)
 
     def wait_until(self, done: Callable[[dict[str, float]], bool], timeout_s: float) -> dict[str, float]:
         """Polls the metrics until ``done(samples)``; raises TimeoutError with the last samples."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            samples = self.metrics()
-            if done(samples):
-                return samples
-            if time.monotonic() > deadline or self.process.poll() is not None:
-                raise TimeoutError(f"msgbus did not get there within {timeout_s} s: {_summary(samples)}")
-            time.sleep(0.05)
+        return launch.wait_until("msgbus", self.process, self.metrics, done, timeout_s, _summary)
 
     def wait_drained(self, timeout_s: float = 30.0) -> dict[str, float]:
         """Waits until every received document is processed and no message is left in a store."""
