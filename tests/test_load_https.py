@@ -59,6 +59,13 @@ def test_without_keep_alive_handshakes_per_second_follow_requests(caplab_cmd: li
     assert g["tls_resumed"] >= g["tls_handshakes"] // 2, "later connections resume the server's session"
 
 
+def test_no_tls_resume_pays_a_full_handshake_every_time(caplab_cmd: list[str], url: str) -> None:
+    r = load_json(caplab_cmd, url, "--insecure", "--no-tls-resume", "--users", "1", "-H", "Connection: close")
+    g = r["generator"]
+    assert r["completed"] > 10 and g["tls_handshakes"] >= r["completed"] - 1
+    assert g["tls_resumed"] == 0
+
+
 def test_an_untrusted_certificate_exits_1_and_says_what_to_do(caplab_cmd: list[str], url: str) -> None:
     p = caplab_load(caplab_cmd, url, "--users", "1", "--duration", "1s")
     assert p.returncode == 1
@@ -82,6 +89,7 @@ def test_the_summary_shows_handshakes(caplab_cmd: list[str], url: str) -> None:
     ("args", "message"),
     [
         (["http://127.0.0.1:9/", "--insecure"], "apply to https:// and tls:// targets"),
+        (["http://127.0.0.1:9/", "--no-tls-resume"], "apply to https:// and tls:// targets"),
         (["https://127.0.0.1:9/", "--insecure", "--cacert", "ca.pem"], "not both"),
         (["https://127.0.0.1:9/", "--cacert", "/nonexistent/ca.pem"], "no such file"),
         (["tls://127.0.0.1:9"], "tls:// targets need --framing"),

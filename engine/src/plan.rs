@@ -54,7 +54,7 @@ pub struct Plan {
 }
 
 /// TLS settings for every target of a plan.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TlsOptions {
     /// Take any certificate (a test server's self-signed one) without verifying it.
@@ -67,6 +67,20 @@ pub struct TlsOptions {
     /// (an IP address, a load balancer's alias).
     #[serde(default)]
     pub server_name: Option<String>,
+    /// Offer sessions the server gave earlier, so new connections resume (the default, as
+    /// browsers do); false makes every handshake a full one, to measure what that costs.
+    #[serde(default = "default_resume")]
+    pub resume: bool,
+}
+
+impl Default for TlsOptions {
+    fn default() -> TlsOptions {
+        TlsOptions { insecure: false, ca_file: None, server_name: None, resume: true }
+    }
+}
+
+fn default_resume() -> bool {
+    true
 }
 
 /// Where requests go and how they are framed on the wire.

@@ -115,6 +115,10 @@ fn without_keep_alive_every_request_pays_a_handshake_and_later_ones_resume() {
     assert!(resumed + 2 >= handshakes, "only {resumed} of {handshakes} handshakes resumed a session");
     let per_s = r.generator.tls_handshakes_per_s.unwrap();
     assert!((per_s - handshakes as f64 / r.duration_s).abs() < 1e-6);
+    let r =
+        go(&plan(port, r#"{"insecure": true, "resume": false}"#, r#"[["Connection", "close"]]"#)).unwrap();
+    assert!(r.completed > 20 && r.errors == 0, "{:?}", r.errors_by_kind);
+    assert_eq!(r.generator.tls_resumed, Some(0), "without resumption every handshake is full");
 }
 
 #[test]

@@ -82,11 +82,13 @@ class TlsOptions:
     """How TLS targets check the server: against the Mozilla roots by default, against only the
     CAs in ``ca_file`` (PEM), or not at all with ``insecure`` (a test server's self-signed
     certificate). ``server_name`` is the name the certificate must carry when the URL names the
-    server otherwise (an IP address)."""
+    server otherwise (an IP address). ``resume``: new connections resume sessions the server gave
+    earlier (as browsers do); False makes every handshake a full one, to measure what it costs."""
 
     insecure: bool = False
     ca_file: str | None = None
     server_name: str | None = None
+    resume: bool = True
 
 
 @dataclass(frozen=True)
@@ -427,6 +429,8 @@ class LoadSpec:
     """TLS targets: take any certificate (a test server's self-signed one)."""
     ca_file: Path | None = None
     """TLS targets: trust only the CA certificates in this PEM file."""
+    tls_resume: bool = True
+    """TLS targets: resume sessions on new connections (False: a full handshake every time)."""
 
     @property
     def open_model(self) -> bool:
@@ -489,14 +493,17 @@ def build_plan(spec: LoadSpec) -> Plan:
 def _tls(spec: LoadSpec) -> TlsOptions | None:
     """The plan's TLS options: none for a plain target, where --insecure and --cacert mean nothing."""
     if not uses_tls(spec.url):
-        if spec.insecure or spec.ca_file is not None:
-            raise UsageProblem("--insecure and --cacert apply to https:// and tls:// targets")
+        if spec.insecure or spec.ca_file is not None or not spec.tls_resume:
+            raise UsageProblem(
+                "--insecure, --cacert and --no-tls-resume apply to https:// and tls:// targets"
+            )
         return None
     if spec.insecure and spec.ca_file is not None:
         raise UsageProblem("give --cacert (verify against it) or --insecure (verify nothing), not both")
     if spec.ca_file is not None and not spec.ca_file.is_file():
         raise UsageProblem(f"--cacert {spec.ca_file}: no such file")
-    return TlsOptions(insecure=spec.insecure, ca_file=str(spec.ca_file) if spec.ca_file else None)
+    ca_file = str(spec.ca_file) if spec.ca_file else None
+    return TlsOptions(insecure=spec.insecure, ca_file=ca_file, resume=spec.tls_resume)
 
 
 def _body(spec: LoadSpec) -> str:

@@ -157,13 +157,13 @@ pub fn is_certificate_error(e: &rustls::Error) -> bool {
 }
 
 /// The run's client configuration: the Mozilla roots (or only the CAs of `ca_file`), or no
-/// verification at all with `insecure`. Each call makes a new session cache.
+/// verification at all with `insecure`. Each call makes a new session cache (none without `resume`).
 pub fn client_config(options: &TlsOptions) -> Result<Arc<ClientConfig>, PlanError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| PlanError { field: "tls".into(), message: e.to_string() })?;
-    let config = if options.insecure {
+    let mut config = if options.insecure {
         builder
             .dangerous()
             .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
@@ -189,6 +189,9 @@ pub fn client_config(options: &TlsOptions) -> Result<Arc<ClientConfig>, PlanErro
         }
         builder.with_root_certificates(roots).with_no_client_auth()
     };
+    if !options.resume {
+        config.resumption = rustls::client::Resumption::disabled();
+    }
     Ok(Arc::new(config))
 }
 

@@ -119,6 +119,14 @@ _REQUEST_OPTIONS = [
         help="https:// and tls:// URLs: trust only the CA certificates in this PEM file.",
     ),
     click.option(
+        "--tls-resume/--no-tls-resume",
+        "tls_resume",
+        default=True,
+        show_default=True,
+        help="https:// and tls:// URLs: new connections resume the server's TLS session; "
+        "--no-tls-resume pays a full handshake every time.",
+    ),
+    click.option(
         "--workload",
         type=click.Choice(sorted(BUILT_IN)),
         help="postgresql:// URLs: pgbench's built-in transaction (tpcb, the default, or select-only); "
