@@ -185,14 +185,23 @@ def https_keep_alive(bench: Bench) -> Scenario:
 
 
 def https_handshakes(bench: Bench) -> Scenario:
-    """E: HTTPS without keep-alive: a connection and a handshake per request (most of them
-    resumed); caplab's notes give handshakes/s and how many resumed."""
+    """E: HTTPS without keep-alive: a connection and a full handshake per request, as wrk pays
+    them; then caplab resuming sessions, to show what resumption saves. caplab's notes give
+    handshakes/s and how many resumed."""
     s, url = bench.settings, bench.target.https_url
     sc = Scenario(f"E. HTTPS, a connection per request: {s.users} users, {s.duration_s} s, one thread")
     d, u = s.duration_s, s.users
     add_run(bench, sc, "wrk", lambda exe: tools.wrk_closed(exe, url, u, d, keep_alive=False), d)
     add_run(bench, sc, "oha", lambda exe: tools.oha_closed(exe, url, u, d, keep_alive=False), d)
     add_run(bench, sc, "caplab", lambda exe: tools.caplab_closed(exe, url, u, d, keep_alive=False), d)
+    add_run(
+        bench,
+        sc,
+        "caplab",
+        lambda exe: tools.caplab_closed(exe, url, u, d, keep_alive=False, resume=True),
+        d,
+        label="caplab resuming",
+    )
     sc.ratio_label = "caplab req/s ÷ wrk req/s (HTTPS, Connection: close)"
     sc.ratio = report.ratio_of(sc, "caplab", "wrk", lambda m: m.report.rps if m.report else None)
     return sc

@@ -91,10 +91,14 @@ def oha_open(oha: str, url: str, rate: int, connections: int, duration_s: int) -
 _OHA_QUIET = ["--no-tui", "--output-format", "json", "--worker-threads", "1"]
 
 
-def caplab_closed(caplab: str, url: str, users: int, duration_s: int, keep_alive: bool = True) -> list[str]:
-    """The bench's certificate is self-signed, hence --insecure for https://."""
+def caplab_closed(
+    caplab: str, url: str, users: int, duration_s: int, keep_alive: bool = True, resume: bool = False
+) -> list[str]:
+    """The bench's certificate is self-signed, hence --insecure for https://. Without keep-alive
+    caplab pays a full handshake per connection as wrk does (it resumes nothing), unless `resume`."""
     tls = ["--insecure"] if url.startswith("https://") else []
-    close = [] if keep_alive else ["-H", "Connection: close"]
+    full = ["--no-tls-resume"] if tls and not resume else []
+    close = [] if keep_alive else ["-H", "Connection: close", *full]
     return [caplab, "load", url, "--users", str(users), *tls, *close, *_caplab_common(duration_s)]
 
 
