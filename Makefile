@@ -78,6 +78,7 @@ bench: dev
 	-$(PY) bench/run.py --caplab $(BIN)/caplab --out bench/RESULTS.md
 	$(PY) bench/capacity.py --caplab $(BIN)/caplab >> bench/RESULTS.md
 	$(PY) bench/cluster.py >> bench/RESULTS.md
+	$(PY) bench/pgbench.py --caplab $(BIN)/caplab --out bench/RESULTS.md
 
 clean:
 	rm -rf $(VENV) engine/target target python/caplab/_engine*.so
