@@ -17,18 +17,22 @@ import psycopg
 from psycopg import sql
 
 from caplab.systems.hl7.queue import (
+    COUNT_REJECTED,
+    COUNT_STATES,
+    INDEX_SCHEMA,
     ChannelCounts,
     Claimed,
     Incoming,
     QueueUnavailable,
     Rejected,
     Transformed,
+    tally,
 )
 from caplab.systems.secrets import describe, redact
 
 SCHEMA_ENV = "CAPLAB_HL7_SCHEMA"
 DEFAULT_SCHEMA = "hl7"
-SCHEMA = """
+TABLES = """
 CREATE TABLE IF NOT EXISTS messages (
     id bigserial PRIMARY KEY,
     channel integer NOT NULL,
@@ -42,10 +46,6 @@ CREATE TABLE IF NOT EXISTS messages (
     document bytea,
     error text
 );
-CREATE UNIQUE INDEX IF NOT EXISTS messages_control_id ON messages (channel, control_id);
-CREATE INDEX IF NOT EXISTS messages_patient_id ON messages (patient_id);
-CREATE INDEX IF NOT EXISTS messages_received_at ON messages (received_at);
-CREATE INDEX IF NOT EXISTS messages_state ON messages (state, channel);
 CREATE TABLE IF NOT EXISTS rejected (
     id bigserial PRIMARY KEY,
     channel integer NOT NULL,
@@ -54,6 +54,7 @@ CREATE TABLE IF NOT EXISTS rejected (
     body bytea NOT NULL
 );
 """
+SCHEMA = TABLES + INDEX_SCHEMA
 INSERT = """
 INSERT INTO messages (channel, control_id, message_type, patient_id, received_at, state, body)
 SELECT c, i, t, p, r, 'queued', b
@@ -176,14 +177,7 @@ class PostgresQueue:
             raise
 
     def counts(self) -> dict[int, ChannelCounts]:
-        out: dict[int, ChannelCounts] = {}
-        rows = self._db.execute("SELECT channel, state, count(*) FROM messages GROUP BY channel, state")
-        for channel, state, n in rows.fetchall():
-            out.setdefault(channel, ChannelCounts()).states[state] = n
-        for channel, n in self._db.execute(
-            "SELECT channel, count(*) FROM rejected GROUP BY channel"
-        ).fetchall():
-            out.setdefault(channel, ChannelCounts()).rejected = n
+        out = tally(self._db.execute(COUNT_STATES).fetchall(), self._db.execute(COUNT_REJECTED).fetchall())
         self._db.commit()
         return out
 

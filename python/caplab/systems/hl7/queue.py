@@ -18,12 +18,22 @@ time; the state) are what ``rebuild-index`` rebuilds.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 STATES = ("queued", "transforming", "transformed", "written", "failed")
 INDEXES = ("messages_control_id", "messages_patient_id", "messages_received_at", "messages_state")
+INDEX_SCHEMA = """
+CREATE UNIQUE INDEX IF NOT EXISTS messages_control_id ON messages (channel, control_id);
+CREATE INDEX IF NOT EXISTS messages_patient_id ON messages (patient_id);
+CREATE INDEX IF NOT EXISTS messages_received_at ON messages (received_at);
+CREATE INDEX IF NOT EXISTS messages_state ON messages (state, channel);
+"""
+"""The indexes, written alike in SQLite and PostgreSQL: each database's schema ends with them."""
+assert all(name in INDEX_SCHEMA for name in INDEXES)
+COUNT_STATES = "SELECT channel, state, count(*) FROM messages GROUP BY channel, state"
+COUNT_REJECTED = "SELECT channel, count(*) FROM rejected GROUP BY channel"
 URL_ENV = "CAPLAB_HL7_DB"
 """The database URL, as the engine's processes pass it to each other (never on a command line)."""
 
@@ -86,6 +96,18 @@ class ChannelCounts:
     def depth(self) -> int:
         """Messages acknowledged and not yet written or failed."""
         return self.states["queued"] + self.states["transforming"] + self.states["transformed"]
+
+
+def tally(
+    states: Iterable[tuple[int, str, int]], rejected: Iterable[tuple[int, int]]
+) -> dict[int, ChannelCounts]:
+    """Each channel's counts from the rows of COUNT_STATES and COUNT_REJECTED."""
+    out: dict[int, ChannelCounts] = {}
+    for channel, state, n in states:
+        out.setdefault(channel, ChannelCounts()).states[state] = n
+    for channel, n in rejected:
+        out.setdefault(channel, ChannelCounts()).rejected = n
+    return out
 
 
 class Queue(Protocol):

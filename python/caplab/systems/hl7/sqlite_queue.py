@@ -17,19 +17,22 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from caplab.systems.hl7.queue import (
-    INDEXES,
+    COUNT_REJECTED,
+    COUNT_STATES,
+    INDEX_SCHEMA,
     ChannelCounts,
     Claimed,
     Incoming,
     QueueUnavailable,
     Rejected,
     Transformed,
+    tally,
 )
 
 BUSY_TIMEOUT_S = 600.0
 """How long a writer waits for SQLite's lock: a REINDEX of millions of rows holds it for minutes
 (the paper's "very slow" rebuilds), and the engine should stall through it, not fail."""
-SCHEMA = """
+TABLES = """
 CREATE TABLE IF NOT EXISTS messages (
     id INTEGER PRIMARY KEY,
     channel INTEGER NOT NULL,
@@ -43,10 +46,6 @@ CREATE TABLE IF NOT EXISTS messages (
     document BLOB,
     error TEXT
 );
-CREATE UNIQUE INDEX IF NOT EXISTS messages_control_id ON messages (channel, control_id);
-CREATE INDEX IF NOT EXISTS messages_patient_id ON messages (patient_id);
-CREATE INDEX IF NOT EXISTS messages_received_at ON messages (received_at);
-CREATE INDEX IF NOT EXISTS messages_state ON messages (state, channel);
 CREATE TABLE IF NOT EXISTS rejected (
     id INTEGER PRIMARY KEY,
     channel INTEGER NOT NULL,
@@ -55,6 +54,7 @@ CREATE TABLE IF NOT EXISTS rejected (
     body BLOB NOT NULL
 );
 """
+SCHEMA = TABLES + INDEX_SCHEMA
 INSERT = """
 INSERT INTO messages (channel, control_id, message_type, patient_id, received_at, state, body)
 VALUES (?, ?, ?, ?, ?, 'queued', ?) ON CONFLICT (channel, control_id) DO NOTHING
@@ -64,7 +64,6 @@ UPDATE messages SET state = 'transforming', updated_at = ?
 WHERE id IN (SELECT id FROM messages WHERE state = 'queued' AND channel = ? ORDER BY id LIMIT ?)
 RETURNING id, control_id, body
 """
-assert all(name in SCHEMA for name in INDEXES)
 
 
 class SqliteQueue:
@@ -172,14 +171,7 @@ class SqliteQueue:
             raise
 
     def counts(self) -> dict[int, ChannelCounts]:
-        out: dict[int, ChannelCounts] = {}
-        for channel, state, n in self._db.execute(
-            "SELECT channel, state, count(*) FROM messages GROUP BY channel, state"
-        ):
-            out.setdefault(channel, ChannelCounts()).states[state] = n
-        for channel, n in self._db.execute("SELECT channel, count(*) FROM rejected GROUP BY channel"):
-            out.setdefault(channel, ChannelCounts()).rejected = n
-        return out
+        return tally(self._db.execute(COUNT_STATES), self._db.execute(COUNT_REJECTED))
 
     def reindex(self) -> None:
         self._db.execute("REINDEX messages")
