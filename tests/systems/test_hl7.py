@@ -276,7 +276,11 @@ def test_messages_dropped_as_files_are_queued_written_and_their_files_removed(
         partial = drops / "channel-1" / f".{i:04d}.partial"
         partial.write_bytes(body)
         partial.rename(drops / "channel-1" / f"{i:04d}.hl7")  # dropped whole
-    engine.wait_until(lambda m: m['hl7_received_total{channel="1"}'] == 41, timeout_s=30)
+    # Committed, not just read: a file read and not yet queued would leave the channel "drained".
+    engine.wait_until(
+        lambda m: m['hl7_queued_total{channel="1"}'] + m['hl7_rejected_total{channel="1"}'] == 41,
+        timeout_s=30,
+    )
     samples = engine.wait_drained()
     assert written_files(engine.out_dir or Path(), 1) == sorted(c for c, _ in messages)
     assert samples['hl7_rejected_total{channel="1"}'] == 1
