@@ -1,0 +1,117 @@
+"""Acknowledged transactions through a killed primary, K = 10 times, on real PostgreSQL: pgpair under
+tpcb with a ledger row in each transaction, its primary SIGKILLed 1.5 s into each 5 s trial and the
+standby promoted (the killed node rewound and rejoined as the next trial's standby). With
+synchronous replication nothing acknowledged may be lost and every trial succeeds (10/10); with
+asynchronous replication the loss caplab reports must be what the ledger on the new primary shows,
+counted here apart from caplab: a statement trigger saves the ledger's rows to a file each time
+caplab empties it after a trial, and the test sets them against each trial's acknowledged count
+(the engine's completed transactions)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from support.studies import caplab, json_out
+
+pytestmark = pytest.mark.slow  # two pairs built and each primary killed ten times under load
+
+TRIALS = 10
+PORT = 7620
+
+# The ready check: the standby is up (the primary was seeded first), and the ledger exists with a
+# trigger that writes its rows to a file (as the server's user) before each TRUNCATE.
+READY = '''
+import socket, sys
+import psycopg
+pair, saved = sys.argv[1], sys.argv[2]
+try:
+    socket.create_connection(("127.0.0.1", {standby}), timeout=1).close()
+    url = ("postgresql://caplab@127.0.0.1:{primary}/ag_0"
+           f"?passfile={{pair}}/pgpass&target_session_attrs=read-write")
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS caplab_ledger (seq bigint PRIMARY KEY, at timestamptz DEFAULT now())"
+        )
+        conn.execute(f"""CREATE OR REPLACE FUNCTION keep_ledger() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+              EXECUTE format('COPY (SELECT seq FROM caplab_ledger) TO %L',
+                             '{{saved}}/' || to_char(clock_timestamp(), 'YYYYMMDDHH24MISSUS') || '.txt');
+              RETURN NULL;
+            END $$""")
+        conn.execute("DROP TRIGGER IF EXISTS keep_ledger ON caplab_ledger")
+        conn.execute(
+            "CREATE TRIGGER keep_ledger BEFORE TRUNCATE ON caplab_ledger "
+            "FOR EACH STATEMENT EXECUTE FUNCTION keep_ledger()"
+        )
+except (OSError, psycopg.Error):
+    sys.exit(1)
+'''
+
+
+def study(saved: Path) -> dict[str, Any]:
+    pair = "kp-{sync}"
+    return {
+        "name": "kill-primary-ledger",
+        "description": "tpcb from 8 users on pgpair; its primary killed 1.5 s into each of 10 trials.",
+        "target": {
+            "postgres": {
+                "url": f"postgresql://caplab@127.0.0.1:{PORT},127.0.0.1:{PORT + 1}/ag_0"
+                "?target_session_attrs=read-write",
+                "workload": "tpcb",
+                "passfile": f"{pair}/pgpass",
+                "ledger": True,
+            }
+        },
+        "sut": {
+            "start": f"caplab systems start pgpair --data-dir {pair} --databases 1 --scale 1 --sync {{sync}} "
+            f"--port {PORT}",
+            "stop": f"python -m caplab.systems.pgpair stop --data-dir {pair} --remove",
+            "ready": {"command": f"{sys.executable} ready.py {pair} {saved}/{{sync}}", "timeout": "180s"},
+            "actions": {
+                "kill-primary": f"python -m caplab.systems.pgpair kill-primary --data-dir {pair} "
+                "--detect-delay 1 --rejoin"
+            },
+        },
+        "factors": {"sync": ["on", "off"]},
+        "load": {"users": 8, "duration": "5s", "interval": "100ms", "repeat": TRIALS},
+        "recovery": {"within": "10s", "lossless": True},
+        "actions": [{"at": "1.5s", "do": "kill-primary"}],
+    }
+
+
+def saved_ledgers(directory: Path) -> list[set[int]]:
+    """The ledger's rows as the trigger saved them, oldest first: one file per TRUNCATE."""
+    return [{int(line) for line in f.read_text().split()} for f in sorted(directory.glob("*.txt"))]
+
+
+def test_a_killed_primary_loses_nothing_acknowledged_when_synchronous_and_what_the_ledger_shows_when_not(
+    shared_dir: Path,
+) -> None:
+    saved = shared_dir / "saved"
+    for mode in ("on", "off"):
+        (saved / mode).mkdir(parents=True)
+        (saved / mode).chmod(0o777)  # written by the PostgreSQL server's own user
+    (shared_dir / "ready.py").write_text(READY.format(primary=PORT, standby=PORT + 1))
+    path = shared_dir / "study.yaml"
+    path.write_text(yaml.safe_dump(study(saved), sort_keys=False))
+    done = caplab("run", path, "--db", f"sqlite:///{shared_dir / 'c.db'}", "--json", timeout=900)
+    assert done.returncode == 0, done.stderr[-4000:]
+    cells = {c["factors"]["sync"]: c for c in json_out(done)["cells"]}
+    for mode, cell in cells.items():
+        metrics = cell["metrics"]
+        ledgers = metrics["ledger"]
+        acknowledged = [t["completed"] for t in cell["trials"]]
+        rows = saved_ledgers(saved / mode)[-TRIALS:]  # the last TRIALS emptyings are the trials'
+        assert len(ledgers) == len(acknowledged) == len(rows) == TRIALS, (mode, len(rows))
+        for k, (entry, acked, held) in enumerate(zip(ledgers, acknowledged, rows, strict=True)):
+            assert acked > 100, f"{mode}, trial {k + 1}: load ran ({acked})"
+            assert entry["acknowledged"] == acked and entry["held"] == len(held), (mode, k, entry, len(held))
+            assert entry["lost"] == max(0, acked - len(held)), (mode, k, entry, len(held))
+    sync = cells["on"]["metrics"]
+    assert [e["lost"] for e in sync["ledger"]] == [0] * TRIALS, sync["ledger"]
+    assert sync["success"]["text"] == f"{TRIALS}/{TRIALS}", sync["success"]["failures"]
