@@ -10,6 +10,7 @@ import argparse
 import datetime
 import os
 import shlex
+import shutil
 import sys
 from pathlib import Path
 
@@ -40,6 +41,8 @@ def check_setup(found: tools.Tools, caplab_arg: str | None) -> str | None:
         return f"need CPUs {GENERATOR_CPU} and {SERVER_CPU}; this process may use {sorted(available)}"
     if found.nginx is None:
         return "nginx not found: run bench/install.sh"
+    if shutil.which("openssl") is None:
+        return "openssl not found: it makes the HTTPS target's certificate"
     if caplab_arg and found.caplab is None:
         return f"--caplab {caplab_arg}: no such executable"
     return None
