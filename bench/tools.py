@@ -92,14 +92,14 @@ _OHA_QUIET = ["--no-tui", "--output-format", "json", "--worker-threads", "1"]
 
 
 def caplab_closed(
-    caplab: str, url: str, users: int, duration_s: int, keep_alive: bool = True, resume: bool = False
+    caplab: str, url: str, users: int, duration_s: int, keep_alive: bool = True, resume: bool = True
 ) -> list[str]:
-    """The bench's certificate is self-signed, hence --insecure for https://. Without keep-alive
-    caplab pays a full handshake per connection as wrk does (it resumes nothing), unless `resume`."""
+    """The bench's certificate is self-signed, hence --insecure for https://. New connections
+    resume the server's session unless `resume` is False (a full handshake every time)."""
     tls = ["--insecure"] if url.startswith("https://") else []
-    full = ["--no-tls-resume"] if tls and not resume else []
-    close = [] if keep_alive else ["-H", "Connection: close", *full]
-    return [caplab, "load", url, "--users", str(users), *tls, *close, *_caplab_common(duration_s)]
+    full = [] if resume or not tls else ["--no-tls-resume"]
+    close = [] if keep_alive else ["-H", "Connection: close"]
+    return [caplab, "load", url, "--users", str(users), *tls, *full, *close, *_caplab_common(duration_s)]
 
 
 def caplab_open(caplab: str, url: str, rate: int, duration_s: int) -> list[str]:
