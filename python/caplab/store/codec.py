@@ -143,8 +143,13 @@ def rebuild_result(
     series = [rebuild_interval(r) for r in sorted(intervals, key=lambda r: int(r["idx"]))]
     ordered: dict[str, Any] = {}
     for key, value in result.items():
-        if key == "generator":
+        if key in INTERVALS_BEFORE and "intervals" not in ordered:
             ordered["intervals"] = series
         ordered[key] = value
     ordered.setdefault("intervals", series)
     return ordered
+
+
+INTERVALS_BEFORE = ("per_target", "generator")
+"""The keys that follow ``intervals`` in the engine's result (engine/src/result.rs): the series goes
+back where the engine put it, so a rebuilt result reads as the engine wrote it."""
