@@ -84,6 +84,9 @@ class PostgresCollector:
         self.nodes = [node_name(u) for u in self.urls]
         self._conns: dict[str, psycopg.Connection[Any] | None] = {}
         self._prev: dict[str, _Reading] = {}
+        self.walls: dict[str, float] = {}
+        """Per node, the seconds its last rates cover, on the collector's own clock (the instants it
+        read the server's counters), whatever time the caller gives a sample."""
 
     def start(self) -> None:
         self._prev = {}
@@ -118,7 +121,7 @@ class PostgresCollector:
                     out.append(ResourceSample(t, scope, metric, value))
             if before is None or before.primary != now.primary or now.at <= before.at:
                 continue  # a role change resets what the rates are of
-            wall = now.at - before.at
+            wall = self.walls[node] = now.at - before.at
             commits = rollbacks = 0.0
             for db, (c, r) in now.databases.items():
                 c0, r0 = before.databases.get(db, (c, r))
