@@ -163,14 +163,15 @@ def measured(argv: list[str], env: dict[str, str], port: int, password: str, too
     return Figures(tps, latency, done, commits(port, password) - before - 1)  # less the reading's own
 
 
-def section(rows: list[tuple[str, int, Figures, Figures]], commands: list[str], pin: str, scale: int) -> str:
-    facts = machine_facts()
+def section(
+    rows: list[tuple[str, int, Figures, Figures]], commands: list[str], facts: dict[str, str], scale: int
+) -> str:
     server_version = tool_version([str(bin_dir() / "postgres"), "--version"])
     lines = [
         "## caplab against pgbench on one PostgreSQL",
         "",
-        f"Produced by `python bench/pgbench.py`: one PostgreSQL ({server_version}),"
-        " fsync and synchronous_commit off: the figures are the clients' and the server's CPU, not a disk),"
+        f"Produced by `python bench/pgbench.py`: one PostgreSQL, {server_version}, with fsync and"
+        " synchronous_commit off (the figures are the clients' and the server's CPU, not a disk's),"
         f" loaded by `pgbench -i -s {scale}`; pgbench -M prepared and caplab's closed model run one after"
         " the other on the same data for the same time. pgbench sends a transaction's statements one"
         " at a time; caplab pipelines them in one round trip. Server commits: the database's"
@@ -180,7 +181,6 @@ def section(rows: list[tuple[str, int, Figures, Figures]], commands: list[str], 
         "### Machine",
         "",
         *[f"- {k}: {v}" for k, v in facts.items()],
-        f"- pinning: {pin}",
         "",
         "### Commands",
         "",
@@ -219,6 +219,7 @@ def write_section(path: Path, generated: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     client_pin, server_pin, pin = pinning()
+    facts = machine_facts() | {"pinning": pin}  # the load average before the run
     directory = Path(tempfile.mkdtemp(prefix="caplab-bench-pg-"))
     directory.chmod(0o755)  # the server user enters it to reach its data directory
     password = secrets.token_urlsafe(24)
@@ -259,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
                 cap = measured(cap_argv, env, server.port, password, "caplab")
                 rows.append((workload, clients, pg, cap))
                 commands += [" ".join(pg_argv), " ".join(cap_argv)]
-        generated = section(rows, commands, pin, args.scale)
+        generated = section(rows, commands, facts, args.scale)
         write_section(args.out, generated)
         print(generated)
     finally:
