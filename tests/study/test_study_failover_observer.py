@@ -2,8 +2,10 @@
 availability-groups quick study fails its pair over, a separate psycopg client writes a row to a
 few of the databases every 10 ms, reconnecting to whichever node is primary, and keeps when each
 write succeeded or failed. Each database's recovery from caplab's per-database series must agree
-with the observer's within 100 ms plus caplab's interval (100 ms): the interval is the series'
-resolution, its start being what caplab reports."""
+with the observer's within 100 ms plus caplab's interval (100 ms: the series' resolution, its start
+being what caplab reports) plus the time between two of caplab's probes of one database (100 ms at
+10/s a database: caplab can see a database back no sooner than its next probe, where the observer
+writes every 10 ms)."""
 
 from __future__ import annotations
 
@@ -63,7 +65,7 @@ class Observer:
 
 def test_caplab_per_database_recovery_agrees_with_an_independent_observer(shared_dir: Path) -> None:
     """Recovery read from caplab's per-database series against a separate psycopg client writing
-    every 10 ms to a few of the databases: within 100 ms plus one interval (100 ms). The action
+    every 10 ms to a few of the databases: within 100 ms plus one interval plus one probe period. The action
     notes the wall-clock time it starts, the observer's fault time."""
     path = studies.prepare("availability-groups", shared_dir) / "quick.yaml"
     study = yaml.safe_load(path.read_text())
@@ -82,6 +84,7 @@ def test_caplab_per_database_recovery_agrees_with_an_independent_observer(shared
             o.stop.set()
             o.thread.join(timeout=10)
     assert done.returncode == 0, done.stderr[-4000:]
+    probe_period = 1.0 / float(study["load"]["rate"])  # per database (load.per_target)
     [cell] = json_out(done)["cells"]
     [failover] = cell["metrics"]["failover"]
     by_db = {d["database"]: d["recovery_s"] for d in failover["recovery"]["databases"]}
@@ -91,4 +94,6 @@ def test_caplab_per_database_recovery_agrees_with_an_independent_observer(shared
     compared = {db: (by_db[db], seen[db]) for db in OBSERVED}
     for db, (caplab_s, observer_s) in compared.items():
         assert observer_s is not None, f"{db}: the observer saw no outage and recovery"
-        assert caplab_s is not None and abs(caplab_s - observer_s) <= 0.1 + resolution, compared
+        assert caplab_s is not None and abs(caplab_s - observer_s) <= 0.1 + resolution + probe_period, (
+            compared
+        )
