@@ -55,7 +55,11 @@ def test_a_phase_of_known_work_is_reported_at_its_rate(tmp_path: Path) -> None:
         assert "host" in cell["resources"], "resources sampled while the phases ran"
     results = json.loads((tmp_path / "r" / "results.json").read_text())
     fits = {f["phase"]: f for f in results["jobs"]["fits"]}
-    assert fits["stage"]["fit"]["model"] == "linear" and fits["stage"]["fit"]["r2"] > 0.99
+    # N / 1.5 a second is proportional to N: a line through the origin, or equally a power law
+    # with exponent 1 — whichever of the two fits the measured rates a hair better
+    stage = fits["stage"]["fit"]
+    assert stage["r2"] > 0.99, stage
+    assert stage["model"] == "linear" or stage["params"]["k"] == pytest.approx(1.0, abs=0.05), stage
     assert [r["paper"] for r in results["jobs"]["rows"] if r["phase"] == "stage"] == [91, 109, 45]
     assert "Batch job" in (tmp_path / "r" / "report.md").read_text()
 
