@@ -13,6 +13,7 @@ command -v ldapsearch >/dev/null || missing+=(ldap-utils)
 command -v chromium >/dev/null || missing+=(chromium)
 command -v fio >/dev/null || missing+=(fio)
 command -v strace >/dev/null || missing+=(strace)
+command -v openssl >/dev/null || missing+=(openssl)  # the mail system's self-signed certificate
 command -v tc >/dev/null || missing+=(iproute2)
 command -v mkfs.ext4 >/dev/null || missing+=(e2fsprogs)
 command -v nsenter >/dev/null || missing+=(util-linux)
