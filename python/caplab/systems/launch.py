@@ -117,6 +117,17 @@ def child_pids(process: subprocess.Popen[str], needle: str, recursive: bool = Fa
     return sorted(found)
 
 
+def process_tree(pid: int | None) -> list[int]:
+    """``pid`` and every process it started, children sorted (a server's master and its workers);
+    empty when there is no such process."""
+    if pid is None:
+        return []
+    try:
+        return [pid, *sorted(c.pid for c in psutil.Process(pid).children(recursive=True))]
+    except psutil.Error:
+        return []
+
+
 def _drain(stream: IO[str], into: Callable[[str], None]) -> None:
     for line in stream:
         into(line)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import psutil
 
+from caplab.systems.launch import process_tree
 from caplab.systems.mail.errors import MailError
 from caplab.systems.mail.osuser import ServiceUser
 
@@ -55,13 +56,7 @@ class Server:
 
     def pids(self) -> list[int]:
         """The master and every process it started."""
-        pid = self.pid()
-        if pid is None:
-            return []
-        try:
-            return [pid, *sorted(c.pid for c in psutil.Process(pid).children(recursive=True))]
-        except psutil.Error:
-            return []
+        return process_tree(self.pid())
 
     def start(self, ports: Sequence[int]) -> None:
         """Starts the master and waits until its tree listens on every one of ``ports``."""

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import psutil
 
+from caplab.systems.launch import process_tree
+
 SERVER_USER = "caplab-pg"
 """The system user the servers run as when we are root (created on first use)."""
 BIN_GLOB = "/usr/lib/postgresql/*/bin"
@@ -320,13 +322,7 @@ class Server:
 
     def pids(self) -> list[int]:
         """The postmaster and every process it started (backends, walsender, checkpointer…)."""
-        pid = self.postmaster_pid()
-        if pid is None:
-            return []
-        try:
-            return [pid, *sorted(c.pid for c in psutil.Process(pid).children(recursive=True))]
-        except psutil.Error:
-            return []
+        return process_tree(self.postmaster_pid())
 
     def remove(self) -> None:
         shutil.rmtree(self.data_dir, ignore_errors=True)
