@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import collections
 import queue
+import signal
 import subprocess
 import threading
 import time
@@ -115,6 +116,22 @@ def child_pids(process: subprocess.Popen[str], needle: str, recursive: bool = Fa
         except psutil.Error:
             continue
     return sorted(found)
+
+
+def stop_on_signals(detach: bool) -> threading.Event:
+    """For a system run in the foreground until told to stop: an event SIGTERM or SIGINT sets
+    (detached, no handler is installed and the event is never set)."""
+    stop = threading.Event()
+    if not detach:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda _signum, _frame: stop.set())
+    return stop
+
+
+def ignore_signals() -> None:
+    """While a system's servers are being stopped: a second Ctrl-C must not cut that short."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def process_tree(pid: int | None) -> list[int]:

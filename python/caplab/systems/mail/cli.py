@@ -20,15 +20,13 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import signal
 import sys
 import tempfile
-import threading
 from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
+from caplab.systems import launch
 from caplab.systems.mail.content import DEFAULT_RULES
 from caplab.systems.mail.errors import MailError
 from caplab.systems.mail.system import MailSystem, Ports, Settings
@@ -125,14 +123,7 @@ def run(options: argparse.Namespace) -> int:
 def start(options: argparse.Namespace) -> int:
     temporary = options.data_dir is None
     work_dir = Path(tempfile.mkdtemp(prefix="caplab-mail-")) if temporary else options.data_dir
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    if not options.detach:
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
+    stop = launch.stop_on_signals(options.detach)
     system = MailSystem(work_dir)
     settings = Settings(
         work_dir=work_dir,
@@ -169,8 +160,7 @@ def start(options: argparse.Namespace) -> int:
         return 0
     finally:
         if not options.detach:
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # finish stopping the servers first
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            launch.ignore_signals()  # finish stopping the servers first
             system.stop()
             if temporary:
                 shutil.rmtree(work_dir, ignore_errors=True)

@@ -22,16 +22,14 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import signal
 import sys
 import tempfile
-import threading
 from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
 
 import psycopg
 
+from caplab.systems import launch
 from caplab.systems.pgpair import failover
 from caplab.systems.pgpair.pair import SYNC_MODES, Pair, PairSettings
 from caplab.systems.pgpair.server import ServerError
@@ -105,14 +103,7 @@ def run(options: argparse.Namespace) -> int:
 def start(options: argparse.Namespace) -> int:
     temporary = options.data_dir is None
     data_dir = Path(tempfile.mkdtemp(prefix="pgpair-")) if temporary else options.data_dir
-    stop = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    if not options.detach:
-        signal.signal(signal.SIGTERM, on_signal)
-        signal.signal(signal.SIGINT, on_signal)
+    stop = launch.stop_on_signals(options.detach)
     pair: Pair | None = None
     try:
         if (data_dir / "pgpair.json").exists():
@@ -146,8 +137,7 @@ def start(options: argparse.Namespace) -> int:
 
 
 def _shut(pair: Pair | None, data_dir: Path, temporary: bool) -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # finish stopping the servers first
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    launch.ignore_signals()  # finish stopping the servers first
     try:
         if pair is not None:
             pair.stop()
