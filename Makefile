@@ -61,7 +61,7 @@ lint-python:
 	$(BIN)/python -m mypy.stubtest caplab._engine
 
 py-test: dev
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=25
 
 py-test-fast:
 	$(BIN)/pytest -q -m "not slow"

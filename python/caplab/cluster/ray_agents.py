@@ -51,6 +51,8 @@ AUTH_HINT = (
 CLOCK_READINGS = 5
 """Clock readings per agent; the one with the shortest round trip is kept (NTP's filter)."""
 POLL_S = 0.25
+FINAL_POLL_S = 30.0
+"""How long the last progress poll, after every run has ended, may wait for an agent's tail."""
 IntervalSink = Callable[[IntervalSnapshot], bool | None]
 """Sees each merged interval; returning False stops every agent, as `engine.run`'s callback does."""
 STOP_GRACE_S = 10.0
@@ -275,8 +277,8 @@ def _watch(
                 raise
             interrupted = True
             deadline = _stop_all(actors, pending.values(), interval_s)
-    if on_interval is not None:
-        _relay(actors, _measuring(len(actors), finished), snapshots, relayed, on_interval)
+    if on_interval is not None:  # every run has ended: wait as long as it takes for the tail
+        _relay(actors, _measuring(len(actors), finished), snapshots, relayed, on_interval, FINAL_POLL_S)
     return finished, interrupted
 
 
@@ -307,13 +309,16 @@ def _relay(
     snapshots: list[list[dict[str, Any]]],
     relayed: int,
     on_interval: IntervalSink,
+    timeout_s: float = POLL_S * 4,
 ) -> tuple[int, bool]:
     """Polls the measuring agents for new intervals and passes on, merged, each index all of them
     have reported; returns the next index to relay, and False when the callback wants the run
-    stopped."""
+    stopped. A poll that times out is retried at the next call, so while the run goes on the wait
+    is short; the last call, after every run has ended, is given ``FINAL_POLL_S`` so that a busy
+    machine does not lose the tail."""
     for i in measuring:
         with contextlib.suppress(GetTimeoutError, RayError):
-            snapshots[i].extend(ray.get(actors[i].progress.remote(len(snapshots[i])), timeout=POLL_S * 4))
+            snapshots[i].extend(ray.get(actors[i].progress.remote(len(snapshots[i])), timeout=timeout_s))
     reached = min((len(snapshots[i]) for i in measuring), default=0)
     wanted = True
     for index in range(relayed, reached):
