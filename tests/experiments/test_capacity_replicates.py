@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from caplab.analysis.generator import generator_limit
 from caplab.experiments.capacity.replicates import combine_replicates
 
@@ -64,3 +66,24 @@ def test_capacities_found_in_other_replicates_are_the_figure_and_the_generator_i
     assert capacity["capacity_at_least"] is None and capacity["generator_saturated"] is False
     assert "(1 stopped at the generator's limit)" in capacity["message"]
     assert merged["limit"]["kind"] == "hardware"
+
+
+def bracketed(capacity: float, failed_at: float) -> dict[str, Any]:
+    summary = found(capacity)
+    summary["capacity"]["ci95"] = [capacity, failed_at]
+    return summary
+
+
+def test_replicates_on_the_same_search_step_agree_to_that_step_not_to_zero() -> None:
+    capacity = combine_replicates([bracketed(1000.0, 1100.0)] * 3)["capacity"]
+    assert capacity["capacity_rps"] == 1000.0
+    assert capacity["ci95"] == [1000.0, 1100.0]
+    assert capacity["interval"] == "replicates"
+
+
+def test_replicates_that_spread_wider_than_their_brackets_keep_their_t_interval() -> None:
+    capacity = combine_replicates([bracketed(c, c + 10.0) for c in (800.0, 1000.0, 1200.0)])["capacity"]
+    low, high = capacity["ci95"]
+    # mean 1000, sd 200, t(2) = 4.30: ±496.6 — far wider than any 10/s bracket
+    assert low == pytest.approx(1000.0 - 4.30 * 200.0 / 3**0.5)
+    assert high == pytest.approx(1000.0 + 4.30 * 200.0 / 3**0.5)

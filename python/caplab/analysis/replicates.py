@@ -42,6 +42,19 @@ def t_interval(values: list[float]) -> Estimate:
     return Estimate(mean, max(0.0, mean - half), mean + half, len(values))
 
 
+def within_resolution(estimate: Estimate, brackets: list[tuple[float, float]]) -> Estimate:
+    """``estimate`` widened, where it is narrower, to the mean of the replicates' own search
+    brackets. Each search locates its capacity only within its bracket (the confirmed load up to
+    the lowest that failed), so the mean of the true capacities lies within the mean of the
+    brackets: replicates that land on the same step of the search agree to that step, not to
+    zero, and their t-interval alone (of width zero) would claim a precision no search had."""
+    if len(brackets) != estimate.n or not brackets:
+        return estimate
+    low = statistics.fmean(b[0] for b in brackets)
+    high = statistics.fmean(b[1] for b in brackets)
+    return Estimate(estimate.mean, min(estimate.low, low), max(estimate.high, high), estimate.n)
+
+
 def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
     """Whether two intervals share any value: their difference is within the noise."""
     return a[0] <= b[1] and b[0] <= a[1]

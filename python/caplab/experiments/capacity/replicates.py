@@ -5,14 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from caplab.analysis.replicates import t_interval
+from caplab.analysis.replicates import t_interval, within_resolution
 
 INTERVAL_SEARCH = "search"
 """One search's bracket: the confirmed load (less the confirmation trials' spread) up to the lowest
 load that failed. It says how precisely this run located its capacity, not how far another run
 would land: it is no confidence interval."""
 INTERVAL_REPLICATES = "replicates"
-"""A 95 % Student-t interval of the mean over replicates, each a fresh start of the system."""
+"""A 95 % Student-t interval of the mean over replicates, each a fresh start of the system, never
+narrower than the mean of their search brackets (replicates on one search step agree to that step)."""
 
 
 def combine_replicates(summaries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -66,6 +67,8 @@ def combine_replicates(summaries: list[dict[str, Any]]) -> dict[str, Any]:
             "limit": (found or searched)[-1].get("limit"),
         }
     rps = t_interval([float(s["capacity"]["capacity_rps"]) for s in found])
+    if not closed:
+        rps = within_resolution(rps, _brackets(found))
     capacity |= {
         "found": True,
         "capacity_rps": rps.mean,
@@ -75,11 +78,19 @@ def combine_replicates(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         + (f" ({len(limited)} stopped at the generator's limit)" if limited else ""),
     }
     if closed:
-        users = t_interval([float(s["capacity"]["capacity_users"]) for s in found])
+        users = within_resolution(
+            t_interval([float(s["capacity"]["capacity_users"]) for s in found]), _brackets(found)
+        )
         capacity |= {"capacity_users": users.mean, "ci95": [users.low, users.high]}
     else:
         capacity["ci95"] = [rps.low, rps.high]
     return {"capacity": capacity, "search_trials": all_trials, "limit": found[-1].get("limit")}
+
+
+def _brackets(found: list[dict[str, Any]]) -> list[tuple[float, float]]:
+    """Each replicate's search bracket, in the unit searched; none unless every replicate has one."""
+    brackets = [s["capacity"].get("ci95") for s in found]
+    return [(float(b[0]), float(b[1])) for b in brackets if b] if all(brackets) else []
 
 
 def _generator_floor(limited: list[dict[str, Any]], replicates: int, closed: bool) -> dict[str, Any]:

@@ -491,7 +491,8 @@ def capacity_table(results: Results) -> Table:
     replicated = [e for e in results["capacity"] if e["interval"] == "replicates"]
     searched = "Capacity: the highest load at which the SLO held in every confirmation trial. " + (
         f"Each was searched {replicated[0]['replicates']} times, each time on a fresh start of the system; "
-        "the figure is their mean and the interval their 95% t-interval. Configurations whose intervals "
+        "the figure is their mean and the interval their 95% t-interval (at least as wide as the searches' "
+        "own brackets). Configurations whose intervals "
         "overlap are marked ≈: they are not distinguishable, whatever their order."
         if replicated
         else "Each configuration was searched once: its interval is that search's bracket (the confirmed "
