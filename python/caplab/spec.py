@@ -353,12 +353,24 @@ class RecoverySpec(Strict):
     lossless: bool = True
 
 
-class ActionSpec(Strict):
-    """Something done to the system during each trial of a fixed load, at ``at`` seconds after the
-    load starts (warm-up included): one of the system's own actions (``do: switchover``) or any
-    command (``run: "kill -9 …"``, in the study's directory)."""
+def _condition(value: Any) -> Any:
+    from caplab.analysis.trigger import parse_condition
 
-    at: Annotated[float, BeforeValidator(_seconds), Field(ge=0)]
+    if isinstance(value, str):
+        parse_condition(value)  # raises TriggerError (a ValueError) naming what is wrong
+    return value
+
+
+class ActionSpec(Strict):
+    """Something done to the system during each trial of a fixed load: one of the system's own
+    actions (``do: switchover``) or any command (``run: "kill -9 …"``, in the study's directory),
+    fired ``at`` seconds after the load starts (warm-up included), or ``when`` a condition first
+    holds on an interval (``p99 > 50ms``, ``replay_lag_ms > 100``), or ``after: steady``
+    (analysis/trigger.py)."""
+
+    at: Annotated[float | None, BeforeValidator(_seconds), Field(ge=0)] = None
+    when: Annotated[str | None, BeforeValidator(_condition)] = None
+    after: Literal["steady"] | None = None
     do: str | None = Field(default=None, pattern=r"\S")
     run: str | None = Field(default=None, pattern=r"\S")
     name: str | None = Field(default=None, pattern=r"\S")
@@ -368,6 +380,8 @@ class ActionSpec(Strict):
     def _one(self) -> ActionSpec:
         if (self.do is None) == (self.run is None):
             raise ValueError("give do: (one of the system's actions) or run: (a command), one of them")
+        if sum(x is not None for x in (self.at, self.when, self.after)) != 1:
+            raise ValueError("give at: (a time), when: (a condition) or after: steady, one of them")
         return self
 
     @property
@@ -954,8 +968,9 @@ def _check_actions(path: Path, lines: dict[Path_, int], config: StudyConfig) -> 
 
     for i, action in enumerate(config.actions):
         if config.search is not None:
-            raise fail(i, "at", "actions run during a fixed load, not a search (whose trials must be alike)")
-        if action.at >= end:
+            fired = "at" if action.at is not None else "when" if action.when is not None else "after"
+            raise fail(i, fired, "actions run during a fixed load, not a search (whose trials must be alike)")
+        if action.at is not None and action.at >= end:
             raise fail(i, "at", f"{action.at:g}s is after the load ends ({end:g}s with its warm-up)")
         if action.do is not None and action.do not in declared:
             known = ", ".join(sorted(declared)) or "none: declare them under sut.actions"

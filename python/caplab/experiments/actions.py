@@ -1,6 +1,7 @@
 """Actions during a trial: faults and role changes (a switchover, a killed primary, any command)
-fired at set times after the load starts, each timed and its outcome kept, so that what the load
-saw around it — the outage, the errors, the recovery — can be read from the trial's interval
+fired at set times after the load starts or when a condition first holds on an interval (a
+latency, a replication lag: analysis/trigger.py), each timed and its outcome kept, so that what the
+load saw around it — the outage, the errors, the recovery — can be read from the trial's interval
 series on the same clock.
 
 The actions run on a thread of their own while the engine drives the load; each is a shell
@@ -14,16 +15,19 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
 import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from caplab.analysis.recovery import Interval, Recovery, recovery, recovery_line
-from caplab.engine import RunResult
+from caplab.analysis.trigger import Figure, Trigger, trigger_for
+from caplab.engine import IntervalSnapshot, RunResult
 from caplab.spec import ActionSpec
 from caplab.units import scrub
 
@@ -37,7 +41,8 @@ class ActionOutcome:
 
     name: str
     command: str
-    at_s: float
+    at_s: float | None
+    """When it was due (None: on a condition, ``condition``)."""
     started_s: float | None = None
     ended_s: float | None = None
     exit_code: int | None = None
@@ -46,12 +51,17 @@ class ActionOutcome:
     reported: dict[str, float] = field(default_factory=dict)
     """The numbers a JSON object at the end of its output gave (pgpair's role change:
     ``writable_after_s``, the group-level recovery), read before the output is cut short."""
+    condition: str | None = None
+    """What it waited for (``p99 > 50ms``, ``after steady``); ``triggered`` says what fired it."""
+    triggered: str | None = None
 
     @property
     def ok(self) -> bool:
         return self.exit_code == 0 and not self.timed_out
 
     def describe(self) -> str:
+        if self.started_s is None and self.at_s is None:
+            return f"{self.name}: not run ({self.triggered or (self.condition or '') + ' never held'})"
         if self.started_s is None:
             return f"{self.name}: not run (the trial ended at or before {self.at_s:g}s)"
         took = (self.ended_s or self.started_s) - self.started_s
@@ -63,14 +73,17 @@ class ActionOutcome:
             else f"exited {self.exit_code}"
         )
         said = f": {self.output.splitlines()[-1]}" if self.output and not self.ok else ""
-        return f"{self.name} at {self.started_s:.2f}s: {how} in {took:.2f}s{said}"
+        why = f" ({self.triggered})" if self.triggered else ""
+        return f"{self.name} at {self.started_s:.2f}s{why}: {how} in {took:.2f}s{said}"
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 class TrialActions:
-    """Fires a trial's actions on schedule from ``start()`` (called as the load starts)."""
+    """Fires a trial's actions on schedule from ``start()`` (called as the load starts), and those
+    on a condition once ``observe`` (fed every interval on the load's clock) finds it holds; one
+    action runs at a time, in the order they fell due."""
 
     def __init__(
         self,
@@ -82,10 +95,19 @@ class TrialActions:
         self.directory = directory
         self.env = env
         """The commands' environment (a study's: the SUT's, so ``python -m …`` is caplab's own)."""
+        self._triggers: list[Trigger | None] = [trigger_for(a.when, a.after) for a in actions]
         self.outcomes = [
-            ActionOutcome(a.label, declared[a.do] if a.do is not None else a.run or "", a.at) for a in actions
+            ActionOutcome(
+                a.label,
+                declared[a.do] if a.do is not None else a.run or "",
+                a.at,
+                condition=t.text if t is not None else None,
+            )
+            for a, t in zip(actions, self._triggers, strict=True)
         ]
         self._timeouts = [a.timeout for a in actions]
+        self._due: queue.Queue[int] = queue.Queue()
+        """Conditional actions whose condition held, by index (-1: the schedule has ended)."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._t0 = 0.0
@@ -104,6 +126,10 @@ class TrialActions:
         and its outcome unknown; with ``finish_running=False`` (Ctrl-C, a trial that failed) it is
         killed at once."""
         self._stop.set()
+        self._due.put(-1)
+        for outcome, trigger in zip(self.outcomes, self._triggers, strict=True):
+            if trigger is not None and outcome.triggered is None:
+                outcome.triggered = trigger.never()
         if not finish_running:
             with self._lock:
                 if self._running is not None:
@@ -118,13 +144,41 @@ class TrialActions:
                         outcome.timed_out = True
         return self.outcomes
 
+    def observe(self, interval: IntervalSnapshot, samples: Sequence[Figure] = ()) -> None:
+        """Checks the conditions still waiting against one interval and the samples taken with it;
+        each that holds falls due (once)."""
+        for k, (outcome, trigger) in enumerate(zip(self.outcomes, self._triggers, strict=True)):
+            if trigger is None or outcome.triggered is not None or self._stop.is_set():
+                continue
+            why = trigger.check(interval, samples)
+            if why is not None:
+                outcome.triggered = why
+                self._due.put(k)
+
+    def watching(
+        self, progress: Callable[[IntervalSnapshot, list[Any]], bool | None] | None
+    ) -> Callable[[IntervalSnapshot, list[Any]], bool | None]:
+        """A trial's progress callback that also feeds the conditions (``run_trial``'s)."""
+
+        def watch(interval: IntervalSnapshot, samples: list[Any]) -> bool | None:
+            self.observe(interval, samples)
+            return progress(interval, samples) if progress is not None else None
+
+        return watch
+
     def _run(self) -> None:
-        for outcome, timeout in sorted(
-            zip(self.outcomes, self._timeouts, strict=True), key=lambda p: p[0].at_s
-        ):
-            if self._stop.wait(max(0.0, self._t0 + outcome.at_s - time.monotonic())):
+        timed = sorted((o.at_s, k) for k, o in enumerate(self.outcomes) if o.at_s is not None)
+        waiting = sum(t is not None for t in self._triggers)
+        while timed or waiting:
+            try:
+                wait = max(0.0, self._t0 + timed[0][0] - time.monotonic()) if timed else None
+                k = self._due.get(timeout=wait)
+                waiting -= 1
+            except queue.Empty:
+                k = timed.pop(0)[1]
+            if k < 0 or self._stop.is_set():
                 return
-            self._fire(outcome, timeout)
+            self._fire(self.outcomes[k], self._timeouts[k])
 
     def _fire(self, outcome: ActionOutcome, timeout: float) -> None:
         with self._lock:

@@ -53,6 +53,7 @@ from caplab.study.hardware import (
 from caplab.study.metrics import cell_metrics
 from caplab.study.observer import StudyObserver
 from caplab.study.sut import Sut, SutFailed, sut_environment
+from caplab.study.usage import usage_actions
 from caplab.workloads.postgres import DatabaseProblem, prepare, with_passfile_under
 
 
@@ -107,6 +108,9 @@ def load_spec_for(config: StudyConfig, directory: Path) -> LoadSpec:
     target = target_spec.http or target_spec.tcp
     assert target is not None
     http = target_spec.http
+    if load.usage is not None:  # each action brings its own request; the target only its URL
+        framing = target_spec.tcp.framing if target_spec.tcp else None
+        return replace(shape, url=target.url, framing=framing, usage=usage_actions(load.usage, directory))
     return replace(
         shape,
         url=target.url,
@@ -234,8 +238,9 @@ class CellRun:
         self.progress.trial_started(index, self.cell.config.requests[1].repeat, plan)
         actions = self._actions()
         try:
+            watch = actions.watching(self.watch) if actions else self.watch  # conditions see each interval
             record = run_trial(
-                plan, self.collectors, self.watch, actions.start if actions else None, runner=self.plan_runner
+                plan, self.collectors, watch, actions.start if actions else None, runner=self.plan_runner
             )
         except BaseException:
             if actions:
