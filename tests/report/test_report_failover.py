@@ -6,7 +6,12 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from caplab.report.layout.failover import database_recovery_table, recovery_fit_lines, success_table
+from caplab.report.layout.failover import (
+    database_recovery_table,
+    recovery_fit_lines,
+    replication_table,
+    success_table,
+)
 from caplab.report.model.cells import failover_row
 from caplab.report.model.types import Results
 
@@ -81,3 +86,21 @@ def test_too_few_database_counts_are_said_to_be_too_few() -> None:
     [db, group] = recovery_fit_lines(results([20]))
     assert "measured at 20 databases; a shape against the database count needs 3 counts" in db
     assert group.startswith("Group level")
+
+
+def test_replication_is_shown_per_node_with_write_flush_and_replay_lag() -> None:
+    shown = results([20])
+    primary = {"primary": 1.0, "wal_mb_s": 2.5, "send_lag_mb": 0.01, "replay_lag_mb": 0.02}
+    lags = {"write_lag_ms": 0.42, "flush_lag_ms": 0.9, "replay_lag_ms": 1.7}
+    standby = {"primary": 0.0, "replay_mb_s": 2.4, "receive_lag_mb": 0.0}
+    cell = cast(dict[str, Any], shown["cells"][0])
+    cell["recovery"] = []
+    cell["resources"] = {"pg:127.0.0.1:7600": primary | lags, "pg:127.0.0.1:7601": standby, "host": {}}
+    table = replication_table(shown)
+    assert table is not None and len(table.rows) == 2
+    rows = [{col.title: c.text for col, c in zip(table.columns, row, strict=True)} for row in table.rows]
+    assert rows[0]["node"] == "127.0.0.1:7600" and rows[0]["primary"] == "100%"
+    assert (rows[0]["write lag"], rows[0]["flush lag"], rows[0]["replay lag"]) == ("0.42", "0.9", "1.7")
+    assert rows[1]["redo"] == "2.4" and rows[1]["write lag"] == "—"
+    cell["failover"] = []
+    assert replication_table(shown) is None, "shown beside a failover only"

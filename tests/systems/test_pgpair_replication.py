@@ -167,5 +167,9 @@ def test_the_postgres_collector_follows_the_roles_and_the_standbys_replay(start_
     replayed = value(before, standby, "replay_mb_s")
     assert replayed is not None and replayed > 0, "4,000 rows of 500 bytes replayed on the standby"
     assert value(before, primary, "replay_lag_mb") is not None, "the primary reports its standby's lag"
+    # …and, the 4,000 rows just replicated, its lag in time at each step: written, flushed, replayed
+    lags = {m: value(before, primary, m) for m in ("write_lag_ms", "flush_lag_ms", "replay_lag_ms")}
+    assert all(v is not None and 0 <= v < WAIT_S * 1000 for v in lags.values()), lags
+    assert value(before, standby, "flush_lag_ms") is None, "a standby feeds no standby here"
     assert (value(after, primary, "primary"), value(after, standby, "primary")) == (0.0, 1.0)
     assert not any(pair.password in s.scope for s in before + after)

@@ -7,9 +7,13 @@ Scopes: ``pg:NODE`` (``host:port``) with ``primary`` (1 or 0), ``connections``, 
 ``rollbacks_s``, ``checkpoints_s``; on a primary ``wal_mb_s`` (log generated: the insert position,
 since with asynchronous commit the written one lags behind it) and, per standby it
 feeds, the largest ``send_lag_mb`` (written but not yet sent), ``replay_lag_mb`` (not yet replayed)
-and ``replay_lag_ms``; on a standby ``replay_mb_s`` (log replayed: the redo rate) and
-``receive_lag_mb``. ``pgdb:NAME`` has ``commits_s`` and ``rollbacks_s`` summed over the nodes, for
-each database that did any in the interval (hundreds of idle ones would only bloat the samples).
+and the standby's lag in time at each step of a commit, ``write_lag_ms`` (received and written),
+``flush_lag_ms`` (flushed to its disk: what a synchronous commit waits for) and ``replay_lag_ms``
+(visible to its readers), PostgreSQL's own ``pg_stat_replication`` figures, which it keeps for a
+while after the standby has caught up and then clears (none is reported then); on a standby
+``replay_mb_s`` (log replayed: the redo rate) and ``receive_lag_mb``. ``pgdb:NAME`` has
+``commits_s`` and ``rollbacks_s`` summed over the nodes, for each database that did any in the
+interval (hundreds of idle ones would only bloat the samples).
 
 A node that cannot be reached is skipped for that sample and retried at the next: a failover is
 exactly when one goes away, and the figures of the other are what the study wants then. Commits are
@@ -48,7 +52,9 @@ SELECT pg_is_in_recovery(),
 REPLICATION_SQL = """
 SELECT max(pg_wal_lsn_diff(pg_current_wal_lsn(), sent_lsn)),
        max(pg_wal_lsn_diff(pg_current_wal_lsn(), replay_lsn)),
-       max(extract(epoch FROM replay_lag) * 1000)
+       max(extract(epoch FROM replay_lag) * 1000),
+       max(extract(epoch FROM write_lag) * 1000),
+       max(extract(epoch FROM flush_lag) * 1000)
 FROM pg_stat_replication
 """
 DATABASE_SQL = "SELECT datname, xact_commit, xact_rollback FROM pg_stat_database WHERE datname IS NOT NULL"
@@ -63,7 +69,8 @@ class _Reading:
     wal_bytes: float | None
     replayed_bytes: float | None
     receive_lag_bytes: float | None
-    replication: tuple[float | None, float | None, float | None]
+    replication: tuple[float | None, ...]
+    """send and replay lag (bytes), replay, write and flush lag (ms)."""
     databases: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
@@ -110,10 +117,12 @@ class PostgresCollector:
                 ResourceSample(t, scope, "primary", 1.0 if now.primary else 0.0),
                 ResourceSample(t, scope, "connections", now.connections),
             ]
-            send, replay, replay_ms = now.replication
+            send, replay, replay_ms, write_ms, flush_ms = now.replication
             for metric, value in (
                 ("send_lag_mb", send / MB if send is not None else None),
                 ("replay_lag_mb", replay / MB if replay is not None else None),
+                ("write_lag_ms", write_ms),
+                ("flush_lag_ms", flush_ms),
                 ("replay_lag_ms", replay_ms),
                 ("receive_lag_mb", now.receive_lag_bytes / MB if now.receive_lag_bytes is not None else None),
             ):
@@ -166,7 +175,7 @@ class PostgresCollector:
                 conn = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
                 self._conns[node] = conn
             recovering, connections, checkpoints, wal, replayed, receive_lag = _one(conn, NODE_SQL)
-            replication = (None, None, None) if recovering else _one(conn, REPLICATION_SQL)
+            replication = (None,) * 5 if recovering else _one(conn, REPLICATION_SQL)
             rows = conn.execute(DATABASE_SQL).fetchall()
         except psycopg.Error:
             if conn is not None:
@@ -182,7 +191,7 @@ class PostgresCollector:
             wal_bytes=_float(wal),
             replayed_bytes=_float(replayed),
             receive_lag_bytes=_float(receive_lag),
-            replication=(_float(replication[0]), _float(replication[1]), _float(replication[2])),
+            replication=tuple(_float(v) for v in replication),
             databases={str(name): (float(c), float(r)) for name, c, r in rows},
         )
 

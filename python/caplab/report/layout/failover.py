@@ -1,7 +1,8 @@
 """The Recovery section's database-level part (the availability-group paper's table): per failover
 trial the group-level time and the spread of the databases' times, per configuration the success
-rate k/K with each failure's reason, and whether recovery time grows with the number of databases
-— fitted (analysis/size_fit), not eyeballed."""
+rate k/K with each failure's reason, whether recovery time grows with the number of databases —
+fitted (analysis/size_fit), not eyeballed — and the replication behind it (log written, send,
+write, flush and replay lag, redo rate per node)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Callable
 from caplab import units as u
 from caplab.analysis.size_fit import fit_size
 from caplab.report.layout.blocks import Column, Table, TableCell, num_cell, text_cell
+from caplab.report.layout.tables import drop_empty_columns
 from caplab.report.model.types import CellResult, DatabaseFailover, Results
 
 FIT_MIN_SIZES = 3
@@ -178,3 +180,54 @@ def recovery_fit_lines(results: Results) -> list[str]:
             f"(R² {fit.r2:.2f}, the other shape {fit.other_r2:.2f}){doubling}.{flag}"
         )
     return out
+
+
+REPLICATION = (
+    ("wal_mb_s", "log written", "MB/s"),
+    ("send_lag_mb", "send lag", "MB"),
+    ("write_lag_ms", "write lag", "ms"),
+    ("flush_lag_ms", "flush lag", "ms"),
+    ("replay_lag_ms", "replay lag", "ms"),
+    ("replay_mb_s", "redo", "MB/s"),
+)
+"""The PostgreSQL collector's replication figures (collect/postgres.py), in a commit's order."""
+
+
+def replication_table(results: Results) -> Table | None:
+    """Per failover configuration and PostgreSQL node: the log it wrote, how far its standby was
+    behind at each step of a commit (sent, written, flushed, replayed) and its own redo rate — the
+    seed's log send and redo columns, beside the recovery they shape."""
+    rows = []
+    for c in results["cells"]:
+        if not (c["failover"] or c["recovery"]):
+            continue
+        for scope, m in sorted(c["resources"].items()):
+            if not scope.startswith("pg:") or not any(k in m for k, _, _ in REPLICATION):
+                continue
+            primary = m.get("primary")
+            rows.append(
+                [
+                    num_cell(c["index"], str(c["index"])),
+                    *_factor_cells(results, c),
+                    text_cell(scope.removeprefix("pg:")),
+                    num_cell(primary, u.pct(primary)),
+                    *(num_cell(m.get(k), u.num(m.get(k))) for k, _, _ in REPLICATION),
+                ]
+            )
+    if not rows:
+        return None
+    columns = [
+        Column("#", True),
+        *_factor_columns(results),
+        Column("node"),
+        Column("primary", True, "of the time"),
+        *(Column(name, True, unit) for _, name, unit in REPLICATION),
+    ]
+    note = (
+        "Means over the measured trials, per node (the roles change hands in a failover). Lags are "
+        "PostgreSQL's own (pg_stat_replication), on the primary for the standby it feeds: written and "
+        "sent, then received and written, flushed to the standby's disk (what a synchronous commit "
+        "waits for) and replayed (visible there); PostgreSQL clears the times once the standby has been "
+        "caught up for a while. Redo: the log the node replayed as a standby."
+    )
+    return drop_empty_columns(Table(columns, rows, caption="Replication", note=note))

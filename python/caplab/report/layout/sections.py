@@ -21,7 +21,12 @@ from caplab.report.layout.blocks import (
     kv_table,
 )
 from caplab.report.layout.charts import Chart
-from caplab.report.layout.failover import database_recovery_table, recovery_fit_lines, success_table
+from caplab.report.layout.failover import (
+    database_recovery_table,
+    recovery_fit_lines,
+    replication_table,
+    success_table,
+)
 from caplab.report.layout.job_charts import job_chart
 from caplab.report.layout.study_charts import summary_charts
 from caplab.report.layout.tables import (
@@ -278,6 +283,8 @@ def recovery_section(results: Results) -> Section | None:
     blocks: list[Block | Section] = [*by_database, *(Para(line) for line in recovery_fit_lines(results))]
     if (table := recovery_table(results)) is not None:
         blocks.append(table)
+    if blocks and (replication := replication_table(results)) is not None:
+        blocks.append(replication)
     return Section("Recovery", "recovery", blocks) if blocks else None
 
 
