@@ -368,7 +368,7 @@ class ActionSpec(Strict):
     holds on an interval (``p99 > 50ms``, ``replay_lag_ms > 100``), or ``after: steady``
     (analysis/trigger.py)."""
 
-    at: Annotated[float | None, BeforeValidator(_seconds), Field(ge=0)] = None
+    at: Annotated[float, BeforeValidator(_seconds), Field(ge=0)] | None = None
     when: Annotated[str | None, BeforeValidator(_condition)] = None
     after: Literal["steady"] | None = None
     do: str | None = Field(default=None, pattern=r"\S")

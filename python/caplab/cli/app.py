@@ -14,6 +14,7 @@ COMMANDS = {
     "run": "caplab.cli.run:run_command",
     "demo": "caplab.cli.run:demo_command",
     "find-capacity": "caplab.cli.capacity:find_capacity_command",
+    "failover": "caplab.cli.failover:failover_command",
     "fit-usl": "caplab.cli.capacity:fit_usl_command",
     "ls": "caplab.cli.store:ls_command",
     "show": "caplab.cli.store:show_command",
