@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,6 +22,7 @@ __all__ = [
     "DEFAULT_RECONNECT_BACKOFF_MS",
     "DEFAULT_TIMEOUT_S",
     "ENGINE_VERSION",
+    "ClassFigures",
     "ClosedLoad",
     "GeneratorFigures",
     "IntervalSnapshot",
@@ -39,6 +40,7 @@ __all__ = [
     "TargetUnreachable",
     "Think",
     "TlsOptions",
+    "UsageAction",
     "UsageProblem",
     "WorkerFailed",
     "build_plan",
@@ -296,6 +298,31 @@ class GeneratorFigures:
 
 
 @dataclass(frozen=True)
+class ClassFigures:
+    """One request class's (a usage profile's action's) share of a run: counts and latency."""
+
+    name: str
+    sent: int
+    completed: int
+    errors: int
+    latency_ms: LatencySummary
+    service_time_ms: LatencySummary
+    latency_hdr: str = field(repr=False)
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> ClassFigures:
+        return ClassFigures(
+            name=d["name"],
+            sent=d["sent"],
+            completed=d["completed"],
+            errors=d["errors"],
+            latency_ms=LatencySummary.from_dict(d["latency_ms"]),
+            service_time_ms=LatencySummary.from_dict(d["service_time_ms"]),
+            latency_hdr=d["latency_hdr"],
+        )
+
+
+@dataclass(frozen=True)
 class RunResult:
     """One trial's measurements. ``raw`` keeps the engine's JSON object, histograms included."""
 
@@ -328,6 +355,11 @@ class RunResult:
     def latency_hdr(self) -> str:
         """All classes' latency histogram, HdrHistogram V2 (base64)."""
         return str(self.raw["latency_hdr"])
+
+    @property
+    def classes(self) -> tuple[ClassFigures, ...]:
+        """Each request class's figures, in plan order (a usage profile's actions)."""
+        return tuple(ClassFigures.from_dict(c) for c in self.raw.get("classes", []))
 
     @staticmethod
     def from_json(text: str) -> RunResult:
@@ -383,6 +415,44 @@ def summarize_histogram(encoded: str) -> LatencySummary:
     return LatencySummary.from_dict(json.loads(_engine.summarize_histogram(encoded)))
 
 
+SECONDS_PER_HOUR = 3600.0
+
+
+@dataclass(frozen=True)
+class UsageAction:
+    """One action of a usage profile: a named request class sent ``per_hour`` times an hour by each
+    user, on average (the paper's messages sent and read per user per day, over 24 hours)."""
+
+    name: str
+    per_hour: float
+    method: str = "GET"
+    path: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+    body: str = ""
+    template: bool = False
+
+
+def usage_think_s(actions: tuple[UsageAction, ...]) -> float:
+    """The mean think time that makes each user send the profile's actions at their summed rate:
+    3600 / (actions per user-hour). It takes the think time as the whole of a user's cycle, so it
+    holds while replies are quick against it (ms against seconds); slower replies make users act a
+    little less often than the profile says, and the result shows the rate they did reach."""
+    total = sum(a.per_hour for a in actions)
+    if not total > 0:
+        raise UsageProblem("the usage profile's action rates sum to nothing: give an action a rate > 0")
+    return SECONDS_PER_HOUR / total
+
+
+def usage_classes(actions: tuple[UsageAction, ...]) -> tuple[RequestClass, ...]:
+    """The profile's actions as the engine's request mix, weights in proportion to their rates (an
+    action at rate 0 is left out: a study factor may switch one off)."""
+    return tuple(
+        RequestClass(a.name, a.per_hour, a.method.upper(), a.path, a.headers, a.body, a.template)
+        for a in actions
+        if a.per_hour > 0
+    )
+
+
 class UsageProblem(ValueError):
     """A load description that makes no sense (both a rate and users, a ramp without a rate…);
     the command line reports it with exit code 2, a study fails the cell with it."""
@@ -431,6 +501,9 @@ class LoadSpec:
     """TLS targets: trust only the CA certificates in this PEM file."""
     tls_resume: bool = True
     """TLS targets: resume sessions on new connections (False: a full handshake every time)."""
+    usage: tuple[UsageAction, ...] | None = None
+    """A usage profile: ``users`` each send these actions at their rates (closed model, exponential
+    think time of 3600 / the rates' sum, the mix weighted by the rates)."""
 
     @property
     def open_model(self) -> bool:
@@ -454,6 +527,8 @@ def build_plan(spec: LoadSpec) -> Plan:
         raise UsageProblem(f"{scheme}:// targets need --framing line|u32|mllp")
     if not is_tcp and spec.framing is not None:
         raise UsageProblem("--framing applies to tcp:// targets (and tls://: framed TCP in TLS)")
+    if spec.usage is not None:
+        return _usage_plan(spec)
     load: OpenLoad | ClosedLoad
     if spec.steps is not None:
         load = OpenLoad(tuple(Segment(d, r, r) for r, d in spec.steps), spec.schedule)
@@ -488,6 +563,26 @@ def build_plan(spec: LoadSpec) -> Plan:
         reconnect_backoff_ms=spec.reconnect_backoff_ms,
         tls=_tls(spec),
     )
+
+
+def _usage_plan(spec: LoadSpec) -> Plan:
+    """A usage profile's plan: its users, the think time and the mix its rates make."""
+    assert spec.usage is not None
+    if spec.open_model:
+        raise UsageProblem("a usage profile drives users (closed model): give --users, not --rate/--steps")
+    if spec.think_s:
+        raise UsageProblem("a usage profile sets the think time itself (3600 s / its actions per user-hour)")
+    if spec.users is None:
+        raise UsageProblem("a usage profile needs the number of users (--users N)")
+    if spec.body is not None or spec.body_file is not None or spec.template or spec.headers:
+        raise UsageProblem("with a usage profile, each action gives its own body, headers and template")
+    if spec.method.upper() != "GET":
+        raise UsageProblem("with a usage profile, each action gives its own method")
+    if is_postgres(spec.url):
+        raise UsageProblem("usage profiles drive http://, https://, tcp:// and tls:// targets")
+    think = Think("exponential", usage_think_s(spec.usage))
+    base = build_plan(replace(spec, usage=None))
+    return replace(base, load=ClosedLoad(spec.users, think), requests=usage_classes(spec.usage))
 
 
 def _tls(spec: LoadSpec) -> TlsOptions | None:

@@ -20,6 +20,7 @@ from typing import Annotated, Any, ClassVar, Literal, Self
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -302,6 +303,64 @@ class SutSpec(Strict):
         return {name: profile for name, profile in named.items() if profile}
 
 
+ActionName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
+
+
+class UsageActionSpec(Strict):
+    """One action of a usage profile: how often each user does it (``per_hour`` or ``per_day``,
+    the paper's messages per user per day) and the request it sends, in the target's fields."""
+
+    per_hour: float | None = Field(default=None, ge=0)
+    per_day: float | None = Field(default=None, ge=0)
+    method: str = Field(default="GET", pattern=r"^[A-Za-z]+$")
+    path: str | None = Field(default=None, pattern=r"^/")
+    """HTTP: the path and query (default: the target URL's)."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    body: str | None = None
+    body_file: str | None = None
+    """Relative to the study (or usage) file."""
+    template: bool = False
+
+    @model_validator(mode="after")
+    def _one_rate(self) -> UsageActionSpec:
+        if (self.per_hour is None) == (self.per_day is None):
+            raise ValueError("give per_hour or per_day (actions per user), one of them")
+        if self.body is not None and self.body_file is not None:
+            raise ValueError("give body or body_file, not both")
+        return self
+
+    @property
+    def rate_per_hour(self) -> float:
+        """Actions per user-hour, whichever way the rate was given."""
+        return self.per_hour if self.per_hour is not None else (self.per_day or 0.0) / 24.0
+
+
+def _some_rate(actions: dict[str, UsageActionSpec]) -> dict[str, UsageActionSpec]:
+    if not sum(a.rate_per_hour for a in actions.values()) > 0:
+        raise ValueError("the rates sum to nothing: a user would never act (give an action a rate above 0)")
+    return actions
+
+
+class UsageSpec(Strict):
+    """A usage profile: what each user does and how often. caplab runs ``users`` of them as a
+    closed population with exponential think time, 3600 s / (actions per user-hour), and a mix of
+    the actions weighted by their rates."""
+
+    actions: Annotated[dict[ActionName, UsageActionSpec], AfterValidator(_some_rate)] = Field(min_length=1)
+
+    @property
+    def actions_per_hour(self) -> float:
+        """Every action's rate summed: what one user does in an hour."""
+        return sum(a.rate_per_hour for a in self.actions.values())
+
+    def missing_body_file(self, directory: Path) -> tuple[str, Path] | None:
+        """The first action whose ``body_file`` is not a file under ``directory``, and that file."""
+        for name, action in self.actions.items():
+            if action.body_file is not None and not (directory / action.body_file).is_file():
+                return name, directory / action.body_file
+        return None
+
+
 class LoadSection(Strict):
     model: Literal["open", "closed"] | None = None
     rate: float | None = Field(default=None, gt=0)
@@ -322,6 +381,8 @@ class LoadSection(Strict):
     per_target: bool = False
     """``users`` or ``rate`` are per place in the target's list (a database list: per database,
     each loaded one counted ``weight`` times), so one study file serves every list length."""
+    usage: UsageSpec | None = None
+    """A usage profile: ``users`` each doing its actions at their rates (the closed model)."""
 
     @model_validator(mode="after")
     def _needs_load(self, info: ValidationInfo) -> LoadSection:
@@ -332,7 +393,12 @@ class LoadSection(Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> LoadSection:
-        model = self.model or ("closed" if self.users is not None else "open")
+        model = self.model or ("closed" if self.users is not None or self.usage is not None else "open")
+        if self.usage is not None and (model == "open" or self.think):
+            raise ValueError(
+                "a usage profile drives users (closed model) and sets their think time from its "
+                "rates: no rate, model: open or think with it"
+            )
         if model == "open" and self.users is not None:
             raise ValueError("give rate (open model) or users (closed model), not both")
         if model == "closed" and self.rate is not None:
@@ -341,7 +407,8 @@ class LoadSection(Strict):
 
     @property
     def open_model(self) -> bool:
-        return (self.model or ("closed" if self.users is not None else "open")) == "open"
+        closed = self.users is not None or self.usage is not None
+        return (self.model or ("closed" if closed else "open")) == "open"
 
 
 class RecoverySpec(Strict):
@@ -850,9 +917,9 @@ def _suggest(name: str, model_fields: list[str]) -> str:
     return f" (did you mean {close[0]}?)" if close else ""
 
 
-def _fields_at(loc: Path_) -> list[str]:
+def _fields_at(loc: Path_, root: type[BaseModel] = StudyConfig) -> list[str]:
     """Field names valid at a location, for did-you-mean suggestions."""
-    model: type[BaseModel] | None = StudyConfig
+    model: type[BaseModel] | None = root
     for part in loc[:-1]:
         if model is None or not isinstance(part, str):
             continue
@@ -908,13 +975,20 @@ _TYPE_TAGS = frozenset(
 )
 
 
-def _format_error(path: Path, lines: dict[Path_, int], err: Any, data: Any, cell: dict[str, Scalar]) -> str:
+def _format_error(
+    path: Path,
+    lines: dict[Path_, int],
+    err: Any,
+    data: Any,
+    cell: dict[str, Scalar],
+    root: type[BaseModel] = StudyConfig,
+) -> str:
     loc: Path_ = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
     # pydantic puts union members' type names ("ReadySpec", "int") into loc; drop those, not keys.
     loc = tuple(p for p in loc if not (isinstance(p, str) and p in _TYPE_TAGS))
     field = ".".join(str(p) for p in loc) or "(top level)"
     if err["type"] == "extra_forbidden":
-        message = f"unknown field{_suggest(str(loc[-1]), _fields_at(loc))}"
+        message = f"unknown field{_suggest(str(loc[-1]), _fields_at(loc, root))}"
     elif err["type"] == "missing":
         message = "required field is missing"
     else:
@@ -943,6 +1017,59 @@ def _check_files(path: Path, lines: dict[Path_, int], config: StudyConfig) -> No
         loc = ("target", "postgres", "sql_file")
         file = path.parent / pg.sql_file
         raise SpecError(f"{path}:{_line_of(lines, loc)}: target.postgres.sql_file: no such file: {file}")
+
+
+def _check_usage(path: Path, lines: dict[Path_, int], config: StudyConfig) -> None:
+    """A usage profile drives an HTTP or TCP target, and its actions' body files exist."""
+    usage = config.load.usage if config.load else None
+    if usage is None:
+        return
+    if config.target is not None and config.target.postgres is not None:
+        line = _line_of(lines, ("load", "usage"))
+        raise SpecError(f"{path}:{line}: load.usage: usage profiles drive http: and tcp: targets")
+    target = config.target.http or config.target.tcp if config.target else None
+    http = config.target.http if config.target else None
+    request = target is not None and (target.body, target.body_file, target.template) != (None, None, False)
+    if request or (http is not None and (http.headers or http.method.upper() != "GET")):
+        line = _line_of(lines, ("load", "usage"))
+        raise SpecError(
+            f"{path}:{line}: load.usage: each action gives its own request (method, path, headers, "
+            "body): leave them out of target:"
+        )
+    missing = usage.missing_body_file(path.parent)
+    if missing is not None:
+        loc: Path_ = ("load", "usage", "actions", missing[0], "body_file")
+        field = f"load.usage.actions.{missing[0]}.body_file"
+        raise SpecError(f"{path}:{_line_of(lines, loc)}: {field}: no such file: {missing[1]}")
+
+
+def load_usage(path: str | Path) -> UsageSpec:
+    """Reads a usage profile file (``caplab load --usage``: the shape of a study's ``load.usage``,
+    ``actions:`` at the top); raises SpecError with ``file:line: field: message``."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except OSError as e:
+        raise SpecError(f"{path}: cannot read: {e.strerror}") from e
+    except yaml.MarkedYAMLError as e:
+        line = e.problem_mark.line + 1 if e.problem_mark else 1
+        raise SpecError(f"{path}:{line}: YAML syntax error: {e.problem}") from e
+    if not isinstance(data, dict) or node is None:
+        raise SpecError(f"{path}:1: a usage profile must be a YAML mapping (actions: NAME: {{per_hour: …}})")
+    lines = _line_map(node)
+    try:
+        usage = UsageSpec.model_validate(data)
+    except ValidationError as e:
+        errors = e.errors()
+        first = next((x for x in errors if x["type"] == "extra_forbidden"), errors[0])
+        raise SpecError(_format_error(path, lines, first, data, {}, UsageSpec)) from e
+    missing = usage.missing_body_file(path.parent)
+    if missing is not None:
+        line = _line_of(lines, ("actions", missing[0], "body_file"))
+        raise SpecError(f"{path}:{line}: actions.{missing[0]}.body_file: no such file: {missing[1]}")
+    return usage
 
 
 def _check_hosts(path: Path, lines: dict[Path_, int], config: StudyConfig) -> None:
@@ -1140,6 +1267,7 @@ def load_study(path: str | Path) -> Study:
             first = next((x for x in errors if x["type"] == "extra_forbidden"), errors[0])
             raise SpecError(_format_error(path, lines, first, data, factors)) from e
         _check_files(path, lines, config)
+        _check_usage(path, lines, config)
         _check_actions(path, lines, config)
         _check_hosts(path, lines, config)
         _check_hardware(path, lines, config, data, factors)

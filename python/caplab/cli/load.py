@@ -18,7 +18,7 @@ from caplab.cli.options import DURATION, parse_steps, request_fields, request_op
 from caplab.cli.publish import IntervalPublisher
 from caplab.engine import DEFAULT_INTERVAL_S, LoadSpec, OpenLoad, Plan, PlanError, TargetUnreachable
 from caplab.experiments.actions import TrialActions, recoveries, recovery_text
-from caplab.spec import ActionSpec
+from caplab.spec import ActionSpec, SpecError
 from caplab.units import parse_duration
 from caplab.workloads.postgres import DatabaseProblem
 
@@ -31,6 +31,11 @@ Models:
          are already outstanding a send is counted as dropped, never delayed.
   closed --users N [--think 100ms --think-dist exponential]
          N users each send, wait for the reply, think, repeat (like wrk -c N).
+  usage  --users N --usage profile.yaml
+         N users each doing the profile's actions at their rates per user-hour (or
+         per_day): think time exponential with mean 3600 s / (the rates' sum), the
+         actions mixed in proportion to their rates, statistics per action. The think
+         time is taken as a user's whole cycle: right while replies are short against it.
 \b
 Examples:
   caplab load http://127.0.0.1:8080/ --rate 2000 --duration 30s --warmup 5s
@@ -40,6 +45,12 @@ Examples:
   caplab load tcp://127.0.0.1:2575 --framing mllp --body-file adt.hl7 --rate 100
   caplab load https://127.0.0.1:8443/ --insecure --users 50 -H 'Connection: close'
   caplab load postgresql://bench@127.0.0.1:5432/db --workload tpcb --users 16 -d 30s
+  caplab load http://127.0.0.1:8080/ --users 500 --usage mail-users.yaml -d 60s
+\b
+A usage profile (mail-users.yaml; per_day: 48 is per_hour: 2):
+  actions:
+    send: {per_hour: 6, method: POST, path: /send, body_file: message.eml}
+    read: {per_hour: 30, path: /inbox}
 \b
 A fault during the trial, and how the load came through it (outage, failed requests,
 time until it settled, rate after), read from the interval series:
@@ -128,6 +139,9 @@ def load_command(
         plan = engine.build_plan(spec)
     except engine.UsageProblem as e:
         raise click.UsageError(str(e)) from e
+    except SpecError as e:
+        click.echo(f"caplab: {e}", err=True)
+        sys.exit(exits.USAGE)
     except DatabaseProblem as e:
         click.echo(f"caplab: {e}", err=True)
         sys.exit(exits.FAILED)

@@ -9,6 +9,8 @@ from typing import Any
 import click
 
 from caplab.engine import DEFAULT_TIMEOUT_S, UsageProblem, is_postgres
+from caplab.spec import load_usage
+from caplab.study.usage import usage_actions
 from caplab.units import parse_duration
 from caplab.workloads.postgres import BUILT_IN, prepare
 
@@ -66,7 +68,10 @@ def request_fields(options: dict[str, Any], url: str) -> dict[str, Any]:
     tried once here (raising ``DatabaseProblem``): its URL loses its password, which travels apart,
     and the transaction script becomes the request's body."""
     workload, sql_file = options.pop("workload", None), options.pop("sql_file", None)
+    usage_file: Path | None = options.pop("usage", None)
     fields = {**options, "headers": tuple(parse_header(h) for h in options.get("headers", ()))}
+    if usage_file is not None:  # raises SpecError (file:line: field: message) for a bad file
+        fields["usage"] = usage_actions(load_usage(usage_file), usage_file.parent)
     if not is_postgres(url):
         if workload or sql_file:
             raise UsageProblem("--workload and --sql-file apply to postgresql:// targets")
@@ -84,6 +89,13 @@ def request_fields(options: dict[str, Any], url: str) -> dict[str, Any]:
 
 
 _REQUEST_OPTIONS = [
+    click.option(
+        "--usage",
+        type=click.Path(path_type=Path, dir_okay=False),
+        help="A usage profile (YAML: actions: NAME: {per_hour: R, method, path, headers, body}): each "
+        "user does the actions at their rates, thinking 3600 s / their sum (exponential) between them; "
+        "statistics per action.",
+    ),
     click.option(
         "-t", "--threads", type=click.IntRange(min=1), help="Worker threads [default: CPUs available]."
     ),

@@ -29,6 +29,26 @@ def _latency_row(name: str, s: LatencySummary) -> list[str]:
     return [name, *(fmt_ms(v) for v in (s.min, s.mean, s.p50, s.p90, s.p99, s.p999, s.max))]
 
 
+def _classes(console: Console, r: RunResult) -> None:
+    """A mix's (a usage profile's) figures per action: rate, errors and latency of each."""
+    t = Table(box=None, header_style="bold")
+    for col in ("action", "completed", "per s", "errors", "p50", "p90", "p99", "max"):
+        t.add_column(col, justify="left" if col == "action" else "right")
+    for c in r.classes:
+        per_s = c.completed / r.duration_s if r.duration_s else 0.0
+        s = c.latency_ms
+        t.add_row(
+            c.name,
+            str(c.completed),
+            f"{per_s:,.2f}",
+            str(c.errors),
+            *(fmt_ms(v) for v in (s.p50, s.p90, s.p99, s.max)),
+        )
+    console.print(t)
+    if r.users:
+        console.print(f"per user: {r.throughput / r.users * 3600:,.1f} actions/h reached", highlight=False)
+
+
 def summary(console: Console, url: str, r: RunResult) -> None:
     """The end-of-run report: what was offered, what was achieved, how long it took, what it cost."""
     load = f"{r.offered_rate:,.0f}/s offered" if r.offered_rate is not None else f"{r.users} users (closed)"
@@ -45,6 +65,8 @@ def summary(console: Console, url: str, r: RunResult) -> None:
     lat.add_row(*_latency_row("latency", r.latency_ms))
     lat.add_row(*_latency_row("service time", r.service_time_ms))
     console.print(lat)
+    if len(r.classes) > 1:
+        _classes(console, r)
     if r.errors_by_kind:
         kinds = ", ".join(f"{k} {n}" for k, n in sorted(r.errors_by_kind.items()))
         console.print(f"[red]errors by kind:[/] {kinds}")

@@ -1,0 +1,119 @@
+"""Usage profiles: actions with rates per user-hour (or day) become the engine's closed model —
+exponential think of 3600 s / the rates' sum, a mix weighted by the rates — in a study's
+``load.usage`` and in ``caplab load --usage FILE``; a profile whose rates sum to nothing, or one
+mixed with a rate or a think time, is refused naming the file, the line and the field."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from caplab.engine import ClosedLoad, LoadSpec, Think, UsageAction, UsageProblem, build_plan
+from caplab.spec import SpecError, load_study, load_usage
+from caplab.study.runner import plan_for
+
+STUDY = """\
+name: mail-users
+target:
+  http:
+    url: http://127.0.0.1:8080/
+load:
+  users: 300
+  usage:
+    actions:
+      send: {per_day: 48, method: POST, path: /send, body_file: message.eml}
+      read: {per_hour: 10, path: /inbox}
+      poll: {per_hour: "{poll}"}
+factors:
+  poll: [0, 14]
+"""
+
+
+def test_a_studys_usage_profile_becomes_users_think_time_and_a_weighted_mix(tmp_path: Path) -> None:
+    (tmp_path / "message.eml").write_text("Subject: hi\r\n\r\nhello\r\n")
+    (tmp_path / "study.yaml").write_text(STUDY)
+    quiet, busy = (plan_for(c.config, tmp_path) for c in load_study(tmp_path / "study.yaml").cells)
+    # 48 a day is 2 an hour: 2 + 10 actions per user-hour, one every 300 s; 2 + 10 + 14 → 138.5 s.
+    assert quiet.load == ClosedLoad(300, Think("exponential", 300.0))
+    assert isinstance(busy.load, ClosedLoad) and busy.load.think.mean_s == pytest.approx(3600 / 26)
+    assert [(r.name, r.weight, r.method, r.path) for r in quiet.requests] == [
+        ("send", 2.0, "POST", "/send"),
+        ("read", 10.0, "GET", "/inbox"),
+    ], "an action at rate 0 is left out of the mix"
+    assert quiet.requests[0].body == "Subject: hi\r\n\r\nhello\r\n"
+    assert [r.name for r in busy.requests] == ["send", "read", "poll"]
+
+
+@pytest.mark.parametrize(
+    ("load", "line", "expected"),
+    [
+        (
+            "  users: 5\n  usage:\n    actions:\n      send: {per_hour: 0}\n      read: {per_day: 0}\n",
+            8,
+            "load.usage.actions: the rates sum to nothing",
+        ),
+        ("  users: 5\n  usage:\n    actions:\n      send: {per_huor: 3}\n", 9, "did you mean per_hour?"),
+        ("  users: 5\n  usage:\n    actions:\n      send: {per_hour: 3, per_day: 1}\n", 9, "one of them"),
+        ("  rate: 5\n  usage:\n    actions:\n      send: {per_hour: 3}\n", 5, "the closed model takes users"),
+        ("  think: 1s\n  usage:\n    actions:\n      send: {per_hour: 3}\n", 5, "sets their think time"),
+    ],
+)
+def test_a_bad_usage_profile_in_a_study_names_its_line(
+    tmp_path: Path, load: str, line: int, expected: str
+) -> None:
+    path = tmp_path / "study.yaml"
+    path.write_text("name: x\ntarget:\n  http:\n    url: http://127.0.0.1:8080/\nload:\n" + load)
+    with pytest.raises(SpecError) as e:
+        load_study(path)
+    assert str(e.value).startswith(f"{path}:{line}: ") and expected in str(e.value), str(e.value)
+
+
+def test_a_usage_profile_brings_its_own_requests(tmp_path: Path) -> None:
+    path = tmp_path / "study.yaml"
+    path.write_text(
+        "name: x\ntarget:\n  http:\n    url: http://127.0.0.1:8080/\n    method: POST\n"
+        "load:\n  usage:\n    actions: {read: {per_hour: 3}}\nsearch: {slo: ['cpu<=75%']}\n"
+    )
+    with pytest.raises(SpecError, match=r"study.yaml:7: load.usage: each action gives its own request"):
+        load_study(path)
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (LoadSpec(url="http://h/", rate=10.0), "give --users, not --rate"),
+        (LoadSpec(url="http://h/", users=3, think_s=1.0), "sets the think time itself"),
+        (LoadSpec(url="http://h/"), "needs the number of users"),
+        (LoadSpec(url="http://h/", users=3, body="x"), "each action gives its own body"),
+    ],
+)
+def test_a_usage_profile_refuses_what_it_sets_itself(spec: LoadSpec, message: str) -> None:
+    with pytest.raises(UsageProblem, match=message):
+        build_plan(replace(spec, usage=(UsageAction("read", 60.0),)))
+
+
+def test_caplab_load_refuses_a_profile_that_sums_to_nothing_with_exit_2(
+    caplab_cmd: list[str], closed_port: int, tmp_path: Path
+) -> None:
+    profile = tmp_path / "users.yaml"
+    profile.write_text("actions:\n  send: {per_hour: 0}\n")
+    done = subprocess.run(
+        [*caplab_cmd, "load", f"http://127.0.0.1:{closed_port}/", "--users", "5", "--usage", str(profile)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert f"{profile}:1: actions: the rates sum to nothing" in done.stderr
+
+
+def test_a_usage_file_is_read_with_its_rates_per_hour(tmp_path: Path) -> None:
+    profile = tmp_path / "users.yaml"
+    profile.write_text("actions:\n  send: {per_day: 24, method: POST}\n  read: {per_hour: 4}\n")
+    usage = load_usage(profile)
+    assert usage.actions_per_hour == 5.0
+    assert usage.actions["send"].rate_per_hour == 1.0
