@@ -51,6 +51,102 @@ pub struct Plan {
     /// How `https://` and `tls://` targets verify the server (default: against the Mozilla roots).
     #[serde(default)]
     pub tls: Option<TlsOptions>,
+    /// SMTP and IMAP targets: who logs in, who receives, what a message and a read are.
+    #[serde(default)]
+    pub mail: Option<MailOptions>,
+}
+
+/// A password as the plan carries it: never shown by `Debug`, so never in a log or an error.
+#[derive(Clone, Deserialize, PartialEq, Eq)]
+#[serde(transparent)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+/// The mail drivers' settings (`smtp://`, `smtps://`, `imap://`, `imaps://`). A request's user is
+/// `1 + seq % mailboxes`: `{user}` in `user` and `rcpt` (and in a message body) becomes it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MailOptions {
+    /// The login name of user `{user}`.
+    #[serde(default = "default_mail_user")]
+    pub user: String,
+    /// How many users (mailboxes) requests cycle over.
+    #[serde(default = "default_mailboxes")]
+    pub mailboxes: u32,
+    /// SMTP: the recipient of user `{user}`'s messages.
+    #[serde(default = "default_rcpt")]
+    pub rcpt: String,
+    /// SMTP: the envelope sender (`MAIL FROM`).
+    #[serde(default = "default_sender")]
+    pub sender: String,
+    /// One password for every user.
+    #[serde(default)]
+    pub password: Option<Secret>,
+    /// `user:password` lines, one per login name (the mail system's `DIR/passwords`).
+    #[serde(default)]
+    pub password_file: Option<String>,
+    /// Plain `smtp://`/`imap://`: upgrade with STARTTLS (true: required; false: never). Default:
+    /// when the plan has TLS options and the server offers it.
+    #[serde(default)]
+    pub starttls: Option<bool>,
+    /// SMTP: pad each message (headers and body) to this many bytes.
+    #[serde(default)]
+    pub message_bytes: Option<u32>,
+    /// IMAP: fetch the newest this many messages (0: every message, `1:*`).
+    #[serde(default = "default_fetch_last")]
+    pub fetch_last: u32,
+    /// IMAP: the FETCH items.
+    #[serde(default = "default_fetch_items")]
+    pub fetch_items: String,
+    /// Keep the session for the next request (SMTP: the next MAIL FROM; IMAP: SELECT again, as a
+    /// polling client does); false ends each with QUIT or LOGOUT, so each pays connect and login.
+    #[serde(default = "default_reuse")]
+    pub reuse: bool,
+}
+
+impl Default for MailOptions {
+    fn default() -> MailOptions {
+        MailOptions {
+            user: default_mail_user(),
+            mailboxes: default_mailboxes(),
+            rcpt: default_rcpt(),
+            sender: default_sender(),
+            password: None,
+            password_file: None,
+            starttls: None,
+            message_bytes: None,
+            fetch_last: default_fetch_last(),
+            fetch_items: default_fetch_items(),
+            reuse: default_reuse(),
+        }
+    }
+}
+
+fn default_mail_user() -> String {
+    "user{user}".into()
+}
+fn default_mailboxes() -> u32 {
+    1
+}
+fn default_rcpt() -> String {
+    "user{user}@caplab.test".into()
+}
+fn default_sender() -> String {
+    "caplab@caplab.test".into()
+}
+fn default_fetch_last() -> u32 {
+    10
+}
+fn default_fetch_items() -> String {
+    "(FLAGS BODY.PEEK[])".into()
+}
+fn default_reuse() -> bool {
+    true
 }
 
 /// TLS settings for every target of a plan.
@@ -300,6 +396,7 @@ impl Plan {
         }
         self.target.validate("target")?;
         self.validate_tls()?;
+        self.validate_mail()?;
         let protocol = protocol_of(&self.target.url);
         for (i, t) in self.extra_targets.iter().enumerate() {
             let field = format!("extra_targets[{i}]");
@@ -364,8 +461,8 @@ impl Plan {
     /// TLS options apply to TLS targets only, and verify one way.
     fn validate_tls(&self) -> Result<(), PlanError> {
         let Some(tls) = &self.tls else { return Ok(()) };
-        if !uses_tls(&self.target.url) {
-            return Err(err("tls", "applies to https:// and tls:// targets"));
+        if !uses_tls(&self.target.url) && !is_mail(&self.target.url) {
+            return Err(err("tls", "applies to https://, tls://, smtp(s):// and imap(s):// targets"));
         }
         if tls.insecure && tls.ca_file.is_some() {
             return Err(err(
@@ -380,6 +477,76 @@ impl Plan {
             return Err(err("tls.server_name", "must not be empty"));
         }
         Ok(())
+    }
+
+    /// Mail options apply to mail targets only; IMAP logs in, so it needs a password; nothing a
+    /// driver puts on a command line may break it (a line break, `<>` in an address).
+    fn validate_mail(&self) -> Result<(), PlanError> {
+        let scheme = Url::parse(&self.target.url).ok().map(|u| u.scheme);
+        let Some(scheme) = scheme.filter(|s| s.is_mail()) else {
+            return match self.mail {
+                Some(_) => Err(err("mail", "applies to smtp://, smtps://, imap:// and imaps:// targets")),
+                None => Ok(()),
+            };
+        };
+        let defaults = MailOptions::default();
+        let m = self.mail.as_ref().unwrap_or(&defaults);
+        if m.mailboxes == 0 {
+            return Err(err("mail.mailboxes", "must be >= 1"));
+        }
+        if m.password.is_some() && m.password_file.is_some() {
+            return Err(err("mail.password_file", "give password or password_file, not both"));
+        }
+        if m.password_file.as_deref() == Some("") {
+            return Err(err("mail.password_file", "must name a file"));
+        }
+        if scheme.is_imap() && m.password.is_none() && m.password_file.is_none() {
+            return Err(err("mail.password", "imap:// targets log in: give password or password_file"));
+        }
+        if m.starttls == Some(true) && scheme.is_tls() {
+            return Err(err(
+                "mail.starttls",
+                "smtps:// and imaps:// are TLS from the first byte; STARTTLS is for smtp:// and imap://",
+            ));
+        }
+        let line_safe = |field: &str, v: &str, also: &[u8]| {
+            if v.is_empty() || v.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0 || also.contains(&b)) {
+                Err(err(format!("mail.{field}"), format!("{v:?} must be one line, without {also:?}")))
+            } else {
+                Ok(())
+            }
+        };
+        line_safe("user", &m.user, b" \"")?;
+        line_safe("rcpt", &m.rcpt, b" <>")?;
+        line_safe("sender", &m.sender, b" <>")?;
+        line_safe("fetch_items", &m.fetch_items, b"")?;
+        if let Some(Secret(p)) = &m.password {
+            if p.is_empty() || p.bytes().any(|b| b == b'\r' || b == b'\n' || b == 0) {
+                return Err(err("mail.password", "must be one line, not empty"));
+            }
+        }
+        let action = if scheme.is_smtp() { "SEND" } else { "READ" };
+        for (i, class) in self.requests.iter().enumerate() {
+            if !class.method.eq_ignore_ascii_case(action) {
+                return Err(err(
+                    format!("requests[{i}].method"),
+                    format!("{} targets' action is {action} (got {:?})", scheme.name(), class.method),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Plain `smtp://` and `imap://`: whether connections upgrade with STARTTLS (the plan's
+    /// `mail.starttls`, else whenever it has TLS options).
+    pub fn starttls(&self) -> bool {
+        let plain_mail = Url::parse(&self.target.url).is_ok_and(|u| u.scheme.is_mail() && !u.scheme.is_tls());
+        plain_mail && self.mail.as_ref().and_then(|m| m.starttls).unwrap_or(self.tls.is_some())
+    }
+
+    /// Whether connections are TLS, from the first byte or after STARTTLS.
+    pub fn speaks_tls(&self) -> bool {
+        uses_tls(&self.target.url) || self.starttls()
     }
 
     /// Every target, `target` first: a target's number is its place here.
@@ -429,9 +596,15 @@ impl Plan {
     }
 }
 
-/// Whether a target URL's connections are TLS (`https://`, `tls://`).
+/// Whether a target URL's connections are TLS from the first byte (`https://`, `tls://`,
+/// `smtps://`, `imaps://`).
 pub fn uses_tls(url: &str) -> bool {
-    url.starts_with("https://") || url.starts_with("tls://")
+    ["https://", "tls://", "smtps://", "imaps://"].iter().any(|p| url.starts_with(p))
+}
+
+/// Whether a target URL names a mail server (`smtp://`, `smtps://`, `imap://`, `imaps://`).
+pub fn is_mail(url: &str) -> bool {
+    ["smtp://", "smtps://", "imap://", "imaps://"].iter().any(|p| url.starts_with(p))
 }
 
 /// The protocol a target URL speaks, as its scheme (libpq's two spellings are one).
@@ -488,6 +661,11 @@ pub enum Scheme {
     Tcp,
     /// Framed TCP inside TLS from the first byte (implicit TLS).
     Tls,
+    Smtp,
+    /// SMTP inside TLS from the first byte (port 465).
+    Smtps,
+    Imap,
+    Imaps,
 }
 
 impl Scheme {
@@ -497,7 +675,33 @@ impl Scheme {
     }
 
     pub fn is_tls(self) -> bool {
-        matches!(self, Scheme::Https | Scheme::Tls)
+        matches!(self, Scheme::Https | Scheme::Tls | Scheme::Smtps | Scheme::Imaps)
+    }
+
+    pub fn is_mail(self) -> bool {
+        self.is_smtp() || self.is_imap()
+    }
+
+    pub fn is_smtp(self) -> bool {
+        matches!(self, Scheme::Smtp | Scheme::Smtps)
+    }
+
+    pub fn is_imap(self) -> bool {
+        matches!(self, Scheme::Imap | Scheme::Imaps)
+    }
+
+    /// The scheme as written in URLs, with its `://`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scheme::Http => "http://",
+            Scheme::Https => "https://",
+            Scheme::Tcp => "tcp://",
+            Scheme::Tls => "tls://",
+            Scheme::Smtp => "smtp://",
+            Scheme::Smtps => "smtps://",
+            Scheme::Imap => "imap://",
+            Scheme::Imaps => "imaps://",
+        }
     }
 }
 
@@ -514,16 +718,21 @@ pub struct Url {
 
 impl Url {
     pub fn parse(text: &str) -> Result<Url, String> {
-        let (scheme, rest) = if let Some(r) = text.strip_prefix("http://") {
-            (Scheme::Http, r)
-        } else if let Some(r) = text.strip_prefix("https://") {
-            (Scheme::Https, r)
-        } else if let Some(r) = text.strip_prefix("tcp://") {
-            (Scheme::Tcp, r)
-        } else if let Some(r) = text.strip_prefix("tls://") {
-            (Scheme::Tls, r)
-        } else {
-            return Err(format!("{text:?} is not an http://, https://, tcp:// or tls:// URL"));
+        let all = [
+            Scheme::Http,
+            Scheme::Https,
+            Scheme::Tcp,
+            Scheme::Tls,
+            Scheme::Smtp,
+            Scheme::Smtps,
+            Scheme::Imap,
+            Scheme::Imaps,
+        ];
+        let Some((scheme, rest)) = all.iter().find_map(|s| text.strip_prefix(s.name()).map(|r| (*s, r)))
+        else {
+            return Err(format!(
+                "{text:?} is not an http://, https://, tcp://, tls://, smtp://, smtps://, imap:// or imaps:// URL"
+            ));
         };
         let (authority, path) = match rest.find('/') {
             Some(i) => (&rest[..i], &rest[i..]),
@@ -547,6 +756,10 @@ impl Url {
             (Some(p), _) => p.parse::<u16>().map_err(|_| format!("{text:?}: bad port {p:?}"))?,
             (None, Scheme::Http) => 80,
             (None, Scheme::Https) => 443,
+            (None, Scheme::Smtp) => 25,
+            (None, Scheme::Smtps) => 465,
+            (None, Scheme::Imap) => 143,
+            (None, Scheme::Imaps) => 993,
             (None, Scheme::Tcp | Scheme::Tls) => {
                 return Err(format!("{text:?}: tcp:// and tls:// need a port"))
             }
@@ -646,6 +859,36 @@ mod tests {
         assert_eq!((u.scheme, u.port, u.authority.as_str()), (Scheme::Https, 443, "example.org"));
         assert_eq!(Url::parse("tls://h:993").unwrap().scheme, Scheme::Tls);
         assert!(Url::parse("tls://h").is_err());
+    }
+
+    #[test]
+    fn mail_options_are_checked_and_passwords_never_shown() {
+        let with = |url: &str, method: &str, extra: &str| {
+            Plan::from_json(&format!(
+                r#"{{"target": {{"url": "{url}"}}, "requests": [{{"method": "{method}"}}], {extra}
+                    "load": {{"model": "closed", "users": 1}}, "duration_s": 1}}"#
+            ))
+        };
+        let p = with("smtp://127.0.0.1:2525", "SEND", r#""tls": {"insecure": true},"#).unwrap();
+        assert!(p.starttls() && p.speaks_tls());
+        let p = with("smtp://127.0.0.1:2525", "SEND", r#""mail": {"starttls": false}, "tls": {},"#).unwrap();
+        assert!(!p.starttls());
+        assert!(!with("smtp://h:25", "SEND", "").unwrap().speaks_tls());
+        assert!(with("smtps://h", "SEND", "").unwrap().speaks_tls());
+        assert_eq!(with("smtp://h:25", "GET", "").unwrap_err().field, "requests[0].method");
+        assert_eq!(with("imap://h:143", "READ", "").unwrap_err().field, "mail.password");
+        let p = with("imaps://h", "READ", r#""mail": {"password": "s3cret", "mailboxes": 5},"#).unwrap();
+        assert!(!format!("{p:?}").contains("s3cret"));
+        let e = with("imaps://h", "READ", r#""mail": {"password": "x", "starttls": true},"#).unwrap_err();
+        assert_eq!(e.field, "mail.starttls");
+        let e = with("smtp://h:25", "SEND", r#""mail": {"rcpt": "a@b>\r\nRSET"},"#).unwrap_err();
+        assert_eq!(e.field, "mail.rcpt");
+        assert_eq!(with("http://h/", "GET", r#""mail": {},"#).unwrap_err().field, "mail");
+        let port = |u: &str| Url::parse(u).unwrap().port;
+        assert_eq!(
+            (port("smtp://h"), port("smtps://h"), port("imap://h"), port("imaps://h")),
+            (25, 465, 143, 993)
+        );
     }
 
     #[test]

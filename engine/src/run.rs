@@ -2,12 +2,15 @@
 //! load, merges their interval parts into snapshots as they arrive, and assembles the result.
 
 use crate::driver::http::HttpDriver;
+use crate::driver::imap::ImapDriver;
+use crate::driver::mail::Mailboxes;
 use crate::driver::postgres::PostgresDriver;
+use crate::driver::smtp::SmtpDriver;
 use crate::driver::tcp::TcpDriver;
 use crate::driver::tls::{client_config, TlsClient};
 use crate::driver::Driver;
 use crate::executor::{panic_message, run_thread, Control, Message, Share, WorkerOutcome, WorkerSetup};
-use crate::plan::{is_postgres, uses_tls, Load, Plan, PlanError, Scheme, Url};
+use crate::plan::{is_postgres, Load, MailOptions, Plan, PlanError, Scheme, TlsOptions, Url};
 use crate::result::{
     ClassResult, GeneratorFigures, IntervalSnapshot, RunResult, TargetInterval, TargetSeries,
 };
@@ -81,7 +84,9 @@ pub fn run(plan: &Plan, hooks: Hooks<'_>) -> Result<RunResult, RunError> {
     // One configuration, so one session cache, for the whole run: connections resume sessions
     // earlier ones (on any thread) were given.
     let tls_config = match Url::parse(&plan.target.url) {
-        Ok(url) if url.scheme.is_tls() => Some(client_config(&tls_options).map_err(RunError::Plan)?),
+        Ok(url) if url.scheme.is_tls() || plan.starttls() => {
+            Some(client_config(&tls_options).map_err(RunError::Plan)?)
+        }
         _ => None,
     };
     let mut urls = Vec::with_capacity(targets.len());
@@ -95,7 +100,10 @@ pub fn run(plan: &Plan, hooks: Hooks<'_>) -> Result<RunResult, RunError> {
             Some(config) => {
                 let client =
                     TlsClient::new(config.clone(), &tls_options, &url.host).map_err(RunError::Plan)?;
-                client.preflight(&tls_options, addr, timeout).map_err(RunError::Unreachable)?;
+                if url.scheme.is_tls() {
+                    // STARTTLS targets are checked by `mail_preflight`, after the greeting.
+                    client.preflight(&tls_options, addr, timeout).map_err(RunError::Unreachable)?;
+                }
                 Some(client)
             }
             None => None,
@@ -115,6 +123,80 @@ pub fn run(plan: &Plan, hooks: Hooks<'_>) -> Result<RunResult, RunError> {
             };
             coordinate(plan, driver, hooks)
         }
+        Scheme::Smtp | Scheme::Smtps | Scheme::Imap | Scheme::Imaps => {
+            run_mail(plan, &urls, &tls_options, hooks)
+        }
+    }
+}
+
+/// SMTP and IMAP: one session set-up per target before the run (greeting, EHLO or CAPABILITY,
+/// STARTTLS), so a wrong port or a certificate that fails verification after STARTTLS stops
+/// the run at once with its reason; then the run, every driver sharing the compiled mailboxes.
+fn run_mail(
+    plan: &Plan,
+    urls: &[(Url, SocketAddr, Option<TlsClient>)],
+    tls_options: &TlsOptions,
+    hooks: Hooks<'_>,
+) -> Result<RunResult, RunError> {
+    let defaults = MailOptions::default();
+    let options = plan.mail.as_ref().unwrap_or(&defaults);
+    let mailboxes = Mailboxes::new(options).map_err(RunError::Plan)?;
+    let required = options.starttls == Some(true);
+    let split = |scheme: Scheme, tls: Option<TlsClient>| match tls {
+        Some(client) if scheme.is_tls() => (Some(client), None),
+        Some(client) => (None, Some((client, required))),
+        None => (None, None),
+    };
+    let smtp = urls[0].0.scheme.is_smtp();
+    let timeout = Duration::from_secs_f64(plan.timeout_s.min(5.0));
+    for (url, addr, tls) in urls {
+        // A configuration of its own, so that the run's first connection does not resume its session.
+        let fresh = match tls {
+            Some(_) => Some(
+                TlsClient::new(client_config(tls_options).map_err(RunError::Plan)?, tls_options, &url.host)
+                    .map_err(RunError::Plan)?,
+            ),
+            None => None,
+        };
+        let (implicit, starttls) = split(url.scheme, fresh);
+        let mb = mailboxes.clone();
+        if smtp {
+            mail_preflight(
+                SmtpDriver::new(*addr, implicit, starttls, mb, options, &plan.requests),
+                *addr,
+                timeout,
+            )?;
+        } else {
+            mail_preflight(ImapDriver::new(*addr, implicit, starttls, mb, options), *addr, timeout)?;
+        }
+    }
+    if smtp {
+        let driver = |i: usize| {
+            let (implicit, starttls) = split(urls[i].0.scheme, urls[i].2.clone());
+            Ok(SmtpDriver::new(urls[i].1, implicit, starttls, mailboxes.clone(), options, &plan.requests))
+        };
+        coordinate(plan, driver, hooks)
+    } else {
+        let driver = |i: usize| {
+            let (implicit, starttls) = split(urls[i].0.scheme, urls[i].2.clone());
+            Ok(ImapDriver::new(urls[i].1, implicit, starttls, mailboxes.clone(), options))
+        };
+        coordinate(plan, driver, hooks)
+    }
+}
+
+fn mail_preflight<D: Driver>(driver: D, addr: SocketAddr, timeout: Duration) -> Result<(), RunError> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
+    match runtime.block_on(async { tokio::time::timeout(timeout, driver.connect()).await }) {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(kind)) => {
+            let words = driver.take_error_detail().unwrap_or_else(|| format!("{} error", kind.name()));
+            Err(RunError::Unreachable(format!("{addr}: {words}")))
+        }
+        Err(_) => Err(RunError::Unreachable(format!(
+            "{addr}: no greeting within {:.1} s (is it a mail server?)",
+            timeout.as_secs_f64()
+        ))),
     }
 }
 
@@ -460,7 +542,7 @@ fn assemble(
         _ => None,
     };
     let sent: u64 = classes.iter().map(|c| c.sent).sum();
-    let tls = uses_tls(&plan.target.url);
+    let tls = plan.speaks_tls();
     RunResult {
         model: if open { "open" } else { "closed" },
         offered_rate: plan.offered_rate(),

@@ -2,8 +2,11 @@
 //! statistics (the executors own the clock, `stats` owns aggregation).
 
 pub mod http;
+pub mod imap;
+pub mod mail;
 mod pgscript;
 pub mod postgres;
+pub mod smtp;
 pub mod tcp;
 mod template;
 pub mod tls;
@@ -41,6 +44,12 @@ pub enum ErrorKind {
     ReadOnly,
     /// The TLS handshake failed: most often a certificate the client does not trust.
     Tls,
+    /// An SMTP reply of class 4xx (transient: try later) or 5xx (permanent) to a command.
+    Smtp4xx,
+    Smtp5xx,
+    /// An IMAP command answered NO (refused) or BAD (not understood).
+    ImapNo,
+    ImapBad,
 }
 
 /// A SQLSTATE class: the first two characters of a server's error code.
@@ -73,6 +82,10 @@ impl ErrorKind {
             ErrorKind::Serialization => "serialization",
             ErrorKind::ReadOnly => "read_only",
             ErrorKind::Tls => "tls",
+            ErrorKind::Smtp4xx => "smtp_4xx",
+            ErrorKind::Smtp5xx => "smtp_5xx",
+            ErrorKind::ImapNo => "imap_no",
+            ErrorKind::ImapBad => "imap_bad",
         };
         simple.to_string()
     }

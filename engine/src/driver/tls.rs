@@ -99,7 +99,7 @@ impl TlsClient {
             }
             Err(e) => {
                 let kind = if tls_error(&e).is_some() { ErrorKind::Tls } else { ErrorKind::of_connect(&e) };
-                Err((kind, format!("TLS handshake: {e}")))
+                Err((kind, format!("TLS handshake: {}", explain(&e))))
             }
         }
     }
@@ -120,29 +120,34 @@ impl TlsClient {
             .map_err(|e| failed(e.to_string()))?;
         while conn.is_handshaking() {
             if let Err(e) = conn.complete_io(&mut sock) {
-                return Err(failed(match tls_error(&e) {
-                    Some(
-                        tls @ rustls::Error::InvalidCertificate(
-                            CertificateError::NotValidForName
-                            | CertificateError::NotValidForNameContext { .. },
-                        ),
-                    ) => format!(
-                        "{tls}. Name the server as its certificate does with tls.server_name, or skip \
-                         verification of a test certificate with tls.insecure (caplab load --insecure)"
-                    ),
-                    Some(tls) if is_certificate_error(tls) => format!(
-                        "{tls}. To trust a private CA give tls.ca_file (caplab load --cacert FILE); \
-                         to skip verification of a test certificate, tls.insecure (--insecure)"
-                    ),
-                    Some(tls) => format!("{tls} (does the server speak TLS on this port?)"),
-                    None if e.kind() == io::ErrorKind::UnexpectedEof => {
-                        "the server closed the connection (does it speak TLS on this port?)".to_string()
-                    }
-                    None => e.to_string(),
-                }));
+                return Err(failed(explain(&e)));
             }
         }
         Ok(())
+    }
+}
+
+/// A failed handshake in words a user can act on: what rustls refused, and the option that
+/// fixes it (a CA file, the certificate's name, or `--insecure` for a test certificate).
+pub fn explain(e: &io::Error) -> String {
+    match tls_error(e) {
+        Some(
+            tls @ rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            ),
+        ) => format!(
+            "{tls}. Name the server as its certificate does with tls.server_name, or skip \
+                         verification of a test certificate with tls.insecure (caplab load --insecure)"
+        ),
+        Some(tls) if is_certificate_error(tls) => format!(
+            "{tls}. To trust a private CA give tls.ca_file (caplab load --cacert FILE); \
+                         to skip verification of a test certificate, tls.insecure (--insecure)"
+        ),
+        Some(tls) => format!("{tls} (does the server speak TLS on this port?)"),
+        None if e.kind() == io::ErrorKind::UnexpectedEof => {
+            "the server closed the connection (does it speak TLS on this port?)".to_string()
+        }
+        None => e.to_string(),
     }
 }
 
