@@ -7,6 +7,16 @@ share of one core — a single-threaded server is CPU-bound at one core on a mac
 idle. When no resource is near saturation at capacity the limit is software (locks, pools,
 serialisation, round trips), and the evidence says which signals point there.
 
+A link can bound a system two ways: by its bandwidth (its bytes against its rate: a resource like
+any other), or by its round trips — each message waits for k request/response exchanges with the
+far side, each taking the link's round-trip time, so when k × RTT is a large share of the time per
+message the system is latency-bound with the link's bandwidth almost idle (the Connexion paper's
+database over gigabit: "nowhere near saturating the ethernet pipe"). No hardware resource is then
+near saturation, and the limit is named ``network round trips`` instead of ``software``, with the
+per-message figures as evidence. Round trips per message are counted from the link's packets (a
+round trip is at least one packet each way: the smaller direction's packets per message, an upper
+estimate where TCP sends bare acknowledgements); the RTT is the link's own, measured.
+
 A role on a hardware profile is measured against its profile, not the host: its CPU against the
 host CPUs its quota grants (``quota_cpus``), and its memory against its limit — a role near its
 limit that hit it or lost a process to the OOM killer is named ``memory:ROLE`` whatever its CPU.
@@ -21,6 +31,10 @@ NEAR_SATURATION = 0.80
 # A latency SLO usually gives out before a resource is fully busy: a resource this busy at
 # capacity that is near saturation in the trial just above it is the limit too.
 BUSY_AT_CAPACITY = 0.60
+ROUND_TRIPS = "network round trips"
+ROUND_TRIP_SHARE = 0.50
+"""The share of the time per message spent waiting on a link's round trips (k × RTT against
+1/X) from which, with no hardware resource saturated, the round trips are named the limit."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +92,55 @@ class Limit(TypedDict):
     bound_rps: float | None
     evidence: LimitEvidence
     summary: str
+
+
+@dataclass(frozen=True)
+class RoundTrips:
+    """One link's round trips per message at a throughput, against the time per message."""
+
+    scope: str
+    per_message: float
+    """Round trips per message: the smaller direction's packets a second over the throughput."""
+    rtt_ms: float
+    time_per_message_ms: float
+    """1 / throughput: the time one message takes through the system's serial path."""
+
+    @property
+    def network_ms(self) -> float:
+        """Milliseconds of each message spent waiting on this link's round trips: k × RTT."""
+        return self.per_message * self.rtt_ms
+
+    @property
+    def share(self) -> float:
+        return self.network_ms / self.time_per_message_ms if self.time_per_message_ms > 0 else 0.0
+
+    @property
+    def bound_rps(self) -> float | None:
+        """The throughput at which round trips alone would fill the time per message."""
+        return 1000.0 / self.network_ms if self.network_ms > 0 else None
+
+    def describe(self) -> str:
+        return (
+            f"{self.scope}: {self.per_message:.2f} round trips per message × RTT {self.rtt_ms:.3f} ms = "
+            f"{self.network_ms:.3f} ms against {self.time_per_message_ms:.3f} ms measured per message "
+            f"(1/throughput): {self.share:.0%} of it waiting on the network"
+        )
+
+
+def round_trips(throughput: float, scopes: dict[str, dict[str, float]]) -> list[RoundTrips]:
+    """Each link's round trips per message, for links whose RTT and packets were measured; the
+    largest share first."""
+    if throughput <= 0:
+        return []
+    out = []
+    for scope, m in scopes.items():
+        if not scope.startswith(("link:", "net:")) or m.get("rtt_ms") is None:
+            continue
+        packets = min(m.get("rx_packets_s", 0.0), m.get("tx_packets_s", 0.0))
+        if packets <= 0:
+            continue
+        out.append(RoundTrips(scope, packets / throughput, m["rtt_ms"], 1000.0 / throughput))
+    return sorted(out, key=lambda r: r.share, reverse=True)
 
 
 def demands(throughput: float, scopes: dict[str, dict[str, float]], roles: list[str]) -> list[Demand]:
@@ -197,7 +260,10 @@ def find_limit(
     top = own[0] if own else None
     if host and (top is None or (not _saturated(top, above) and _saturated(host[0], above))):
         top = host[0]
+    trips = round_trips(throughput, scopes)
     if top is not None and _saturated(top, above):
+        # the link's round trips beside its bandwidth: which of the two bounds it, with numbers
+        evidence["signals"].extend(t.describe() for t in trips)
         return {
             "resource": top.resource,
             "kind": "hardware",
@@ -213,6 +279,18 @@ def find_limit(
         else "no resource was measured"
     )
     evidence["signals"].insert(0, f"no hardware resource near saturation at capacity: {busiest}")
+    evidence["signals"].extend(t.describe() for t in trips)
+    if trips and trips[0].share >= ROUND_TRIP_SHARE:
+        worst = trips[0]
+        return {
+            "resource": ROUND_TRIPS,
+            "kind": "software",
+            "utilization": top.utilization if top else None,
+            "bound_rps": worst.bound_rps,
+            "evidence": evidence,
+            "summary": f"{ROUND_TRIPS}, not bandwidth: {worst.describe()}; "
+            + "; ".join(evidence["signals"][:1]),
+        }
     return {
         "resource": "software",
         "kind": "software",
