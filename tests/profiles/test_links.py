@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from caplab.profiles import CellHardware, LinkClass, Profile, ProfileError
+from caplab.profiles.links import probe_rtt_ms
 
 pytestmark = pytest.mark.slow  # known-answer measurements through the kernel, several seconds each
 
@@ -139,3 +140,14 @@ def dont_fragment_send(address: str, size: int) -> str:
         except OSError:
             return "too big for the link"
     return "sent"
+
+
+def test_a_link_reports_its_round_trip_time(tmp_path: Path, require: Callable[..., None]) -> None:
+    """The probe's SYN is answered (RST) by the role's kernel across the link: a round trip of
+    the veth pair and its two shapers, well under a millisecond on an idle link."""
+    profile = Profile.build("p", link="fast", link_classes={"fast": LinkClass.parse("1gbit")})
+    require(profile)
+    with CellHardware(tmp_path, {"app": profile}) as hw:
+        usage = hw.usage("app")["link"]
+        assert 0 < float(usage["rtt_ms"]) < 50.0, usage
+        assert probe_rtt_ms(hw.addresses["app"], probes=5) is not None

@@ -10,8 +10,8 @@ disk: the kernel reclaimed the role's own file pages to stay under its limit) an
 (counted since the trial started); ``volume:LABEL`` gets the disk figures of ``disk:DEV`` under
 the volume's own name, and ``throttle_percent``: its busiest figure against its class's ceiling;
 ``link:ROLE`` (a role with a link) gets ``rx_mb_s``/``tx_mb_s`` as the role receives and sends
-them, packets, ``dropped_s`` and ``link_mb_s``, the shaped rate of its class — not the veth's
-nominal 10 Gbit/s, which says nothing.
+them, packets, ``dropped_s``, ``link_mb_s``, the shaped rate of its class — not the veth's
+nominal 10 Gbit/s, which says nothing — and ``rtt_ms``, its round-trip time probed at the sample.
 """
 
 from __future__ import annotations
@@ -124,6 +124,8 @@ class ProfileCollector:
             ):
                 add(where, metric, max(0.0, _num(link, counter) - _num(before, counter)) / unit / wall)
             add(where, "link_mb_s", _num(link, "rate_bits") / 8 / MB)
+            if "rtt_ms" in link:  # probed now: a SYN answered across the link
+                add(where, "rtt_ms", _num(link, "rtt_ms"))
         for key, volume in now.items():
             if not key.startswith("volume:") or key not in self._prev:
                 continue

@@ -15,7 +15,10 @@ import ipaddress
 import os
 import re
 import secrets
+import socket
+import statistics
 import threading
+import time
 from pathlib import Path
 
 from caplab.profiles.errors import ProfileError, run_tool
@@ -56,6 +59,29 @@ def release_block(block: int) -> None:
 
 
 BUCKET_SECONDS = 0.025
+RTT_PROBES = 3
+RTT_PORT = 1
+"""A port nothing listens on: the role's kernel answers the SYN with a RST, one round trip with
+no application in it (were something listening, its SYN-ACK is one round trip too)."""
+
+
+def probe_rtt_ms(address: str, probes: int = RTT_PROBES, timeout_s: float = 1.0) -> float | None:
+    """The link's round-trip time as TCP sees it now: the median of ``probes`` connection attempts
+    to ``address`` (each a SYN answered by the far kernel), queueing in the shaped link included.
+    None when nothing answered."""
+    times = []
+    for _ in range(probes):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.settimeout(timeout_s)
+            t0 = time.perf_counter()
+            try:
+                s.connect((address, RTT_PORT))
+            except ConnectionRefusedError:
+                pass
+            except OSError:
+                continue
+            times.append((time.perf_counter() - t0) * 1000.0)
+    return statistics.median(times) if times else None
 
 
 def tbf_args(link: LinkClass) -> list[str]:
@@ -151,7 +177,9 @@ class NamespaceLink:
         def read(name: str) -> int:
             return int((stats / name).read_text())
 
+        rtt = probe_rtt_ms(self.address)
         return {
+            **({"rtt_ms": rtt} if rtt is not None else {}),
             "interface": self.host_iface,
             "address": self.address,
             "rate_bits": self.link.rate_bits,
