@@ -2,10 +2,12 @@
 
     [start] --data-dir D [--channels 4] [--db sqlite:///F | postgresql://USER@HOST/DB]
             [--db-dir DIR] [--log-dir DIR] [--out-dir DIR | --sink HOST:PORT] [--drop-dir DIR]
-            [--port 2575] [--metrics-port 2590] [--batch 100]
+            [--port 2575] [--metrics-port 2590] [--batch 100] [--repeats ack|queue]
     rebuild-index --data-dir D [--db URL]     REINDEX the queue while it runs; JSON {"rebuild_s": …}
     template --kind adt|oru [--results N] [--prefix P]   a request body with {seq}, for caplab load
     stop --data-dir D                          SIGTERM the engine and wait; JSON {"stopped": PID}
+    db start --data D --wal W --port P --passfile F   the queue's own PostgreSQL, its log in W
+    db stop --data D                                  (initdb --waldir; a study's storage layout)
 
 ``start`` is the default, so ``caplab systems start hl7 --channels 4 …`` runs the engine. A
 PostgreSQL password never goes on a command line: PGPASSWORD, a passfile, or the whole URL in
@@ -26,13 +28,15 @@ from typing import NoReturn
 import psutil
 
 from caplab.systems.hl7 import generator
+from caplab.systems.hl7.database import Database
 from caplab.systems.hl7.postgres_queue import SCHEMA_ENV
 from caplab.systems.hl7.queue import URL_ENV, open_queue
 from caplab.systems.hl7.settings import DEFAULT_METRICS_PORT, DEFAULT_PORT, BadSettings, Settings
 from caplab.systems.hl7.supervisor import ENGINE_FILE, run
+from caplab.systems.pgpair.server import ServerError
 from caplab.systems.secrets import describe
 
-COMMANDS = ("start", "rebuild-index", "template", "stop")
+COMMANDS = ("start", "rebuild-index", "template", "stop", "db")
 
 
 def start_parser() -> argparse.ArgumentParser:
@@ -60,6 +64,13 @@ def start_parser() -> argparse.ArgumentParser:
         "--metrics-port", type=int, default=DEFAULT_METRICS_PORT, help="GET /metrics (0: a free port)"
     )
     p.add_argument("--batch", type=int, default=100, help="messages a worker claims at a time")
+    p.add_argument(
+        "--repeats",
+        choices=("ack", "queue"),
+        default="ack",
+        help="a control id seen before: ack it without queueing (exactly once for resends), or queue it "
+        "when it came on another connection (load runs numbering from 0 each time)",
+    )
     return p
 
 
@@ -79,6 +90,7 @@ def start(argv: list[str]) -> NoReturn:
         port=a.port,
         metrics_port=a.metrics_port,
         batch=a.batch,
+        repeats=a.repeats,
     )
     try:
         settings.check()
@@ -178,7 +190,40 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def db(argv: list[str]) -> NoReturn:
+    """``db start``: initdb (once) and start the queue's PostgreSQL, then return, printing JSON;
+    ``db stop``: stop it. Errors are one line on stderr and exit 1."""
+    p = argparse.ArgumentParser(prog="python -m caplab.systems.hl7 db")
+    p.add_argument("action", choices=("start", "stop"))
+    p.add_argument("--data", type=Path, required=True, help="the data files' directory (hl7db/ in it)")
+    p.add_argument("--wal", type=Path, default=None, help="the log's directory (default: --data)")
+    p.add_argument("--port", type=int, default=5432)
+    p.add_argument("--passfile", type=Path, default=None, help="libpq passfile written at initdb")
+    p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="a server setting")
+    a = p.parse_args(argv)
+    settings: dict[str, str | int] = {}
+    for item in a.set:
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip():
+            p.error(f"--set: expected NAME=VALUE, got {item!r}")
+        settings[name.strip()] = value
+    if a.action == "start" and a.passfile is None:
+        p.error("--passfile: required for start")
+    database = Database(a.data.resolve(), (a.wal or a.data).resolve(), a.port)
+    try:
+        if a.action == "start":
+            print(json.dumps(database.start(a.passfile.resolve(), settings)))
+        else:
+            database.stop()
+            print(json.dumps({"stopped": str(database.data_dir)}))
+    except (ServerError, OSError) as e:
+        print(f"hl7 db {a.action}: {e}", file=sys.stderr)
+        sys.exit(1)
+    sys.exit(0)
+
+
 def main(argv: list[str] | None = None) -> NoReturn:
     args = list(sys.argv[1:] if argv is None else argv)
     command = args.pop(0) if args and args[0] in COMMANDS else "start"
-    {"start": start, "rebuild-index": rebuild_index, "template": template, "stop": stop}[command](args)
+    commands = {"start": start, "rebuild-index": rebuild_index, "template": template, "stop": stop, "db": db}
+    commands[command](args)

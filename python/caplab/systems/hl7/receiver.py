@@ -50,8 +50,9 @@ class Pending:
     reply: asyncio.Future[bytes]
 
 
-def pending(channel: int, raw: bytes, reply: asyncio.Future[bytes]) -> Pending:
-    """A received message on its way to the committer: to queue, or (malformed) to reject."""
+def pending(channel: int, raw: bytes, reply: asyncio.Future[bytes], key_suffix: str = "") -> Pending:
+    """A received message on its way to the committer: to queue, or (malformed) to reject.
+    ``key_suffix`` follows the control id in the queue's key (``--repeats queue``)."""
     now = time.time()
     text = decode(raw)
     try:
@@ -60,7 +61,8 @@ def pending(channel: int, raw: bytes, reply: asyncio.Future[bytes]) -> Pending:
         header = read_header(text)
     except Malformed as e:
         return Pending(None, Rejected(channel, now, str(e), raw), reply)
-    item = Incoming(channel, header.control_id, header.message_type, header.patient_id, now, text)
+    key = header.control_id + key_suffix
+    item = Incoming(channel, key, header.message_type, header.patient_id, now, text)
     return Pending(header, item, reply)
 
 
@@ -141,8 +143,17 @@ def _answer(answers: list[tuple[asyncio.Future[bytes], bytes]]) -> None:
 class MllpChannel(asyncio.Protocol):
     """One connection to a channel's listener; replies go back in the order the frames came."""
 
-    def __init__(self, channel: int, committer: Committer, counters: Counters | None) -> None:
+    serial = 0
+    """Connections accepted by this process, for ``key_suffix``."""
+
+    def __init__(
+        self, channel: int, committer: Committer, counters: Counters | None, repeats_token: str | None = None
+    ) -> None:
         self.channel = channel
+        MllpChannel.serial += 1
+        # --repeats queue: a control id is unique within one connection only, so a load generator
+        # that numbers its messages from 0 on every run queues each run's messages anew.
+        self.key_suffix = f"~{repeats_token}.{MllpChannel.serial}" if repeats_token is not None else ""
         self.committer = committer
         self.slot = counters.slot(channel) if counters is not None else None
         self.frames = mllp.Frames()
@@ -172,7 +183,7 @@ class MllpChannel(asyncio.Protocol):
             reply: asyncio.Future[bytes] = loop.create_future()
             reply.add_done_callback(self._flush)
             self.unanswered.append(reply)
-            self.committer.inbox.put(pending(self.channel, raw, reply))
+            self.committer.inbox.put(pending(self.channel, raw, reply, self.key_suffix))
         if len(self.unanswered) > MAX_UNANSWERED and self.transport is not None and not self.paused:
             self.transport.pause_reading()
             self.paused = True
@@ -234,7 +245,12 @@ class DropReader:
 
 
 async def serve(
-    ports: list[int], q: Queue, counters: Counters | None, supervised: bool, drop_dir: Path | None = None
+    ports: list[int],
+    q: Queue,
+    counters: Counters | None,
+    supervised: bool,
+    drop_dir: Path | None = None,
+    repeats_token: str | None = None,
 ) -> bool:
     """Until SIGTERM (True) or a failed commit (False)."""
     loop = asyncio.get_running_loop()
@@ -248,7 +264,9 @@ async def serve(
             readers.append(asyncio.create_task(reader.run(stop)))
     servers = []
     for channel, port in enumerate(ports):
-        server = await _listen(loop, functools.partial(MllpChannel, channel, committer, counters), port)
+        server = await _listen(
+            loop, functools.partial(MllpChannel, channel, committer, counters, repeats_token), port
+        )
         servers.append(server)
     bound = [s.sockets[0].getsockname()[1] for s in servers]
     print(f"listening 127.0.0.1:{bound[0]}", flush=True)
@@ -278,6 +296,13 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(prog="python -m caplab.systems.hl7.receiver")
     p.add_argument("--ports", required=True, help="one port per channel, comma-separated (0: any free one)")
     p.add_argument("--drop-dir", type=Path, default=None, help="also read DIR/channel-N/*.hl7 files")
+    p.add_argument(
+        "--repeats",
+        choices=("ack", "queue"),
+        default="ack",
+        help="a control id seen before: acknowledged and not queued again (ack), or queued when it "
+        "came on another connection (queue)",
+    )
     add_common_args(p)
     a = p.parse_args(argv)
     bind_to_parent(a.parent_pid)
@@ -290,7 +315,10 @@ def main(argv: list[str] | None = None) -> None:
         fail("receiver", str(e))
     counters = Counters(Path(a.counters)) if a.counters else None
     ports = [int(x) for x in a.ports.split(",")]
-    clean = asyncio.run(serve(ports, q, counters, supervised=a.parent_pid is not None, drop_dir=a.drop_dir))
+    # Connections of a restarted receiver must not reuse its predecessor's suffixes.
+    token = f"{os.getpid():x}{time.time_ns() // 1_000_000 % 0xFFFFFF:x}" if a.repeats == "queue" else None
+    supervised = a.parent_pid is not None
+    clean = asyncio.run(serve(ports, q, counters, supervised, drop_dir=a.drop_dir, repeats_token=token))
     q.close()
     sys.exit(0 if clean else 1)
 

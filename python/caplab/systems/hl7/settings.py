@@ -57,10 +57,16 @@ class Settings:
     port: int = DEFAULT_PORT
     metrics_port: int = DEFAULT_METRICS_PORT
     batch: int = 100
+    repeats: str = "ack"
+    """A control id seen before: ``ack`` (acknowledged, not queued again: exactly once for a
+    sender that resends) or ``queue`` (unique per connection only: a load generator numbering
+    from 0 on every run has each run queued)."""
 
     def check(self) -> None:
         if not 1 <= self.channels <= 64:
             raise BadSettings(f"--channels: must be 1…64, got {self.channels}")
+        if self.repeats not in ("ack", "queue"):
+            raise BadSettings(f"--repeats: must be ack or queue, got {self.repeats!r}")
         if not 1 <= self.batch <= 10000:
             raise BadSettings(f"--batch: must be 1…10000, got {self.batch}")
         if not 0 <= self.metrics_port <= 65535:

@@ -170,7 +170,8 @@ class Supervisor:
             self.spawn(worker, 1)
         ports = ",".join(str(p) for p in s.ports())
         drops = ["--drop-dir", str(s.drop_dir)] if s.drop_dir is not None else []
-        receiver = Child("receiver", ["receiver", *drops, "--ports", ports], None)
+        repeats = ["--repeats", s.repeats]
+        receiver = Child("receiver", ["receiver", *drops, *repeats, "--ports", ports], None)
         self.children.append(receiver)
         self.spawn(receiver, 2)
         # A restarted receiver listens on the same ports, even those picked free the first time.
