@@ -28,6 +28,7 @@ __all__ = [
     "IntervalSnapshot",
     "LatencySummary",
     "LoadSpec",
+    "MailOptions",
     "OpenLoad",
     "Plan",
     "PlanError",
@@ -75,8 +76,47 @@ def is_postgres(url: str) -> bool:
 
 
 def uses_tls(url: str) -> bool:
-    """Whether the engine speaks TLS to this target (``https://``, ``tls://``)."""
-    return url.startswith(("https://", "tls://"))
+    """Whether the engine speaks TLS to this target from the first byte (``https://``, ``tls://``,
+    ``smtps://``, ``imaps://``)."""
+    return url.startswith(("https://", "tls://", "smtps://", "imaps://"))
+
+
+def is_mail(url: str) -> bool:
+    """Whether the target is a mail server: SMTP sends (``smtp://``, ``smtps://``) or IMAP reads
+    (``imap://``, ``imaps://``)."""
+    return url.startswith(("smtp://", "smtps://", "imap://", "imaps://"))
+
+
+MAIL_ACTIONS = {
+    "smtp": ("send", "SEND"),
+    "smtps": ("send", "SEND"),
+    "imap": ("read", "READ"),
+    "imaps": ("read", "READ"),
+}
+"""Each mail scheme's action: its request class's name and the engine's method for it."""
+
+
+@dataclass(frozen=True)
+class MailOptions:
+    """SMTP and IMAP targets (engine/src/plan.rs ``MailOptions``). A request acts as user
+    ``1 + seq % mailboxes``: ``{user}`` in ``user``, ``rcpt`` and a message body becomes it (and
+    ``{seq}`` the request's number). Credentials: one ``password`` or a ``password_file`` of
+    ``user:password`` lines (the mail system's ``DIR/passwords``); IMAP needs them, SMTP sends
+    AUTH only with them. ``starttls``: plain ``smtp://``/``imap://`` upgrade (True: required;
+    False: never; None: when the plan has TLS options). ``reuse``: keep the session for the next
+    request (False: QUIT/LOGOUT after each, so each pays connect, TLS and login)."""
+
+    user: str = "user{user}"
+    mailboxes: int = 1
+    rcpt: str = "user{user}@caplab.test"
+    sender: str = "caplab@caplab.test"
+    password: str | None = field(default=None, repr=False)
+    password_file: str | None = None
+    starttls: bool | None = None
+    message_bytes: int | None = None
+    fetch_last: int = 10
+    fetch_items: str = "(FLAGS BODY.PEEK[])"
+    reuse: bool = True
 
 
 @dataclass(frozen=True)
@@ -176,6 +216,7 @@ class Plan:
     extra_targets: tuple[Target, ...] = ()
     reconnect_backoff_ms: float = DEFAULT_RECONNECT_BACKOFF_MS
     tls: TlsOptions | None = None
+    mail: MailOptions | None = None
 
     @property
     def targets(self) -> tuple[Target, ...]:
@@ -191,6 +232,10 @@ class Plan:
             del data["tls"]
         else:
             data["tls"] = {k: v for k, v in data["tls"].items() if v is not None}
+        if data["mail"] is None:
+            del data["mail"]
+        else:
+            data["mail"] = {k: v for k, v in data["mail"].items() if v is not None}
         if isinstance(self.load, OpenLoad):
             data["load"] = {
                 "model": "open",
@@ -504,6 +549,8 @@ class LoadSpec:
     usage: tuple[UsageAction, ...] | None = None
     """A usage profile: ``users`` each send these actions at their rates (closed model, exponential
     think time of 3600 / the rates' sum, the mix weighted by the rates)."""
+    mail: MailOptions | None = None
+    """SMTP and IMAP targets: users, credentials, message size, fetch (default: `MailOptions()`)."""
 
     @property
     def open_model(self) -> bool:
@@ -542,6 +589,14 @@ def build_plan(spec: LoadSpec) -> Plan:
     if is_postgres(spec.url):
         request = RequestClass(name=spec.workload or "transaction", body=_body(spec))
         target = Target(spec.url, None, spec.password, spec.scale)
+    elif is_mail(spec.url):
+        name, action = MAIL_ACTIONS[spec.url.partition("://")[0]]
+        if spec.method.upper() not in ("GET", action):
+            raise UsageProblem(
+                f"{spec.url.partition(':')[0]}:// targets {name} (method {action}), not {spec.method}"
+            )
+        request = RequestClass(name=name, method=action, body=_body(spec))
+        target = Target(spec.url)
     else:
         request = RequestClass(
             method=spec.method.upper(), headers=spec.headers, body=_body(spec), template=spec.template
@@ -562,7 +617,16 @@ def build_plan(spec: LoadSpec) -> Plan:
         extra_targets=spec.extra_targets,
         reconnect_backoff_ms=spec.reconnect_backoff_ms,
         tls=_tls(spec),
+        mail=_mail(spec),
     )
+
+
+def _mail(spec: LoadSpec) -> MailOptions | None:
+    if not is_mail(spec.url):
+        if spec.mail is not None:
+            raise UsageProblem("mail options apply to smtp://, smtps://, imap:// and imaps:// targets")
+        return None
+    return spec.mail or MailOptions()
 
 
 def _usage_plan(spec: LoadSpec) -> Plan:
@@ -587,10 +651,14 @@ def _usage_plan(spec: LoadSpec) -> Plan:
 
 def _tls(spec: LoadSpec) -> TlsOptions | None:
     """The plan's TLS options: none for a plain target, where --insecure and --cacert mean nothing."""
-    if not uses_tls(spec.url):
-        if spec.insecure or spec.ca_file is not None or not spec.tls_resume:
+    asked = spec.insecure or spec.ca_file is not None or not spec.tls_resume
+    if not uses_tls(spec.url) and not (is_mail(spec.url) and asked):
+        # On smtp:// and imap:// TLS options ask for STARTTLS; without them it is used only when
+        # the mail options require it, then verified against the Mozilla roots.
+        if asked:
             raise UsageProblem(
-                "--insecure, --cacert and --no-tls-resume apply to https:// and tls:// targets"
+                "--insecure, --cacert and --no-tls-resume apply to https:// and tls:// targets (and to "
+                "mail: smtp(s)://, imap(s)://)"
             )
         return None
     if spec.insecure and spec.ca_file is not None:

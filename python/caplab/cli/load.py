@@ -45,6 +45,9 @@ Examples:
   caplab load tcp://127.0.0.1:2575 --framing mllp --body-file adt.hl7 --rate 100
   caplab load https://127.0.0.1:8443/ --insecure --users 50 -H 'Connection: close'
   caplab load postgresql://bench@127.0.0.1:5432/db --workload tpcb --users 16 -d 30s
+  caplab load smtps://127.0.0.1:465 --insecure --password-file DIR/passwords --mailboxes 100 \\
+      --message-size 50K --users 20
+  caplab load imap://127.0.0.1:143 --insecure --password-file DIR/passwords --mailboxes 100 --users 20
   caplab load http://127.0.0.1:8080/ --users 500 --usage mail-users.yaml -d 60s
 \b
 A usage profile (mail-users.yaml; per_day: 48 is per_hour: 2):
@@ -132,7 +135,8 @@ def load_command(
     agents: int | None,
     **options: Any,
 ) -> None:
-    """Drive load at URL (http://, https://, tcp://, tls:// or postgresql://) and measure it: one trial."""
+    """Drive load at URL (http://, https://, tcp://, tls://, postgresql://, smtp://, smtps://, imap:// or
+    imaps://) and measure it: one trial."""
     try:
         fields = request_fields(options, options["url"])
         spec = LoadSpec(steps=parse_steps(steps) if steps else None, **fields)

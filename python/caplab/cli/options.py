@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from caplab.cli.mail_options import MAIL_OPTIONS, pop_mail_options
 from caplab.engine import DEFAULT_TIMEOUT_S, UsageProblem, is_postgres
 from caplab.spec import load_usage
 from caplab.study.usage import usage_actions
@@ -69,9 +70,12 @@ def request_fields(options: dict[str, Any], url: str) -> dict[str, Any]:
     and the transaction script becomes the request's body."""
     workload, sql_file = options.pop("workload", None), options.pop("sql_file", None)
     usage_file: Path | None = options.pop("usage", None)
+    mail = pop_mail_options(options, url)
     fields = {**options, "headers": tuple(parse_header(h) for h in options.get("headers", ()))}
     if usage_file is not None:  # raises SpecError (file:line: field: message) for a bad file
         fields["usage"] = usage_actions(load_usage(usage_file), usage_file.parent)
+    if mail is not None:
+        fields["mail"] = mail
     if not is_postgres(url):
         if workload or sql_file:
             raise UsageProblem("--workload and --sql-file apply to postgresql:// targets")
@@ -157,4 +161,5 @@ _REQUEST_OPTIONS = [
         show_default=True,
         help="Per request.",
     ),
+    *MAIL_OPTIONS,
 ]
