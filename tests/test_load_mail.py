@@ -88,6 +88,8 @@ def test_every_accepted_message_is_in_its_recipients_maildir_and_imap_reads_fetc
     )
     assert (sent.completed, sent.errors) == (MESSAGES, 0), sent.error_samples
     assert sent.generator.tls_handshakes == 1, "one session: STARTTLS once, then message after message"
+    steps = {name: s.count for name, s in sent.steps.items()}
+    assert steps == {"connect": 1, "auth": 1, "envelope": MESSAGES, "data": MESSAGES}
     expected = Counter(f"user{1 + n % MAILBOXES}" for n in range(MESSAGES))
     delivered = wait_delivered(mail.system, sum(before.values()) + MESSAGES)
     assert {u: delivered[u] - before.get(u, 0) for u in delivered} == expected

@@ -36,6 +36,10 @@ pub struct RunResult {
     /// With more than one target: each target's counts and interval series, in plan order
     /// (`target`, then `extra_targets`); empty for a single target.
     pub per_target: Vec<TargetSeries>,
+    /// Drivers whose request is a session of exchanges (SMTP, IMAP): each step's latency over
+    /// the measured requests, in the order the steps first ran; absent for the others.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<StepResult>,
     pub generator: GeneratorFigures,
     pub max_in_flight: Option<u64>,
     pub interrupted: bool,
@@ -51,6 +55,16 @@ pub struct ClassResult {
     pub service_time_ms: Summary,
     pub latency_hdr: String,
     pub service_time_hdr: String,
+}
+
+/// One step of the requests (an SMTP send's `auth`, an IMAP read's `fetch`): how often it ran
+/// and how long it took (ms), with its HDR histogram (µs).
+#[derive(Debug, Clone, Serialize)]
+pub struct StepResult {
+    pub name: String,
+    pub count: u64,
+    pub latency_ms: Summary,
+    pub latency_hdr: String,
 }
 
 /// One interval of the run, all threads merged.

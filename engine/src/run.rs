@@ -12,7 +12,7 @@ use crate::driver::Driver;
 use crate::executor::{panic_message, run_thread, Control, Message, Share, WorkerOutcome, WorkerSetup};
 use crate::plan::{is_postgres, Load, MailOptions, Plan, PlanError, Scheme, TlsOptions, Url};
 use crate::result::{
-    ClassResult, GeneratorFigures, IntervalSnapshot, RunResult, TargetInterval, TargetSeries,
+    ClassResult, GeneratorFigures, IntervalSnapshot, RunResult, StepResult, TargetInterval, TargetSeries,
 };
 use crate::schedule::{RateProfile, Schedule};
 use crate::stats::{encode, IntervalPart, RunClock, Summary, ThreadStats};
@@ -567,6 +567,16 @@ fn assemble(
         classes,
         intervals,
         per_target,
+        steps: total
+            .steps
+            .iter()
+            .map(|(name, h)| StepResult {
+                name: name.to_string(),
+                count: h.len(),
+                latency_ms: Summary::of(h),
+                latency_hdr: encode(h),
+            })
+            .collect(),
         generator: GeneratorFigures {
             threads,
             cpu_s,

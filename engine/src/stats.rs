@@ -168,6 +168,9 @@ pub struct ThreadStats {
     /// TLS handshakes completed inside the measured window, and how many of them resumed a session.
     pub tls_handshakes: u64,
     pub tls_resumed: u64,
+    /// Measured requests' steps (drivers whose request is a session: connect, auth, data …),
+    /// a histogram each, in the order the steps first occurred.
+    pub steps: Vec<(&'static str, Histogram<u64>)>,
     pub interval: IntervalPart,
 }
 
@@ -185,6 +188,7 @@ impl ThreadStats {
             lateness: new_histogram(),
             tls_handshakes: 0,
             tls_resumed: 0,
+            steps: Vec::new(),
             interval: IntervalPart::new(0, targets),
         }
     }
@@ -213,6 +217,22 @@ impl ThreadStats {
         if clock.measured(intended) {
             self.dropped += 1;
         }
+    }
+
+    /// One step of a measured request and how long it took.
+    pub fn on_step(&mut self, name: &'static str, took: Duration) {
+        self.step(name).saturating_record(micros(took));
+    }
+
+    fn step(&mut self, name: &'static str) -> &mut Histogram<u64> {
+        let i = match self.steps.iter().position(|(n, _)| *n == name) {
+            Some(i) => i,
+            None => {
+                self.steps.push((name, new_histogram()));
+                self.steps.len() - 1
+            }
+        };
+        &mut self.steps[i].1
     }
 
     pub fn on_lateness(&mut self, late: Duration) {
@@ -299,6 +319,9 @@ impl ThreadStats {
         add(&mut self.lateness, &other.lateness);
         self.tls_handshakes += other.tls_handshakes;
         self.tls_resumed += other.tls_resumed;
+        for (name, h) in &other.steps {
+            add(self.step(name), h);
+        }
     }
 }
 

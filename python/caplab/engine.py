@@ -402,6 +402,13 @@ class RunResult:
         return str(self.raw["latency_hdr"])
 
     @property
+    def steps(self) -> dict[str, LatencySummary]:
+        """Mail targets: each session step's latency over the measured requests (SMTP connect,
+        auth, envelope, data; IMAP connect, login, select, fetch), in the order they first ran;
+        empty for the other drivers."""
+        return {s["name"]: LatencySummary.from_dict(s["latency_ms"]) for s in self.raw.get("steps", [])}
+
+    @property
     def classes(self) -> tuple[ClassFigures, ...]:
         """Each request class's figures, in plan order (a usage profile's actions)."""
         return tuple(ClassFigures.from_dict(c) for c in self.raw.get("classes", []))

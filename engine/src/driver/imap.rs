@@ -12,11 +12,12 @@
 use super::mail::{upgrade, Mailboxes};
 use super::tls::{Handshake, Stream, TlsClient};
 use super::wire::RecvBuf;
-use super::{open_stream, Driver, ErrorKind, Reply};
+use super::{open_stream, Driver, ErrorKind, Reply, Step};
 use crate::plan::MailOptions;
 use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Instant;
 use tokio::io::AsyncWriteExt;
 
 pub struct ImapDriver {
@@ -39,6 +40,9 @@ pub struct ImapConn {
     /// The user this session logged in as.
     user: Option<u32>,
     tag: u32,
+    /// Steps timed since the executor last asked: `connect` (TCP, TLS, greeting, STARTTLS),
+    /// `login`, `select`, `fetch`.
+    steps: Vec<Step>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -285,8 +289,10 @@ impl Driver for ImapDriver {
     type Conn = ImapConn;
 
     async fn connect(&self) -> Result<ImapConn, ErrorKind> {
+        let began = Instant::now();
         let (stream, handshake) = open_stream(self.addr, self.implicit.as_ref(), &self.last_error).await?;
-        let mut conn = ImapConn { stream, recv: RecvBuf::new(), handshake, user: None, tag: 0 };
+        let mut conn =
+            ImapConn { stream, recv: RecvBuf::new(), handshake, user: None, tag: 0, steps: Vec::new() };
         let greeted = self.read(&mut conn, None).await?;
         if let Some((tls, required)) = &self.starttls {
             let offered = greeted.starttls || {
@@ -309,7 +315,12 @@ impl Driver for ImapDriver {
                 return Err(ErrorKind::Protocol);
             }
         }
+        conn.steps.push(("connect", began.elapsed()));
         Ok(conn)
+    }
+
+    fn take_steps(&self, conn: &mut ImapConn, out: &mut Vec<Step>) {
+        out.append(&mut conn.steps);
     }
 
     fn take_error_detail(&self) -> Option<String> {
@@ -322,9 +333,13 @@ impl Driver for ImapDriver {
 
     async fn exchange(&self, conn: &mut ImapConn, _class: usize, seq: u64) -> Result<Reply, ErrorKind> {
         if conn.user.is_none() {
+            let began = Instant::now();
             self.login(conn, self.mailboxes.user_of(seq)).await?;
+            conn.steps.push(("login", began.elapsed()));
         }
+        let began = Instant::now();
         let selected = self.command(conn, "SELECT INBOX", "SELECT INBOX").await?;
+        conn.steps.push(("select", began.elapsed()));
         if selected.status != Some(Status::Ok) {
             return Ok(Reply { error: Some(failure(selected.status)), keep_alive: false });
         }
@@ -332,7 +347,9 @@ impl Driver for ImapDriver {
         if exists > 0 {
             let set = newest(exists, self.fetch_last);
             let step = format!("FETCH {set}");
+            let began = Instant::now();
             let fetched = self.command(conn, &step, &format!("FETCH {set} {}", self.fetch_items)).await?;
+            conn.steps.push(("fetch", began.elapsed()));
             if fetched.status != Some(Status::Ok) {
                 return Ok(Reply { error: Some(failure(fetched.status)), keep_alive: false });
             }
@@ -431,6 +448,11 @@ mod tests {
             let reply = driver.exchange(&mut conn, 0, 0).await.unwrap();
             assert_eq!((reply.error, reply.keep_alive), (None, true));
             assert!(conn.recv.data().is_empty());
+            let mut steps = Vec::new();
+            driver.take_steps(&mut conn, &mut steps);
+            assert_eq!(steps.iter().map(|s| s.0).collect::<Vec<_>>(), ["connect", "login", "select", "fetch"]);
+            driver.take_steps(&mut conn, &mut steps);
+            assert_eq!(steps.len(), 4, "taken steps are gone from the connection");
             drop(conn);
             let sent = server.await.unwrap();
             assert!(sent.starts_with("c1 LOGIN \"user1\" \"p\\\"w\"\r\nc2 SELECT INBOX\r\nc3 FETCH 1:* (FLAGS BODY.PEEK[])\r\n"), "{sent}");

@@ -147,7 +147,15 @@ pub trait Driver {
     fn handshake(&self, _conn: &Self::Conn) -> Option<Handshake> {
         None
     }
+
+    /// Moves the steps the connection ran since last asked (a mail session's connect, auth,
+    /// envelope, data), each with how long it took, into `out`: per-step latency for drivers
+    /// whose request is a session of several exchanges. The executor asks after each request.
+    fn take_steps(&self, _conn: &mut Self::Conn, _out: &mut Vec<Step>) {}
 }
+
+/// One timed step of a request: its name and how long it took.
+pub type Step = (&'static str, std::time::Duration);
 
 /// Opens a TCP connection with Nagle off: requests are small and latency matters.
 pub async fn connect_tcp(addr: std::net::SocketAddr) -> Result<tokio::net::TcpStream, ErrorKind> {

@@ -12,12 +12,13 @@
 use super::mail::{render, upgrade, Mailboxes};
 use super::tls::{Handshake, Stream, TlsClient};
 use super::wire::RecvBuf;
-use super::{open_stream, Driver, ErrorKind, Reply};
+use super::{open_stream, Driver, ErrorKind, Reply, Step};
 use crate::plan::{MailOptions, RequestClass};
 use base64::Engine as _;
 use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Instant;
 use tokio::io::AsyncWriteExt;
 
 const EHLO: &[u8] = b"EHLO caplab.load\r\n";
@@ -45,6 +46,9 @@ pub struct SmtpConn {
     caps: Capabilities,
     /// AUTH is done once per session (as the user of its first request).
     authenticated: bool,
+    /// Steps timed since the executor last asked: `connect` (TCP, TLS, greeting, EHLO, STARTTLS),
+    /// `auth`, `envelope` (MAIL, RCPT, DATA to its 354), `data` (the message to its 250).
+    steps: Vec<Step>,
 }
 
 /// What the server's EHLO reply offers that the driver uses.
@@ -267,6 +271,7 @@ impl Driver for SmtpDriver {
     type Conn = SmtpConn;
 
     async fn connect(&self) -> Result<SmtpConn, ErrorKind> {
+        let began = Instant::now();
         let (stream, handshake) = open_stream(self.addr, self.implicit.as_ref(), &self.last_error).await?;
         let mut conn = SmtpConn {
             stream,
@@ -275,6 +280,7 @@ impl Driver for SmtpDriver {
             handshake,
             caps: Capabilities::default(),
             authenticated: false,
+            steps: Vec::new(),
         };
         self.expect(&mut conn, "greeting", 220).await?;
         self.ehlo(&mut conn).await?;
@@ -294,7 +300,12 @@ impl Driver for SmtpDriver {
                 return Err(ErrorKind::Protocol);
             }
         }
+        conn.steps.push(("connect", began.elapsed()));
         Ok(conn)
+    }
+
+    fn take_steps(&self, conn: &mut SmtpConn, out: &mut Vec<Step>) {
+        out.append(&mut conn.steps);
     }
 
     fn take_error_detail(&self) -> Option<String> {
@@ -309,12 +320,15 @@ impl Driver for SmtpDriver {
         let user = self.mailboxes.user_of(seq);
         if !conn.authenticated {
             if let Some(password) = self.mailboxes.password(user) {
+                let began = Instant::now();
                 self.authenticate(conn, user, password).await?;
+                conn.steps.push(("auth", began.elapsed()));
             }
             conn.authenticated = true;
         }
         let rcpt = render(&self.options.rcpt, user, seq);
         let envelope = format!("MAIL FROM:<{}>\r\nRCPT TO:<{rcpt}>\r\nDATA\r\n", self.options.sender);
+        let began = Instant::now();
         if conn.caps.pipelining {
             Self::write(conn, envelope.as_bytes()).await?;
             self.expect(conn, "MAIL FROM", 250).await?;
@@ -327,6 +341,8 @@ impl Driver for SmtpDriver {
                 self.expect(conn, step, want).await?;
             }
         }
+        conn.steps.push(("envelope", began.elapsed()));
+        let began = Instant::now();
         let mut send = std::mem::take(&mut conn.send);
         send.clear();
         self.message(class, user, seq, &rcpt, &mut send);
@@ -339,6 +355,7 @@ impl Driver for SmtpDriver {
             Err(kind @ (ErrorKind::Smtp4xx | ErrorKind::Smtp5xx)) => Some(kind),
             Err(other) => return Err(other),
         };
+        conn.steps.push(("data", began.elapsed()));
         if !self.options.reuse {
             // The message's fate is known already: a failed QUIT changes nothing.
             if Self::write(conn, b"QUIT\r\n").await.is_ok() {

@@ -237,7 +237,8 @@ impl<D: Driver> Worker<D> {
         let start = Instant::now();
         self.stats.borrow_mut().on_sent(&self.clock, class, intended, start);
         let driver = &self.drivers[target];
-        let outcome = match tokio::time::timeout(self.timeout, self.attempt(driver, conn, class, seq)).await {
+        let attempt = self.attempt(driver, conn, class, seq, intended);
+        let outcome = match tokio::time::timeout(self.timeout, attempt).await {
             Ok(outcome) => outcome,
             Err(_) => {
                 *conn = None;
@@ -262,6 +263,7 @@ impl<D: Driver> Worker<D> {
         conn: &mut Option<D::Conn>,
         class: usize,
         seq: u64,
+        intended: Instant,
     ) -> Result<(), ErrorKind> {
         let c = match conn {
             Some(c) => c,
@@ -275,7 +277,16 @@ impl<D: Driver> Worker<D> {
                 c
             }
         };
-        match driver.exchange(c, class, seq).await {
+        let exchanged = driver.exchange(c, class, seq).await;
+        let mut steps = Vec::new();
+        driver.take_steps(c, &mut steps);
+        if !steps.is_empty() && self.clock.measured(intended) {
+            let mut stats = self.stats.borrow_mut();
+            for (name, took) in steps {
+                stats.on_step(name, took);
+            }
+        }
+        match exchanged {
             Ok(reply) => {
                 if !reply.keep_alive {
                     *conn = None;

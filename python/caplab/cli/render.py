@@ -84,8 +84,15 @@ def summary(console: Console, url: str, r: RunResult) -> None:
             f"TLS: {g.tls_handshakes} handshakes ({g.tls_handshakes_per_s or 0.0:,.1f}/s), "
             f"{g.tls_resumed} resumed a session"
         )
+    if r.steps:
+        shown = ", ".join(f"{name} {_ms(s.p50)}/{_ms(s.p99)}" for name, s in r.steps.items())
+        console.print(f"steps p50/p99 ms: {shown}", markup=False, highlight=False)
     if g.saturated:
         console.print(f"[bold red]generator saturated:[/] {g.saturation_reason}")
         console.print("[red]these figures describe the generator, not the system under test[/]")
     if r.interrupted:
         console.print("[yellow]interrupted: results cover the part that ran[/]")
+
+
+def _ms(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"
