@@ -28,6 +28,7 @@ from caplab.report.layout.failover import (
     success_table,
 )
 from caplab.report.layout.job_charts import job_chart
+from caplab.report.layout.paper import paper_table
 from caplab.report.layout.study_charts import summary_charts
 from caplab.report.layout.tables import (
     capacity_table,
@@ -300,7 +301,8 @@ def results_section(results: Results, charts: dict[str, Chart]) -> Section:
 def capacity(results: Results, charts: dict[str, Chart]) -> Section:
     if not results["capacity"]:
         return Section("Capacity", "capacity", [Para("No configuration completed with a figure.")])
-    return Section("Capacity", "capacity", [capacity_table(results), *_chart(charts, "capacity")])
+    paper = [table] if (table := paper_table(results)) is not None else []
+    return Section("Capacity", "capacity", [capacity_table(results), *paper, *_chart(charts, "capacity")])
 
 
 def scaling(results: Results, charts: dict[str, Chart]) -> Section:

@@ -10,6 +10,7 @@ from caplab.report.model.cells import cell_result, samples_by_trial
 from caplab.report.model.consolidation import consolidation_entries
 from caplab.report.model.jobs import job_entries
 from caplab.report.model.matrix import capacity_entries, matrix, scaling_entries
+from caplab.report.model.paper import paper_comparison
 from caplab.report.model.scenario import goal_of, naming_factors, parse_spec, scenario
 from caplab.report.model.series import cell_series
 from caplab.report.model.types import Event, Measured, StudyInfo
@@ -78,4 +79,5 @@ def build_measured(
         "series": series,
         "consolidation": consolidation_entries(spec, raw_cells, samples),
         "jobs": job_entries(spec, raw_cells, cells),
+        "paper": paper_comparison(spec, cells),
     }

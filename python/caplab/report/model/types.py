@@ -673,6 +673,33 @@ class JobEndurance(TypedDict):
     volumes: list[EnduranceRow]
 
 
+class PaperCapacityRow(TypedDict):
+    """One configuration of a seed paper's table with ours beside it."""
+
+    value: str
+    """The factor value the paper's figure is for (a setup, a layout)."""
+    paper: float | None
+    paper_limit: str | None
+    cells: list[int]
+    ours: float | None
+    """Our capacity for that value (the mean over its cells with one), None when none found one."""
+    ours_limit: str | None
+    """The resource our limit analysis named (``volume:log``, ``cpu:host``, ``network round trips``)."""
+    ours_kind: str | None
+    """Our limit in the paper's words: disk, cpu, memory, network, software or generator."""
+    ours_consistency: str | None
+    """good, fair or poor (the paper's Good/Fair column, from the interval-to-interval variation)."""
+
+
+class PaperComparison(TypedDict):
+    """A seed paper's capacity table (``paper: {factor, capacity, limit}``) beside ours: its
+    hardware, not ours — compare which resource limits and how the configurations rank."""
+
+    source: str
+    factor: str
+    rows: list[PaperCapacityRow]
+
+
 class Measured(TypedDict):
     """What the study measured, before any text is written from it."""
 
@@ -690,6 +717,7 @@ class Measured(TypedDict):
     series: list[TrialSeries]
     consolidation: list[ConsolidationEntry]
     jobs: Jobs | None
+    paper: NotRequired[PaperComparison | None]
 
 
 class PricedConfiguration(TypedDict):

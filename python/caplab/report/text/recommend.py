@@ -11,6 +11,7 @@ from typing import NotRequired, TypedDict
 import numpy as np
 
 from caplab import units as u
+from caplab.analysis.limit import ROUND_TRIPS
 from caplab.analysis.replicates import overlap
 from caplab.analysis.usl import usl
 from caplab.report.model.runs import size_order
@@ -242,6 +243,12 @@ def _limit_advice(cells: list[CellResult]) -> list[str]:
         elif kind == "hardware" and resource.startswith("net:"):
             link = resource.removeprefix("net:")
             advice = f"The network ({link}) is the limit: a faster link or fewer round trips."
+        elif resource == ROUND_TRIPS:
+            advice = (
+                "Round trips across the link bound it, not its bandwidth: a faster link will not help; "
+                "fewer round trips per message (larger batches) or a shorter round trip (the database "
+                "on the same box, or a direct cable) will."
+            )
         elif kind == "software":
             advice = (
                 "No hardware saturates at capacity: look at pools, locks, serialisation and round "

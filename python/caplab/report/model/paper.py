@@ -1,0 +1,69 @@
+"""A seed paper's capacity table beside ours: the study's ``paper:`` block names a factor and, per
+value of it, the paper's throughput and what limited it; each row puts our capacity for that value
+and the limit our analysis named beside them. The paper's numbers are its hardware's: the rows
+compare which resource limits and how the configurations rank, not the values."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from caplab.report.model.types import CellResult, PaperCapacityRow, PaperComparison
+from caplab.units import is_number
+
+KINDS = (
+    (("volume:", "disk:"), "disk"),
+    (("cpu:",), "cpu"),
+    (("memory:",), "memory"),
+    (("link:", "net:", "network"), "network"),
+)
+
+
+def limit_kind(resource: str | None, kind: str | None) -> str | None:
+    """Our limit in the paper's words (disk, cpu, memory, network), else its kind."""
+    if resource is None:
+        return kind
+    for prefixes, word in KINDS:
+        if resource.startswith(prefixes):
+            return word
+    return kind
+
+
+def paper_comparison(spec: dict[str, Any], cells: list[CellResult]) -> PaperComparison | None:
+    """The comparison, or None when the study's paper block has no ``capacity:`` table."""
+    paper = spec.get("paper")
+    if not isinstance(paper, dict) or not isinstance(paper.get("capacity"), dict):
+        return None
+    figures: dict[str, Any] = paper["capacity"]
+    limits: dict[str, Any] = paper["limit"] if isinstance(paper.get("limit"), dict) else {}
+    factor = str(paper.get("factor") or _factor_of(figures, cells) or "")
+    rows: list[PaperCapacityRow] = []
+    for value, figure in figures.items():
+        mine = [c for c in cells if factor and str(c["factors"].get(factor)) == str(value)]
+        found = [cap for c in mine if (cap := c["metrics"]["capacity"]) is not None and cap["found"]]
+        rates = [float(cap["value"]) for cap in found if is_number(cap["value"])]
+        limit = next((c["limit"] for c in mine if c["limit"] is not None), None)
+        resource = limit["resource"] if limit else None
+        rows.append(
+            {
+                "value": str(value),
+                "paper": float(figure) if is_number(figure) else None,
+                "paper_limit": str(limits[value]) if value in limits else None,
+                "cells": [c["index"] for c in mine],
+                "ours": statistics.fmean(rates) if rates else None,
+                "ours_limit": resource,
+                "ours_kind": limit_kind(resource, limit["kind"] if limit else None),
+                "ours_consistency": next((c["metrics"]["consistency"] for c in mine), None),
+            }
+        )
+    return {"source": str(paper.get("source") or "the seed paper"), "factor": factor, "rows": rows}
+
+
+def _factor_of(figures: dict[str, Any], cells: list[CellResult]) -> str | None:
+    """The factor whose values the paper's keys are, when the block does not name it."""
+    names = {name for c in cells for name in c["factors"]}
+    for name in sorted(names):
+        values = {str(c["factors"].get(name)) for c in cells}
+        if set(map(str, figures)) & values:
+            return name
+    return None
