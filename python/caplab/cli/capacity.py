@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from caplab.analysis.scaling import FitJudgement, judge_fit
@@ -33,6 +34,7 @@ from caplab.experiments.capacity import (
     combine_replicates,
     find_capacity,
 )
+from caplab.spec import SpecError
 from caplab.workloads.postgres import DatabaseProblem
 
 FIND_EPILOG = """
@@ -101,6 +103,9 @@ def find_capacity_command(as_json: bool, **options: Any) -> None:
         code = cmd_find_capacity(as_json=as_json, **options)
     except UsageProblem as e:
         raise click.UsageError(str(e)) from e
+    except SpecError as e:
+        click.echo(f"caplab: {e}", err=True)
+        code = exits.USAGE
     except DatabaseProblem as e:
         click.echo(f"caplab: {e}", err=True)
         code = exits.FAILED
@@ -158,9 +163,10 @@ def cmd_find_capacity(
     if sut_pid is not None or sut_match is not None:
         roles.append(RoleSpec(name="server", pid=sut_pid, match=sut_match))
     if think_s and not closed:
-        raise UsageProblem("--think applies to --closed searches")
+        raise UsageProblem("--think applies to --closed searches (and --usage sets its own)")
     fields = request_fields(request, url)
     base = LoadSpec(think_s=think_s, think_dist=think_dist, **({"url": url} | fields))  # type: ignore[arg-type]
+    closed = closed or base.usage is not None  # a usage profile's load is its users
     settings = FindSettings(
         slos=slos,
         precision=parse_percent(precision),
@@ -176,7 +182,7 @@ def cmd_find_capacity(
     def show(_: TrialRecord, p: Probe) -> None:
         mark = "[green]pass[/]" if p.passed else "[red]fail[/]"
         unit = " users" if closed else "/s"
-        why = f"  {p.reasons[0]}" if p.reasons else ""
+        why = f"  {escape(p.reasons[0])}" if p.reasons else ""  # cpu[server]: not rich markup
         err.print(
             f"{p.phase:8} {p.load:>10,.1f}{unit}  {mark}  {p.throughput:,.1f}/s  p99 {fmt_ms(p.p99_ms)}{why}"
         )
@@ -252,7 +258,9 @@ def print_capacity(console: Console, answer: CapacityAnswer) -> None:
     if ci is not None:
         head += f"; {words}: {ci[0]:,.1f}–{ci[1]:,.1f}{unit}"
     console.print(f"[bold]capacity[/] {head}")
-    console.print(f"SLO: {', '.join(answer.slo)}; {len(answer.trials)} trials in {answer.search_s or 0:.0f}s")
+    slo = escape(", ".join(answer.slo))
+    console.print(f"SLO: {slo}; {len(answer.trials)} trials in {answer.search_s or 0:.0f}s")
+    print_actions(console, answer)
     limit = answer.limit
     console.print(f"[bold]limit[/] {limit['summary'] if limit else 'not analysed'}")
     demands = limit["evidence"].get("demands", []) if limit else []
@@ -262,6 +270,26 @@ def print_capacity(console: Console, answer: CapacityAnswer) -> None:
             bound = f"{d['bound_rps']:,.0f}/s" if d["bound_rps"] else "–"
             t.add_row(d["resource"], f"{d['utilization']:.0%}", f"{d['demand_ms']:.3f} ms", bound, d["note"])
         console.print(t)
+
+
+def print_actions(console: Console, answer: CapacityAnswer) -> None:
+    """A usage profile's figures at capacity: actions per user offered and reached, and each
+    action's rate, errors and latency over the confirmation trials."""
+    u = answer.per_user
+    if u is not None:
+        console.print(
+            f"[bold]per user[/] {u.offered * 3600:,.1f} actions/h offered ({u.offered:.4g}/s), "
+            f"{u.achieved * 3600:,.1f}/h reached",
+            highlight=False,
+        )
+    if len(answer.actions) < 2 and u is None:
+        return
+    t = Table("action", "per s", "errors", "p50", "p90", "p99", header_style="bold")
+    for a in answer.actions:
+        t.add_row(
+            a.name, f"{a.per_s:,.2f}", str(a.errors), fmt_ms(a.p50_ms), fmt_ms(a.p90_ms), fmt_ms(a.p99_ms)
+        )
+    console.print(t)
 
 
 def read_points(path: Path) -> tuple[list[float], list[float]]:

@@ -13,6 +13,7 @@ from caplab.analysis.steady import LittlesLaw
 from caplab.collect import MetricsSource, RoleSpec
 from caplab.engine import LoadSpec, run
 from caplab.experiments.base import PlanRunner, ProgressFn
+from caplab.experiments.capacity.mix import ActionFigures, PerUser
 from caplab.experiments.capacity.replicates import INTERVAL_REPLICATES, INTERVAL_SEARCH
 from caplab.experiments.capacity.search import CapacitySearch, GeneratorSaturated, Probe, SearchSettings
 from caplab.experiments.capacity.trial import OnTrial, TrialLength, TrialProber
@@ -53,6 +54,10 @@ class CapacityAnswer:
     littles_law: LittlesLaw | None = None
     replicate_count: int = 1
     """Searches combined into this answer (``caplab find-capacity --replicates``)."""
+    actions: list[ActionFigures] = field(default_factory=list)
+    """Each request class (a usage profile's action) over the confirmation trials at capacity."""
+    per_user: PerUser | None = None
+    """A usage profile's actions per user-second, offered and reached, at capacity."""
 
     @property
     def interval(self) -> str | None:
@@ -86,6 +91,8 @@ class CapacityAnswer:
             "limit": self.limit,
             "consistency": self.consistency,
             "littles_law": self.littles_law,
+            "actions": [a.to_dict() for a in self.actions],
+            "per_user": self.per_user.to_dict() if self.per_user else None,
         }
 
 
@@ -156,4 +163,6 @@ def find_capacity(
         limit=analysis.limit,
         consistency=analysis.consistency,
         littles_law=analysis.littles_law,
+        actions=analysis.actions,
+        per_user=analysis.per_user,
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from caplab.analysis.generator import closed_loop_gap, crowded_out, generator_limited
@@ -19,6 +19,7 @@ from caplab.analysis.steady import LittlesLaw, littles_law, steadiness
 from caplab.collect import MetricsSource, RoleSpec, cell_resources, default_collectors, summarize
 from caplab.engine import LoadSpec, build_plan, run
 from caplab.experiments.base import PlanRunner, ProgressFn, TrialRecord, run_trial
+from caplab.experiments.capacity.mix import ActionFigures, PerUser, action_figures, per_user
 from caplab.experiments.capacity.search import GeneratorSaturated, Phase, Probe, SearchOutcome
 
 NO_BACKLOG = "throughput>=0.99*offered"
@@ -47,6 +48,10 @@ class LimitAnalysis:
     limit: Limit | None = None
     consistency: str | None = None
     littles_law: LittlesLaw | None = None
+    actions: list[ActionFigures] = field(default_factory=list)
+    """Each request class (a usage profile's action) over the confirmation trials at capacity."""
+    per_user: PerUser | None = None
+    """A usage profile's actions per user-second, offered and reached, at capacity."""
 
 
 class TrialProber:
@@ -199,7 +204,10 @@ class TrialProber:
         if limit["kind"] == "software" and not self.closed:
             limit = self._compare_closed_loop(limit, throughput, last[-1][1])
         rec = last[-1][1].result
+        results = [r.result for _, r in last]
         return LimitAnalysis(
+            actions=action_figures(results),
+            per_user=per_user(self.base.usage, results) if self.base.usage else None,
             limit=limit,
             consistency=steadiness(rec.intervals, rec.warmup_s + rec.duration_s).consistency,
             littles_law=littles_law(
