@@ -117,3 +117,11 @@ def test_a_usage_file_is_read_with_its_rates_per_hour(tmp_path: Path) -> None:
     usage = load_usage(profile)
     assert usage.actions_per_hour == 5.0
     assert usage.actions["send"].rate_per_hour == 1.0
+
+
+def test_a_mail_targets_actions_take_its_one_method() -> None:
+    actions = (UsageAction("send-small", 30.0), UsageAction("send-large", 6.0, method="send"))
+    plan = build_plan(LoadSpec(url="smtp://127.0.0.1:2525", users=20, usage=actions))
+    assert [(r.name, r.method) for r in plan.requests] == [("send-small", "SEND"), ("send-large", "SEND")]
+    with pytest.raises(UsageProblem, match="method is READ, not POST"):
+        build_plan(LoadSpec(url="imap://127.0.0.1:1143", users=2, usage=(UsageAction("r", 1.0, "POST"),)))

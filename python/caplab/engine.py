@@ -653,7 +653,17 @@ def _usage_plan(spec: LoadSpec) -> Plan:
         raise UsageProblem("usage profiles drive http://, https://, tcp:// and tls:// targets")
     think = Think("exponential", usage_think_s(spec.usage))
     base = build_plan(replace(spec, usage=None))
-    return replace(base, load=ClosedLoad(spec.users, think), requests=usage_classes(spec.usage))
+    requests = usage_classes(spec.usage)
+    if is_mail(spec.url):  # a mail target's one action (SEND or READ) is every action's method
+        action = base.requests[0].method
+        for r in requests:
+            if r.method not in ("GET", action):
+                raise UsageProblem(
+                    f"usage action {r.name}: a {spec.url.partition(':')[0]}:// target's "
+                    f"method is {action}, not {r.method}"
+                )
+        requests = tuple(replace(r, method=action) for r in requests)
+    return replace(base, load=ClosedLoad(spec.users, think), requests=requests)
 
 
 def _tls(spec: LoadSpec) -> TlsOptions | None:
