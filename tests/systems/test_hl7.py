@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import urllib.parse
 import uuid
@@ -19,7 +21,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from caplab.systems.hl7 import ROLES, generator
+from caplab.systems.hl7 import ROLES, generator, mllp
 from caplab.systems.hl7.message import ack_code
 from caplab.systems.hl7.postgres_queue import SCHEMA_ENV
 from caplab.systems.hl7.queue import URL_ENV
@@ -85,6 +87,20 @@ def test_a_duplicate_control_id_is_acknowledged_and_queued_once(start_hl7: Start
         (0, 1),
         (1, 1),
     ]
+
+
+def test_with_repeats_queue_a_control_id_is_unique_per_connection_only(start_hl7: Start) -> None:
+    """--repeats queue: a load generator numbering from 0 on every run sends the same control ids
+    on new connections, and each run's messages are queued; on one connection a repeat is still
+    acknowledged and queued once."""
+    engine = start_hl7(1, args=("--repeats", "queue"))
+    [(_, body)] = generator.messages(1, seed=3)
+    with mllp.Connection("127.0.0.1", engine.ports[0], timeout_s=30) as conn:
+        assert [ack_code(conn.send(body)) for _ in range(2)] == ["AA", "AA"]
+    assert ack_code(send_one(engine.ports[0], body)) == "AA"
+    samples = engine.wait_drained()
+    assert samples['hl7_queued_total{channel="0"}'] == 2 and samples['hl7_duplicates_total{channel="0"}'] == 1
+    assert db_rows(engine.data_dir / "queue.db", "SELECT count(*) FROM messages") == [(2,)]
 
 
 def test_counters_match_the_database(start_hl7: Start) -> None:
@@ -314,3 +330,42 @@ def test_an_output_directory_that_cannot_be_made_fails_the_start(tmp_path: Path)
     assert done.returncode == 1
     assert "worker 0 exited with code 1; stopping" in done.stderr and "Not a directory" in done.stderr
     assert "listening" not in done.stdout
+
+
+def test_db_start_puts_the_log_on_its_own_directory_and_the_engine_queues_there(start_hl7: Start) -> None:
+    """hl7 db start --wal: PostgreSQL's pg_wal is the log directory given (a volume of its own in the
+    hardware study), the engine queues through the passfile it wrote, and db stop ends the server."""
+    root = Path(tempfile.mkdtemp(prefix="caplab-test-hl7db-"))
+    root.chmod(0o755)  # the server user enters it
+    hl7 = [sys.executable, "-m", "caplab.systems.hl7", "db"]
+    where = ["--data", str(root / "data"), "--wal", str(root / "log")]
+    try:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        passfile = root / "pgpass"
+        done = subprocess.run(
+            [*hl7, "start", *where, "--port", str(port), "--passfile", str(passfile)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        info = json.loads(done.stdout)
+        assert (
+            (root / "data" / "hl7db" / "pg_wal").resolve() == Path(info["wal"]) == root / "log" / "hl7db-wal"
+        )
+        engine = start_hl7(
+            1,
+            db=f"postgresql://caplab@127.0.0.1:{port}/postgres",
+            env={**os.environ, "PGPASSFILE": str(passfile)},
+        )
+        [(_, body)] = generator.messages(1, seed=5)
+        assert ack_code(send_one(engine.ports[0], body)) == "AA"
+        assert engine.wait_drained()['hl7_written_total{channel="0"}'] == 1
+        engine.stop()
+        assert any((root / "log" / "hl7db-wal").iterdir()), "the log was written where it was put"
+    finally:
+        subprocess.run([*hl7, "stop", *where], capture_output=True, timeout=120, check=False)
+        shutil.rmtree(root, ignore_errors=True)
+    assert not (root / "data").exists()
