@@ -132,7 +132,7 @@ def test_a_missing_name_is_named(tmp_path: Path) -> None:
     [
         pytest.param(
             TARGET + "  tcp:\n    url: tcp://127.0.0.1:1\n    framing: line\n",
-            "2: target: give exactly one of http:, tcp: or postgres:",
+            "2: target: give exactly one of http:, tcp:, postgres: or mail:",
             id="two-targets",
         ),
         pytest.param(TARGET + "load:\n  rate: 1\n  users: 3\n", "5: load: ", id="rate-and-users"),

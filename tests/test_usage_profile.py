@@ -125,3 +125,53 @@ def test_a_mail_targets_actions_take_its_one_method() -> None:
     assert [(r.name, r.method) for r in plan.requests] == [("send-small", "SEND"), ("send-large", "SEND")]
     with pytest.raises(UsageProblem, match="method is READ, not POST"):
         build_plan(LoadSpec(url="imap://127.0.0.1:1143", users=2, usage=(UsageAction("r", 1.0, "POST"),)))
+
+
+MAIL = """\
+name: mail
+target:
+  mail:
+    smtp: smtp://127.0.0.1:2587
+    imap: imaps://127.0.0.1:2993
+    password_file: passwords
+    mailboxes: 20
+    message_size: 50K
+    insecure: true
+load:
+  users: 40
+  usage:
+    actions:
+"""
+
+
+def test_a_mail_targets_usage_profile_drives_the_protocol_its_actions_name(tmp_path: Path) -> None:
+    path = tmp_path / "study.yaml"
+    path.write_text(
+        MAIL + "      send: {per_hour: 12, target: smtp}\n      read: {per_hour: 0, target: imap}\n"
+    )
+    plan = plan_for(load_study(path).cells[0].config, tmp_path)
+    assert plan.target.url == "smtp://127.0.0.1:2587", "an action at rate 0 takes no part"
+    assert [(r.name, r.method) for r in plan.requests] == [("send", "SEND")]
+    assert plan.mail is not None and plan.mail.mailboxes == 20 and plan.mail.message_bytes == 50 * 1024
+    assert plan.mail.password_file == str(tmp_path / "passwords")
+    assert plan.tls is not None and plan.tls.insecure
+
+
+@pytest.mark.parametrize(
+    ("actions", "expected"),
+    [
+        (
+            "      send: {per_hour: 12, target: smtp}\n      read: {per_hour: 30, target: imap}\n",
+            "one engine plan per target run side by side, which caplab does not do yet",
+        ),
+        ("      send: {per_hour: 12}\n", "action send: name its target (smtp or imap)"),
+    ],
+)
+def test_a_mail_usage_profile_across_both_protocols_is_refused_saying_why(
+    tmp_path: Path, actions: str, expected: str
+) -> None:
+    path = tmp_path / "study.yaml"
+    path.write_text(MAIL + actions)
+    with pytest.raises(SpecError) as e:
+        load_study(path)
+    assert str(e.value).startswith(f"{path}:12: load.usage: ") and expected in str(e.value), str(e.value)

@@ -177,15 +177,80 @@ class PostgresTargetSpec(Strict):
         return [self.url] if self.databases is None else self.databases.targets(self.url)
 
 
+def _size(value: Any) -> Any:
+    if isinstance(value, str | int) and not isinstance(value, bool):
+        try:
+            return parse_size(value, "size")
+        except ValueError:
+            raise ValueError(f"{value!r} is not a size (examples: 256M, 4G, 1048576)") from None
+    return value
+
+
+class MailTargetSpec(Strict):
+    """A mail system: SMTP sends (``smtp:``, ``smtp://`` or ``smtps://``) and IMAP reads (``imap:``,
+    ``imap://`` or ``imaps://``), the options `caplab load` takes for them. A load drives one of
+    the two: the one given, or the one its usage profile's actions name with ``target:``."""
+
+    smtp: str | None = Field(default=None, pattern=r"^smtps?://")
+    imap: str | None = Field(default=None, pattern=r"^imaps?://")
+    password_file: str | None = None
+    """``user:password`` lines (the mail system's ``DIR/passwords``), relative to the study."""
+    mailboxes: int = Field(default=1, ge=1)
+    """Users ``user1…userN`` the requests cycle over."""
+    user: str = "user{user}"
+    rcpt: str = "user{user}@caplab.test"
+    message_size: Annotated[int, BeforeValidator(_size), Field(ge=1)] | None = None
+    fetch_last: int = Field(default=10, ge=0)
+    starttls: bool | None = None
+    session_per_action: bool = False
+    insecure: bool = False
+    """Take the system's certificate unverified (its self-signed one)."""
+
+    @model_validator(mode="after")
+    def _some(self) -> MailTargetSpec:
+        if self.smtp is None and self.imap is None:
+            raise ValueError("give smtp: (sends), imap: (reads) or both")
+        return self
+
+    def driven(self, usage: UsageSpec | None) -> Literal["smtp", "imap"]:
+        """The protocol a load drives: the one given, or the one the usage profile's actions (those
+        with a rate) name; ValueError says why there is none."""
+        protocols: tuple[Literal["smtp"], Literal["imap"]] = ("smtp", "imap")
+        given = [p for p in protocols if getattr(self, p) is not None]
+        if usage is None:
+            if len(given) > 1:
+                raise ValueError(
+                    "a load without a usage profile drives one protocol: give smtp: or imap:, or a usage "
+                    "profile whose actions name theirs (target: smtp)"
+                )
+            return "smtp" if given == ["smtp"] else "imap"
+        active = {n: a for n, a in usage.actions.items() if a.rate_per_hour > 0}
+        named = {a.target for a in active.values()}
+        if None in named and len(given) > 1:
+            unnamed = next(n for n, a in active.items() if a.target is None)
+            raise ValueError(f"action {unnamed}: name its target (smtp or imap): the mail target gives both")
+        used = {t for t in named if t is not None} or set(given)
+        missing = sorted(used - set(given))
+        if missing:
+            raise ValueError(f"actions use {missing[0]}, which target.mail does not give")
+        if len(used) > 1:
+            raise ValueError(
+                "sends over smtp and reads over imap in one usage profile need one engine plan per "
+                "target run side by side, which caplab does not do yet: run each as its own study"
+            )
+        return "smtp" if used == {"smtp"} else "imap"
+
+
 class TargetSpec(Strict):
     http: HttpTarget | None = None
     tcp: TcpTarget | None = None
     postgres: PostgresTargetSpec | None = None
+    mail: MailTargetSpec | None = None
 
     @model_validator(mode="after")
     def _one(self) -> TargetSpec:
-        if sum(t is not None for t in (self.http, self.tcp, self.postgres)) != 1:
-            raise ValueError("give exactly one of http:, tcp: or postgres:")
+        if sum(t is not None for t in (self.http, self.tcp, self.postgres, self.mail)) != 1:
+            raise ValueError("give exactly one of http:, tcp:, postgres: or mail:")
         return self
 
 
@@ -320,6 +385,8 @@ class UsageActionSpec(Strict):
     body_file: str | None = None
     """Relative to the study (or usage) file."""
     template: bool = False
+    target: Literal["smtp", "imap"] | None = None
+    """A mail target's protocol this action uses (``target.mail``'s ``smtp:`` or ``imap:``)."""
 
     @model_validator(mode="after")
     def _one_rate(self) -> UsageActionSpec:
@@ -511,15 +578,6 @@ class StorageBaselineSpec(Strict):
     jobs: int = Field(default=8, ge=1, le=64)
     depth: int = Field(default=8, ge=1, le=256)
     block: str = Field(default="8k", pattern=r"^\d+[kKmM]?$")
-
-
-def _size(value: Any) -> Any:
-    if isinstance(value, str | int) and not isinstance(value, bool):
-        try:
-            return parse_size(value, "size")
-        except ValueError:
-            raise ValueError(f"{value!r} is not a size (examples: 256M, 4G, 1048576)") from None
-    return value
 
 
 def _rate(value: Any) -> Any:
@@ -1020,8 +1078,15 @@ def _check_files(path: Path, lines: dict[Path_, int], config: StudyConfig) -> No
 
 
 def _check_usage(path: Path, lines: dict[Path_, int], config: StudyConfig) -> None:
-    """A usage profile drives an HTTP or TCP target, and its actions' body files exist."""
+    """A usage profile drives an HTTP, TCP or mail target (one protocol of it), and its actions'
+    body files exist; a mail target without one drives one protocol too."""
     usage = config.load.usage if config.load else None
+    mail = config.target.mail if config.target else None
+    if usage is None and mail is not None:
+        try:
+            mail.driven(None)
+        except ValueError as e:
+            raise SpecError(f"{path}:{_line_of(lines, ('target', 'mail'))}: target.mail: {e}") from e
     if usage is None:
         return
     if config.target is not None and config.target.postgres is not None:
@@ -1036,6 +1101,19 @@ def _check_usage(path: Path, lines: dict[Path_, int], config: StudyConfig) -> No
             f"{path}:{line}: load.usage: each action gives its own request (method, path, headers, "
             "body): leave them out of target:"
         )
+    mail = config.target.mail if config.target else None
+    named = [n for n, a in usage.actions.items() if a.target is not None]
+    if mail is None and named:
+        line = _line_of(lines, ("load", "usage", "actions", named[0], "target"))
+        raise SpecError(
+            f"{path}:{line}: load.usage.actions.{named[0]}.target: names a protocol of target.mail, "
+            "which this study's target is not"
+        )
+    if mail is not None:
+        try:
+            mail.driven(usage)
+        except ValueError as e:
+            raise SpecError(f"{path}:{_line_of(lines, ('load', 'usage'))}: load.usage: {e}") from e
     missing = usage.missing_body_file(path.parent)
     if missing is not None:
         loc: Path_ = ("load", "usage", "actions", missing[0], "body_file")

@@ -53,7 +53,7 @@ from caplab.study.hardware import (
 from caplab.study.metrics import cell_metrics
 from caplab.study.observer import StudyObserver
 from caplab.study.sut import Sut, SutFailed, sut_environment
-from caplab.study.usage import usage_actions
+from caplab.study.usage import mail_load, usage_actions
 from caplab.workloads.postgres import DatabaseProblem, prepare, with_passfile_under
 
 
@@ -105,6 +105,8 @@ def load_spec_for(config: StudyConfig, directory: Path) -> LoadSpec:
                 Target(found[u].url, None, found[u].password, found[u].scale) for u in places[1:]
             ),
         )
+    if target_spec.mail is not None:
+        return mail_load(target_spec.mail, shape, load.usage, directory)
     target = target_spec.http or target_spec.tcp
     assert target is not None
     http = target_spec.http

@@ -1,13 +1,14 @@
 """A usage profile as the engine runs it: each validated action of a study's ``load.usage`` (or of
 ``caplab load --usage FILE``) becomes one `UsageAction`, its body file read relative to the file
-that named it."""
+that named it; a study's mail target becomes the URL and `MailOptions` of the protocol it drives."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
-from caplab.engine import UsageAction
-from caplab.spec import UsageSpec
+from caplab.engine import LoadSpec, MailOptions, UsageAction
+from caplab.spec import MailTargetSpec, UsageSpec
 
 
 def usage_actions(usage: UsageSpec, directory: Path) -> tuple[UsageAction, ...]:
@@ -29,3 +30,23 @@ def usage_actions(usage: UsageSpec, directory: Path) -> tuple[UsageAction, ...]:
 def _read(path: Path) -> str:
     """A body file exactly as written: its line ends kept (a message's CRLFs are the protocol's)."""
     return path.read_bytes().decode("utf-8")
+
+
+def mail_load(mail: MailTargetSpec, shape: LoadSpec, usage: UsageSpec | None, directory: Path) -> LoadSpec:
+    """A study's load on its mail target: the URL of the protocol it drives (checked when the study
+    was read), the mail options, and the usage profile's actions when it has one."""
+    protocol = mail.driven(usage)
+    url = mail.smtp if protocol == "smtp" else mail.imap
+    assert url is not None
+    options = MailOptions(
+        user=mail.user,
+        mailboxes=mail.mailboxes,
+        rcpt=mail.rcpt,
+        password_file=str(directory / mail.password_file) if mail.password_file else None,
+        starttls=mail.starttls,
+        message_bytes=mail.message_size,
+        fetch_last=mail.fetch_last,
+        reuse=not mail.session_per_action,
+    )
+    actions = usage_actions(usage, directory) if usage is not None else None
+    return replace(shape, url=url, mail=options, insecure=mail.insecure, usage=actions)
