@@ -84,18 +84,42 @@ impl PostgresDriver {
     }
 
     /// Keeps an error's words for the executor: the server's message and SQLSTATE, or what the
-    /// client library says (a refused connection).
+    /// client library says followed by its causes ("error connecting to server: Connection
+    /// refused (os error 111)"): the library's own words name only the step that failed.
     fn keep(&self, e: &tokio_postgres::Error) {
         let words = match e.as_db_error() {
             Some(db) => format!("{} (SQLSTATE {})", db.message(), db.code().code()),
-            None => e.to_string(),
+            None => with_causes(e),
         };
-        *self.last_error.borrow_mut() = Some(words);
+        *self.last_error.borrow_mut() = Some(hide_password(words, self.config.get_password()));
     }
 
     fn failed(&self, e: &tokio_postgres::Error) -> Result<Reply, ErrorKind> {
         self.keep(e);
         outcome(kind_of(e))
+    }
+}
+
+/// An error's words and those of each error under it, joined by colons, each said once.
+fn with_causes(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut words = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let more = c.to_string();
+        if !words.contains(&more) {
+            words = format!("{words}: {more}");
+        }
+        cause = c.source();
+    }
+    words
+}
+
+/// The words with the password, should any message ever quote it, replaced: results are shown
+/// and stored, a password never.
+fn hide_password(words: String, password: Option<&[u8]>) -> String {
+    match password.and_then(|p| std::str::from_utf8(p).ok()).filter(|p| !p.is_empty()) {
+        Some(p) if words.contains(p) => words.replace(p, "********"),
+        _ => words,
     }
 }
 
@@ -179,5 +203,46 @@ fn outcome(kind: ErrorKind) -> Result<Reply, ErrorKind> {
     match kind {
         ErrorKind::Sql(_) | ErrorKind::Serialization => Ok(Reply { error: Some(kind), keep_alive: true }),
         other => Err(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn driver(url: &str) -> PostgresDriver {
+        let class = RequestClass {
+            name: "q".into(),
+            weight: 1.0,
+            method: String::new(),
+            path: None,
+            headers: Vec::new(),
+            body: "SELECT 1;".into(),
+            template: false,
+        };
+        PostgresDriver::new("target", url, None, 1, &[class], Duration::from_secs(5), 1).unwrap()
+    }
+
+    #[test]
+    fn a_refused_connection_keeps_the_reason_but_never_the_password() {
+        // A port that was just free: nothing listens there.
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let d = driver(&format!("postgresql://bench:Sekr1t-pw@127.0.0.1:{port}/bench"));
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let kind = runtime.block_on(d.connect()).err();
+        assert_eq!(kind, Some(ErrorKind::Connect));
+        let words = d.take_error_detail().unwrap();
+        assert!(words.to_lowercase().contains("connection refused"), "{words}");
+        assert!(!words.contains("Sekr1t-pw"), "{words}");
+    }
+
+    #[test]
+    fn causes_are_joined_and_a_quoted_password_is_hidden() {
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "Connection refused");
+        let outer = std::io::Error::other(io);
+        assert_eq!(with_causes(&outer), "Connection refused");
+        let words = hide_password("role bench pw=Sekr1t failed".into(), Some(b"Sekr1t"));
+        assert_eq!(words, "role bench pw=******** failed");
+        assert_eq!(hide_password("no secret".into(), Some(b"")), "no secret");
     }
 }
