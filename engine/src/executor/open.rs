@@ -9,11 +9,14 @@
 //! A due request goes to an idle connection; if none is idle, a new one is opened for it while
 //! the dispatcher is on time, at most `OPEN_RATE` a second (bursts of `OPEN_BURST`): beyond
 //! that the request waits for a free connection, timed from its intended start. A late dispatcher
-//! that finds requests already waiting is catching up in a burst, and busy connections free up
-//! within a reply's time, so it grows the pool only slowly (the wait before the next such opening
-//! grows with the pool, `BACKLOG_OPEN_SPACING` per connection). Opening in bursts is what made a
-//! late generator spiral: each connection costs more CPU than a request, making the next sends
-//! later still.
+//! is catching up after a stall (its own, or its CPU given to other work), and busy connections
+//! free up within a reply's time, so it grows the pool only slowly (the wait before the next such
+//! opening grows with the pool, `BACKLOG_OPEN_SPACING` per connection), whether or not requests
+//! are already waiting. Opening in bursts is what made a late generator spiral: each connection
+//! costs more CPU than a request, making the next sends later still. The burst is small for the
+//! same reason: a connection costs tens of µs of the dispatcher's thread, so two hundred at once
+//! (the earlier burst) stalled a busy dispatcher for milliseconds, which it then had to catch up,
+//! and which set the p99 of a run at 100,000/s.
 //!
 //! Send lateness is the dispatcher's: how long after its intended time a request was handed to
 //! the pool. That is the generator's own delay; a wait for a connection the server still holds
@@ -42,10 +45,10 @@ const BURST: u32 = 32;
 /// New connections a second an on-time dispatcher may open, and how many at once: a server
 /// that holds every connection gets this many more a second, not one per send.
 const OPEN_RATE: f64 = 2_000.0;
-const OPEN_BURST: f64 = 200.0;
+const OPEN_BURST: f64 = 16.0;
 /// A dispatcher this far behind a request's intended time is catching up, not on schedule.
 const ON_TIME: Duration = Duration::from_millis(1);
-/// While a late dispatcher has requests waiting, the pool of n grows by one at most every n × this:
+/// While the dispatcher is late, the pool of n grows by one at most every n × this:
 /// quickly to the few dozen connections a fast server needs, then ever more slowly (about
 /// √(2t / spacing) connections after t), so a starved generator cannot open its way into a spiral.
 const BACKLOG_OPEN_SPACING: Duration = Duration::from_micros(100);
@@ -124,7 +127,7 @@ struct Pools {
     targets: Vec<Rc<Pool>>,
     /// Connection tasks started, all targets together.
     size: Cell<u32>,
-    /// When a late dispatcher last opened a connection for a request that found others waiting.
+    /// When a late dispatcher last opened a connection.
     last_backlog_open: Cell<Option<Instant>>,
     /// Openings an on-time dispatcher may still make (a token bucket), as of `budget_at`.
     budget: Cell<f64>,
@@ -150,23 +153,19 @@ impl Pools {
         D::Conn: 'static,
     {
         let pool = &self.targets[target];
-        let backlog = {
-            let mut due = pool.due.borrow_mut();
-            due.push_back(intended);
-            due.len() > 1
-        };
+        pool.due.borrow_mut().push_back(intended);
         if pool.idle.get() > 0 {
             pool.idle.set(pool.idle.get() - 1);
             // The connection idle the shortest time: a few stay warm, the rest stay asleep.
             pool.wake.notify_last();
-        } else if self.may_open(!backlog || now <= intended + ON_TIME, now) {
+        } else if self.may_open(now <= intended + ON_TIME, now) {
             self.size.set(self.size.get() + 1);
             w.spawn(serve(w.clone(), pool.clone(), target));
         }
     }
 
     /// Whether a request with no idle connection gets a new one: on time, within the opening
-    /// budget; late with others waiting, only after the backlog spacing.
+    /// budget; late, only after the backlog spacing.
     fn may_open(&self, on_time: bool, now: Instant) -> bool {
         let budget = match self.budget_at.get() {
             None => OPEN_BURST,
