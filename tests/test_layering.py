@@ -23,7 +23,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "collect": frozenset({"engine", "units"}),
     "store": frozenset({"collect", "engine", "units"}),
     "results": frozenset({"store"}),
-    "experiments": frozenset({"analysis", "collect", "engine", "spec", "units"}),
+    "experiments": frozenset({"analysis", "cluster", "collect", "engine", "spec", "units"}),
     "study": frozenset(
         {"analysis", "collect", "engine", "experiments", "profiles", "spec", "store", "units", "workloads"}
     ),

@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from caplab.engine import ClosedLoad, LoadSpec, Think, UsageAction, UsageProblem, build_plan
+from caplab.engine import ClosedLoad, LoadSpec, Think, UsageAction, UsageProblem, build_plan, run
+from caplab.experiments.alongside import run_alongside
 from caplab.spec import SpecError, load_study, load_usage
 from caplab.study.runner import plan_for
+from support.servers import KnownServer, served_requests
 
 STUDY = """\
 name: mail-users
@@ -157,21 +159,45 @@ def test_a_mail_targets_usage_profile_drives_the_protocol_its_actions_name(tmp_p
     assert plan.tls is not None and plan.tls.insecure
 
 
-@pytest.mark.parametrize(
-    ("actions", "expected"),
-    [
-        (
-            "      send: {per_hour: 12, target: smtp}\n      read: {per_hour: 30, target: imap}\n",
-            "one engine plan per target run side by side, which caplab does not do yet",
-        ),
-        ("      send: {per_hour: 12}\n", "action send: name its target (smtp or imap)"),
-    ],
-)
-def test_a_mail_usage_profile_across_both_protocols_is_refused_saying_why(
-    tmp_path: Path, actions: str, expected: str
-) -> None:
+def test_sends_and_reads_become_one_plan_per_protocol_run_side_by_side(tmp_path: Path) -> None:
     path = tmp_path / "study.yaml"
-    path.write_text(MAIL + actions)
-    with pytest.raises(SpecError) as e:
+    path.write_text(
+        MAIL + "      send: {per_hour: 12, target: smtp}\n      read: {per_hour: 36, target: imap}\n"
+    )
+    plan = plan_for(load_study(path).cells[0].config, tmp_path)
+    [reads] = plan.alongside
+    # Each action is its own Poisson stream per user: 40 users sending every 300 s on average,
+    # and the same 40 users reading every 100 s.
+    assert (plan.target.url, plan.load) == (
+        "smtp://127.0.0.1:2587",
+        ClosedLoad(40, Think("exponential", 300.0)),
+    )
+    assert (reads.target.url, reads.load) == (
+        "imaps://127.0.0.1:2993",
+        ClosedLoad(40, Think("exponential", 100.0)),
+    )
+    assert [r.method for r in (*plan.requests, *reads.requests)] == ["SEND", "READ"]
+    assert reads.seed != plan.seed and "alongside" not in plan.to_json()
+
+
+def test_an_unnamed_action_on_a_mail_target_of_two_protocols_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "study.yaml"
+    path.write_text(MAIL + "      send: {per_hour: 12}\n")
+    with pytest.raises(SpecError, match=r"study.yaml:12: load.usage: action send: name its target"):
         load_study(path)
-    assert str(e.value).startswith(f"{path}:12: load.usage: ") and expected in str(e.value), str(e.value)
+
+
+def test_two_targets_run_side_by_side_as_one_result(known_server: KnownServer) -> None:
+    sends, reads = known_server(), known_server()
+    actions = (
+        UsageAction("send", 3600.0, "POST", target=f"http://{sends.address}/"),
+        UsageAction("read", 7200.0, target=f"http://{reads.address}/"),
+    )
+    spec = LoadSpec(url=f"http://{sends.address}/", users=10, usage=actions, duration_s=2.0, warmup_s=0.5)
+    result = run_alongside(build_plan(spec), lambda _: None, run)
+    assert result.users == 10, "the same users do both actions"
+    by_name = {c.name: c for c in result.classes}
+    assert set(by_name) == {"send", "read"}
+    assert served_requests(sends) >= by_name["send"].completed > 0
+    assert served_requests(reads) >= by_name["read"].completed > by_name["send"].completed
+    assert result.completed == sum(c.completed for c in result.classes)

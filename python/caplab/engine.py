@@ -217,6 +217,10 @@ class Plan:
     reconnect_backoff_ms: float = DEFAULT_RECONNECT_BACKOFF_MS
     tls: TlsOptions | None = None
     mail: MailOptions | None = None
+    alongside: tuple[Plan, ...] = ()
+    """Plans run side by side with this one and merged into one result (a usage profile whose
+    actions go to targets of other protocols: SMTP sends beside IMAP reads); never sent to the
+    engine, which runs one protocol per plan."""
 
     @property
     def targets(self) -> tuple[Target, ...]:
@@ -226,6 +230,7 @@ class Plan:
     def to_json(self) -> str:
         """The engine's wire form (see engine/src/plan.rs)."""
         data = asdict(self)
+        del data["alongside"]
         data["target"] = {k: v for k, v in data["target"].items() if v is not None}
         data["extra_targets"] = [{k: v for k, v in t.items() if v is not None} for t in data["extra_targets"]]
         if data["tls"] is None:
@@ -482,6 +487,8 @@ class UsageAction:
     headers: tuple[tuple[str, str], ...] = ()
     body: str = ""
     template: bool = False
+    target: str | None = None
+    """The URL this action goes to, when not the load's own (a mail system's IMAP beside its SMTP)."""
 
 
 def usage_think_s(actions: tuple[UsageAction, ...]) -> float:
@@ -651,6 +658,24 @@ def _usage_plan(spec: LoadSpec) -> Plan:
         raise UsageProblem("with a usage profile, each action gives its own method")
     if is_postgres(spec.url):
         raise UsageProblem("usage profiles drive http://, https://, tcp:// and tls:// targets")
+    groups: dict[str, tuple[UsageAction, ...]] = {}
+    for a in spec.usage:
+        if a.per_hour > 0:
+            url = a.target or spec.url
+            groups[url] = (*groups.get(url, ()), a)
+    if len(groups) > 1:
+        # Each action of a user is its own Poisson stream (exponential think, actions picked at
+        # random), so N users doing all of them are N users per target doing that target's.
+        own = groups.pop(spec.url, None) or groups.pop(next(iter(groups)))
+        first = own[0].target or spec.url
+        main = _usage_plan(replace(spec, url=first, usage=own))
+        others = tuple(
+            _usage_plan(replace(spec, url=url, usage=actions, seed=spec.seed + i))
+            for i, (url, actions) in enumerate(groups.items(), start=1)
+        )
+        return replace(main, alongside=others)
+    if groups and next(iter(groups)) != spec.url:  # every action goes elsewhere: that is the target
+        return _usage_plan(replace(spec, url=next(iter(groups))))
     think = Think("exponential", usage_think_s(spec.usage))
     base = build_plan(replace(spec, usage=None))
     requests = usage_classes(spec.usage)

@@ -188,8 +188,9 @@ def _size(value: Any) -> Any:
 
 class MailTargetSpec(Strict):
     """A mail system: SMTP sends (``smtp:``, ``smtp://`` or ``smtps://``) and IMAP reads (``imap:``,
-    ``imap://`` or ``imaps://``), the options `caplab load` takes for them. A load drives one of
-    the two: the one given, or the one its usage profile's actions name with ``target:``."""
+    ``imap://`` or ``imaps://``), the options `caplab load` takes for them. A plain load drives one
+    of the two; a usage profile's actions name theirs with ``target:`` (one engine plan per
+    protocol, run side by side)."""
 
     smtp: str | None = Field(default=None, pattern=r"^smtps?://")
     imap: str | None = Field(default=None, pattern=r"^imaps?://")
@@ -213,8 +214,8 @@ class MailTargetSpec(Strict):
         return self
 
     def driven(self, usage: UsageSpec | None) -> Literal["smtp", "imap"]:
-        """The protocol a load drives: the one given, or the one the usage profile's actions (those
-        with a rate) name; ValueError says why there is none."""
+        """The protocol a load drives first: the one given, or the first a usage profile's actions
+        (those with a rate) name — the others run beside it; ValueError says what does not fit."""
         protocols: tuple[Literal["smtp"], Literal["imap"]] = ("smtp", "imap")
         given = [p for p in protocols if getattr(self, p) is not None]
         if usage is None:
@@ -229,16 +230,11 @@ class MailTargetSpec(Strict):
         if None in named and len(given) > 1:
             unnamed = next(n for n, a in active.items() if a.target is None)
             raise ValueError(f"action {unnamed}: name its target (smtp or imap): the mail target gives both")
-        used = {t for t in named if t is not None} or set(given)
-        missing = sorted(used - set(given))
+        missing = sorted({t for t in named if t is not None} - set(given))
         if missing:
             raise ValueError(f"actions use {missing[0]}, which target.mail does not give")
-        if len(used) > 1:
-            raise ValueError(
-                "sends over smtp and reads over imap in one usage profile need one engine plan per "
-                "target run side by side, which caplab does not do yet: run each as its own study"
-            )
-        return "smtp" if used == {"smtp"} else "imap"
+        first = next(iter(active.values())).target
+        return first or given[0]
 
 
 class TargetSpec(Strict):

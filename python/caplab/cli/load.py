@@ -18,6 +18,7 @@ from caplab.cli.options import DURATION, parse_steps, request_fields, request_op
 from caplab.cli.publish import IntervalPublisher
 from caplab.engine import DEFAULT_INTERVAL_S, LoadSpec, OpenLoad, Plan, PlanError, TargetUnreachable
 from caplab.experiments.actions import TrialActions, recoveries, recovery_text
+from caplab.experiments.alongside import run_alongside
 from caplab.spec import ActionSpec, SpecError
 from caplab.units import parse_duration
 from caplab.workloads.postgres import DatabaseProblem
@@ -261,7 +262,7 @@ def _run_load(
         if timed is not None:
             timed.start()
         try:
-            result = engine.run(plan, on_interval)
+            result = run_alongside(plan, on_interval, engine.run)
         except BaseException:
             if timed is not None:
                 timed.stop(finish_running=False)

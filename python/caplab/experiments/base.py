@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from caplab.collect.base import ResourceSample
 from caplab.engine import IntervalSnapshot, Plan, RunResult, run
+from caplab.experiments.alongside import PlanRunner as PlanRunner
+from caplab.experiments.alongside import run_alongside
 
 if TYPE_CHECKING:
     from caplab.collect import MetricsSource, RoleSpec
@@ -38,9 +40,6 @@ class TrialRecord:
 
 ProgressFn = Callable[[IntervalSnapshot, list[ResourceSample]], bool | None]
 """Sees each interval with its resource samples; returning False stops the trial early."""
-PlanRunner = Callable[[Plan, Callable[[IntervalSnapshot], bool | None]], RunResult]
-"""Runs one plan with an interval callback, as `engine.run` does here; load agents on a cluster
-(`caplab.cluster`) are another, passed in by the command line."""
 
 
 def run_trial(
@@ -64,7 +63,7 @@ def run_trial(
     try:
         if on_start is not None:
             on_start()
-        result = runner(plan, on_interval)
+        result = run_alongside(plan, on_interval, runner)
     finally:
         collectors.stop()
     return TrialRecord(result, samples)

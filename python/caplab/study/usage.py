@@ -11,8 +11,11 @@ from caplab.engine import LoadSpec, MailOptions, UsageAction
 from caplab.spec import MailTargetSpec, UsageSpec
 
 
-def usage_actions(usage: UsageSpec, directory: Path) -> tuple[UsageAction, ...]:
-    """The profile's actions in file order, rates per user-hour, bodies read from their files."""
+def usage_actions(
+    usage: UsageSpec, directory: Path, targets: dict[str, str] | None = None
+) -> tuple[UsageAction, ...]:
+    """The profile's actions in file order, rates per user-hour, bodies read from their files;
+    ``targets`` gives the URL of each ``target:`` an action may name (a mail target's protocols)."""
     return tuple(
         UsageAction(
             name=name,
@@ -22,6 +25,7 @@ def usage_actions(usage: UsageSpec, directory: Path) -> tuple[UsageAction, ...]:
             headers=tuple(action.headers.items()),
             body=_read(directory / action.body_file) if action.body_file else action.body or "",
             template=action.template,
+            target=(targets or {}).get(action.target) if action.target else None,
         )
         for name, action in usage.actions.items()
     )
@@ -33,8 +37,9 @@ def _read(path: Path) -> str:
 
 
 def mail_load(mail: MailTargetSpec, shape: LoadSpec, usage: UsageSpec | None, directory: Path) -> LoadSpec:
-    """A study's load on its mail target: the URL of the protocol it drives (checked when the study
-    was read), the mail options, and the usage profile's actions when it has one."""
+    """A study's load on its mail target: the URL of the protocol it drives first (checked when the
+    study was read), the mail options, and the usage profile's actions, each with its protocol's
+    URL (those of the other protocol then run beside: see `engine.build_plan`)."""
     protocol = mail.driven(usage)
     url = mail.smtp if protocol == "smtp" else mail.imap
     assert url is not None
@@ -48,5 +53,6 @@ def mail_load(mail: MailTargetSpec, shape: LoadSpec, usage: UsageSpec | None, di
         fetch_last=mail.fetch_last,
         reuse=not mail.session_per_action,
     )
-    actions = usage_actions(usage, directory) if usage is not None else None
+    urls = {p: u for p, u in (("smtp", mail.smtp), ("imap", mail.imap)) if u is not None}
+    actions = usage_actions(usage, directory, urls) if usage is not None else None
     return replace(shape, url=url, mail=options, insecure=mail.insecure, usage=actions)
