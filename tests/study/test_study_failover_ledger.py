@@ -1,5 +1,6 @@
-"""Acknowledged transactions through a killed primary, K = 10 times, on real PostgreSQL: pgpair under
-tpcb with a ledger row in each transaction, its primary SIGKILLed 1.5 s into each 8 s trial and the
+"""Acknowledged transactions through a killed primary on real PostgreSQL, K = 10 times with synchronous
+replication and 4 times with asynchronous: pgpair under tpcb with a ledger row in each
+transaction, its primary SIGKILLed 1.5 s into each 8 s trial and the
 standby promoted (the killed node rewound and rejoined as the next trial's standby; the trial is
 long enough for a role change slowed to 6 s by a busy machine, seen once in 20 trials at 5 s). With
 synchronous replication nothing acknowledged may be lost and every trial succeeds (10/10); with
@@ -21,7 +22,8 @@ from support.studies import caplab, json_out
 
 pytestmark = pytest.mark.slow  # two pairs built and each primary killed ten times under load
 
-TRIALS = 10
+TRIALS = {"on": 10, "off": 4}
+"""The issue's ten trials where nothing may be lost; asynchronous trials check the count, four suffice."""
 PORT = 7620
 
 # The ready check: the standby is up (the primary was seeded first), and the ledger exists with a
@@ -54,11 +56,12 @@ except (OSError, psycopg.Error):
 '''
 
 
-def study(saved: Path) -> dict[str, Any]:
+def study(saved: Path, sync: str) -> dict[str, Any]:
     pair = "kp-{sync}"
     return {
         "name": "kill-primary-ledger",
-        "description": "tpcb from 8 users on pgpair; its primary killed 1.5 s into each of 10 trials.",
+        "description": f"tpcb from 8 users on pgpair; its primary killed 1.5 s into each of {TRIALS[sync]} "
+        "trials.",
         "target": {
             "postgres": {
                 "url": f"postgresql://caplab@127.0.0.1:{PORT},127.0.0.1:{PORT + 1}/ag_0"
@@ -78,8 +81,8 @@ def study(saved: Path) -> dict[str, Any]:
                 "--detect-delay 1 --rejoin"
             },
         },
-        "factors": {"sync": ["on", "off"]},
-        "load": {"users": 8, "duration": "8s", "interval": "100ms", "repeat": TRIALS},
+        "factors": {"sync": [sync]},
+        "load": {"users": 8, "duration": "8s", "interval": "100ms", "repeat": TRIALS[sync]},
         "recovery": {"within": "10s", "lossless": True},
         "actions": [{"at": "1.5s", "do": "kill-primary"}],
     }
@@ -98,21 +101,24 @@ def test_a_killed_primary_loses_nothing_acknowledged_when_synchronous_and_what_t
         (saved / mode).mkdir(parents=True)
         (saved / mode).chmod(0o777)  # written by the PostgreSQL server's own user
     (shared_dir / "ready.py").write_text(READY.format(primary=PORT, standby=PORT + 1))
-    path = shared_dir / "study.yaml"
-    path.write_text(yaml.safe_dump(study(saved), sort_keys=False))
-    done = caplab("run", path, "--db", f"sqlite:///{shared_dir / 'c.db'}", "--json", timeout=900)
-    assert done.returncode == 0, done.stderr[-4000:]
-    cells = {c["factors"]["sync"]: c for c in json_out(done)["cells"]}
+    cells = {}
+    for mode in ("on", "off"):
+        path = shared_dir / f"study-{mode}.yaml"
+        path.write_text(yaml.safe_dump(study(saved, mode), sort_keys=False))
+        done = caplab("run", path, "--db", f"sqlite:///{shared_dir / 'c.db'}", "--json", timeout=900)
+        assert done.returncode == 0, done.stderr[-4000:]
+        (cells[mode],) = json_out(done)["cells"]
     for mode, cell in cells.items():
+        trials = TRIALS[mode]
         metrics = cell["metrics"]
         ledgers = metrics["ledger"]
         acknowledged = [t["completed"] for t in cell["trials"]]
-        rows = saved_ledgers(saved / mode)[-TRIALS:]  # the last TRIALS emptyings are the trials'
-        assert len(ledgers) == len(acknowledged) == len(rows) == TRIALS, (mode, len(rows))
+        rows = saved_ledgers(saved / mode)[-trials:]  # the last emptyings are the trials'
+        assert len(ledgers) == len(acknowledged) == len(rows) == trials, (mode, len(rows))
         for k, (entry, acked, held) in enumerate(zip(ledgers, acknowledged, rows, strict=True)):
             assert acked > 100, f"{mode}, trial {k + 1}: load ran ({acked})"
             assert entry["acknowledged"] == acked and entry["held"] == len(held), (mode, k, entry, len(held))
             assert entry["lost"] == max(0, acked - len(held)), (mode, k, entry, len(held))
     sync = cells["on"]["metrics"]
-    assert [e["lost"] for e in sync["ledger"]] == [0] * TRIALS, sync["ledger"]
-    assert sync["success"]["text"] == f"{TRIALS}/{TRIALS}", sync["success"]["failures"]
+    assert [e["lost"] for e in sync["ledger"]] == [0] * TRIALS["on"], sync["ledger"]
+    assert sync["success"]["text"] == f"{TRIALS['on']}/{TRIALS['on']}", sync["success"]["failures"]
