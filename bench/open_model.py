@@ -75,10 +75,19 @@ def raise_priority(server_pid: int) -> None:
     for pid in [server_pid, *map(int, children)]:
         os.setpriority(os.PRIO_PROCESS, pid, PRIORITY_NICE)
     with contextlib.suppress(OSError):  # no autogroups here: the processes' nice is what counts
+        _autogroup_nice.append(AUTOGROUP.read_text().split()[-1])
         AUTOGROUP.write_text(str(PRIORITY_NICE))
 
 
 AUTOGROUP = Path("/proc/self/autogroup")
+_autogroup_nice: list[str] = []
+
+
+def restore_priority() -> None:
+    """Give the session's autogroup back the nice it had: the session outlives the bench."""
+    with contextlib.suppress(OSError):
+        for nice in _autogroup_nice[:1]:
+            AUTOGROUP.write_text(nice)
 
 
 def measure_rates(
@@ -250,7 +259,10 @@ def main(argv: list[str] | None = None) -> int:
         bench = scenarios.Bench(found, target, settings)
         if args.priority:
             raise_priority(target.pid)
-        text, runs = run_section(bench, rates, args.repeats, args.title, invocation, args.baseline)
+        try:
+            text, runs = run_section(bench, rates, args.repeats, args.title, invocation, args.baseline)
+        finally:
+            restore_priority()
     print(text)
     if args.out is not None:
         with args.out.open("a") as out:
