@@ -89,6 +89,7 @@ def ks_exponential(gaps: list[float], rate: float) -> float:
 # --- the open model --------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_open_model_keeps_the_offered_rate(plain_server: RunningServer) -> None:
     r = run(open_plan(http(plain_server), 2000, 3.0))
     assert r.model == "open" and r.offered_rate == pytest.approx(2000)
@@ -105,6 +106,7 @@ def test_open_model_keeps_the_offered_rate(plain_server: RunningServer) -> None:
     accounted(r)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("threads", [1, 2])
 def test_poisson_arrivals_reach_the_server_exponentially_spaced(
     framed_server: FramedFactory, threads: int
@@ -148,6 +150,7 @@ def test_poisson_arrivals_reach_the_server_exponentially_spaced(
     assert ks < 1.95 / math.sqrt(n)
 
 
+@pytest.mark.slow
 def test_constant_arrivals_reach_the_server_evenly_spaced(framed_server: FramedFactory) -> None:
     rate = 500.0
     server = framed_server("line")
@@ -161,6 +164,7 @@ def test_constant_arrivals_reach_the_server_evenly_spaced(framed_server: FramedF
     assert ks_exponential(gaps, rate) > 0.3
 
 
+@pytest.mark.slow
 def test_rate_profile_steps_shape_the_intervals(plain_server: RunningServer) -> None:
     plan = Plan(http(plain_server), OpenLoad.steps([(100, 1.0), (300, 1.0)]), duration_s=2.0)
     r = run(plan)
@@ -170,6 +174,7 @@ def test_rate_profile_steps_shape_the_intervals(plain_server: RunningServer) -> 
     assert [i.sent for i in measured] == [pytest.approx(100, abs=3), pytest.approx(300, abs=3)]
 
 
+@pytest.mark.slow
 def test_in_flight_cap_drops_sends_instead_of_delaying_them(known_server: KnownServer) -> None:
     # 200/s at a server that takes 200 ms: 40 would be in flight; the cap allows 5.
     server = known_server("--sleep-ms", "200")
@@ -200,6 +205,7 @@ def test_in_flight_cap_drops_sends_instead_of_delaying_them(known_server: KnownS
 # the server, and both histograms show that wait. These two tests pin down that behaviour.
 
 
+@pytest.mark.slow
 def test_freeze_shows_in_corrected_latency_and_sends_stay_on_schedule(known_server: KnownServer) -> None:
     server = known_server("--freeze-after", "200", "--freeze-s", "1")
     r = run(open_plan(http(server), 200, 4.0, max_in_flight=1000))
@@ -222,6 +228,7 @@ def test_freeze_shows_in_corrected_latency_and_sends_stay_on_schedule(known_serv
         assert lat - svc <= late * 1.01 + 0.01 * lat + 0.01, q
 
 
+@pytest.mark.slow
 def test_freeze_under_a_small_cap_becomes_drops_not_late_sends(known_server: KnownServer) -> None:
     server = known_server("--freeze-after", "200", "--freeze-s", "1")
     r = run(open_plan(http(server), 200, 4.0, max_in_flight=2))
@@ -233,6 +240,7 @@ def test_freeze_under_a_small_cap_becomes_drops_not_late_sends(known_server: Kno
     accounted(r)
 
 
+@pytest.mark.slow
 def test_a_seed_makes_poisson_arrivals_and_the_mix_repeatable(http_recorder: HttpFactory) -> None:
     def sends(seed: int) -> list[str]:
         """The class (path) of each request in the order it was sent ({seq} numbers the sends)."""
@@ -258,6 +266,7 @@ def test_a_seed_makes_poisson_arrivals_and_the_mix_repeatable(http_recorder: Htt
     [(Think("constant", 0.030), 4 / (0.020 + 0.030)), (Think(), 4 / 0.020)],
     ids=["think-30ms", "no-think"],
 )
+@pytest.mark.slow
 def test_closed_model_throughput_is_users_over_cycle_time(
     known_server: KnownServer, think: Think, expected: float
 ) -> None:
@@ -282,6 +291,7 @@ def test_open_model_stops_at_max_requests(plain_server: RunningServer) -> None:
     assert r.sent == 200
 
 
+@pytest.mark.slow
 def test_closed_model_waits_for_outstanding_replies(known_server: KnownServer) -> None:
     server = known_server("--sleep-ms", "300")
     r = run(Plan(http(server), ClosedLoad(4), duration_s=1.0))
@@ -290,6 +300,7 @@ def test_closed_model_waits_for_outstanding_replies(known_server: KnownServer) -
     assert r.completed == r.sent
 
 
+@pytest.mark.slow
 def test_throughput_never_exceeds_the_offered_rate_at_low_rates(plain_server: RunningServer) -> None:
     r = run(open_plan(http(plain_server), 10, 2.0))
     assert r.completed == r.sent == 20
@@ -300,6 +311,7 @@ def test_throughput_never_exceeds_the_offered_rate_at_low_rates(plain_server: Ru
 # --- protocols -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framing", ["line", "u32", "mllp"])
 def test_framings_round_trip_with_knownserver(known_server: KnownServer, framing: Framing) -> None:
     server = known_server("--protocol", framing)
@@ -316,6 +328,7 @@ def test_framings_round_trip_with_knownserver(known_server: KnownServer, framing
     assert r.completed == r.sent and r.errors == 0 and r.errors_by_kind == {}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("framing", ["line", "u32", "mllp"])
 def test_server_receives_well_framed_distinct_sequence_numbers(
     framed_server: FramedFactory, framing: Framing
@@ -341,6 +354,7 @@ def test_line_framing_rejects_a_payload_with_a_newline(framed_server: FramedFact
     assert server.count() == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("style", ["length", "chunked", "close", "http10"])
 def test_http_replies_of_each_shape_are_read(http_recorder: HttpFactory, style: ResponseStyle) -> None:
     server = http_recorder(style)
@@ -350,6 +364,7 @@ def test_http_replies_of_each_shape_are_read(http_recorder: HttpFactory, style: 
     assert (r.generator.connections_opened >= r.sent) == reconnects
 
 
+@pytest.mark.slow
 def test_http_request_is_built_from_the_class(http_recorder: HttpFactory) -> None:
     server = http_recorder("length")
     cls = RequestClass(
@@ -375,6 +390,7 @@ def test_http_request_is_built_from_the_class(http_recorder: HttpFactory) -> Non
 # --- errors ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("status", "kind"), [(503, "http_5xx"), (404, "http_4xx")])
 def test_http_error_statuses_are_counted_by_kind(known_server: KnownServer, status: int, kind: str) -> None:
     server = known_server("--status", str(status))
@@ -387,6 +403,7 @@ def test_http_error_statuses_are_counted_by_kind(known_server: KnownServer, stat
     assert sum(i.errors for i in r.intervals) == pytest.approx(r.sent, abs=1)
 
 
+@pytest.mark.slow
 def test_a_server_that_never_answers_times_out(framed_server: FramedFactory) -> None:
     server = framed_server("line", reply="never")
     r = run(open_plan(Target(server.url, "line"), 20, 1.0, timeout_s=0.2, requests=(RequestClass(body="x"),)))
@@ -398,6 +415,7 @@ def test_a_server_that_never_answers_times_out(framed_server: FramedFactory) -> 
     assert r.errors >= r.sent - r.generator.threads
 
 
+@pytest.mark.slow
 def test_a_server_that_hangs_up_counts_as_reset(framed_server: FramedFactory) -> None:
     server = framed_server("line", reply="close")
     r = run(open_plan(Target(server.url, "line"), 50, 1.0, requests=(RequestClass(body="x"),)))
@@ -452,6 +470,7 @@ def test_bad_plans_raise_plan_error_naming_the_field(changes: dict[str, Any], fi
 # --- statistics: classes, histograms, warm-up, intervals ---------------------------------------------
 
 
+@pytest.mark.slow
 def test_request_mix_follows_weights_and_class_histograms_merge_to_the_total(
     plain_server: RunningServer,
 ) -> None:
@@ -473,6 +492,7 @@ def test_request_mix_follows_weights_and_class_histograms_merge_to_the_total(
     assert (twice.p50, twice.p99, twice.max) == (r.latency_ms.p50, r.latency_ms.p99, r.latency_ms.max)
 
 
+@pytest.mark.slow
 def test_histograms_are_hdr_v2_at_three_significant_digits(plain_server: RunningServer) -> None:
     r = run(open_plan(http(plain_server), 500, 1.0))
     h = hdrv2.decode(r.latency_hdr)
@@ -492,6 +512,7 @@ def test_histogram_merge_rejects_garbage() -> None:
         summarize_histogram("aGVsbG8gd29ybGQ=")
 
 
+@pytest.mark.slow
 def test_percentiles_are_withheld_when_the_sample_is_too_small(plain_server: RunningServer) -> None:
     r = run(open_plan(http(plain_server), 50, 1.0))
     s = r.latency_ms
@@ -501,6 +522,7 @@ def test_percentiles_are_withheld_when_the_sample_is_too_small(plain_server: Run
     assert s.min is not None and s.max is not None and s.min <= s.p50 <= s.max
 
 
+@pytest.mark.slow
 def test_warmup_is_excluded_from_the_measurement(plain_server: RunningServer) -> None:
     r = run(Plan(http(plain_server), OpenLoad.constant(500, 2.0), duration_s=2.0, warmup_s=1.0))
     assert r.warmup_s == 1.0
@@ -515,6 +537,7 @@ def test_warmup_is_excluded_from_the_measurement(plain_server: RunningServer) ->
     assert sum(i.sent for i in r.intervals) == pytest.approx(1500, abs=3)
 
 
+@pytest.mark.slow
 def test_interval_snapshots_stream_in_order_during_the_run(framed_server: FramedFactory) -> None:
     server = framed_server("line")
     seen: list[tuple[IntervalSnapshot, int]] = []
@@ -532,6 +555,7 @@ def test_interval_snapshots_stream_in_order_during_the_run(framed_server: Framed
     assert sum(s.sent for s in snaps) == r.sent
 
 
+@pytest.mark.slow
 def test_an_exception_in_the_callback_is_raised_by_run(plain_server: RunningServer) -> None:
     def fail(_: IntervalSnapshot) -> None:
         raise RuntimeError("progress display broke")
@@ -540,6 +564,7 @@ def test_an_exception_in_the_callback_is_raised_by_run(plain_server: RunningServ
         run(open_plan(http(plain_server), 50, 1.5), on_interval=fail)
 
 
+@pytest.mark.slow
 def test_a_failing_callback_stops_the_load(known_server: KnownServer) -> None:
     server = known_server()
 
@@ -552,6 +577,7 @@ def test_a_failing_callback_stops_the_load(known_server: KnownServer) -> None:
     assert served_requests(server) < 180
 
 
+@pytest.mark.slow
 def test_a_callback_returning_false_stops_the_run_and_keeps_the_result(known_server: KnownServer) -> None:
     server = known_server()
     seen: list[int] = []

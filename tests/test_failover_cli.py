@@ -16,6 +16,7 @@ import pytest
 from support.servers import KnownServer, default_sigint
 
 
+@pytest.mark.slow
 def test_ctrl_c_keeps_the_results_and_kills_the_running_action(
     caplab_cmd: list[str], known_server: KnownServer, tmp_path: Path
 ) -> None:

@@ -93,6 +93,7 @@ def test_tcp_target_without_framing_exits_2(caplab_cmd: list[str], closed_port: 
 # --- output ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_json_output_of_an_open_run_matches_the_schema(
     caplab_cmd: list[str], plain_server: RunningServer
 ) -> None:
@@ -107,6 +108,7 @@ def test_json_output_of_an_open_run_matches_the_schema(
     assert r["generator"]["lateness_p99_ms"] is not None and r["interrupted"] is False
 
 
+@pytest.mark.slow
 def test_json_output_of_a_closed_run_has_no_offered_rate(
     caplab_cmd: list[str], plain_server: RunningServer
 ) -> None:
@@ -124,12 +126,14 @@ def test_json_output_of_a_closed_run_has_no_offered_rate(
         jsonschema.validate(r, SCHEMA)
 
 
+@pytest.mark.slow
 def test_http_errors_are_reported_by_kind(caplab_cmd: list[str], known_server: KnownServer) -> None:
     server = known_server("--status", "503")
     r = load_json(caplab_cmd, f"http://{server.address}/", "--rate", "50", "--duration", "1s")
     assert r["errors_by_kind"] == {"http_5xx": r["sent"]} and r["completed"] == 0
 
 
+@pytest.mark.slow
 def test_text_summary_states_what_was_offered_and_achieved(
     caplab_cmd: list[str], plain_server: RunningServer
 ) -> None:
@@ -155,6 +159,7 @@ def test_text_summary_states_what_was_offered_and_achieved(
 # --- options reach the engine ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_steps_become_a_staircase_of_rates(caplab_cmd: list[str], plain_server: RunningServer) -> None:
     r = load_json(caplab_cmd, f"http://{plain_server.address}/", "--steps", "100:1s,300:1s")
     assert r["offered_rate"] == pytest.approx(200)
@@ -164,6 +169,7 @@ def test_steps_become_a_staircase_of_rates(caplab_cmd: list[str], plain_server: 
     ]
 
 
+@pytest.mark.slow
 def test_warmup_is_flagged_and_excluded(caplab_cmd: list[str], plain_server: RunningServer) -> None:
     r = load_json(
         caplab_cmd, f"http://{plain_server.address}/", "--rate", "200", "--warmup", "1s", "--duration", "1s"
@@ -172,6 +178,7 @@ def test_warmup_is_flagged_and_excluded(caplab_cmd: list[str], plain_server: Run
     assert [i["warmup"] for i in r["intervals"] if i["sent"]] == [True, False]
 
 
+@pytest.mark.slow
 def test_post_with_a_template_body(
     caplab_cmd: list[str], http_recorder: Callable[[ResponseStyle], RecordingHttpServer]
 ) -> None:
@@ -199,6 +206,7 @@ def test_post_with_a_template_body(
         assert req.body.startswith(b'<order id="') and req.body[11:-3].isdigit()
 
 
+@pytest.mark.slow
 def test_mllp_payload_from_a_file(caplab_cmd: list[str], known_server: KnownServer, tmp_path: Path) -> None:
     server = known_server("--protocol", "mllp")
     message = tmp_path / "adt.hl7"
@@ -220,6 +228,7 @@ def test_mllp_payload_from_a_file(caplab_cmd: list[str], known_server: KnownServ
     assert r["completed"] == r["sent"] and r["errors"] == 0
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_the_run_and_keeps_the_results(caplab_cmd: list[str], known_server: KnownServer) -> None:
     server = known_server()
     p = subprocess.Popen(
@@ -248,6 +257,7 @@ def test_ctrl_c_stops_the_run_and_keeps_the_results(caplab_cmd: list[str], known
     assert r["duration_s"] < 15
 
 
+@pytest.mark.slow
 def test_an_action_mid_run_and_the_loads_recovery_from_it(caplab_cmd: list[str]) -> None:
     """The server frozen for half a second at 1 s: about 0.5 s with no completion, nothing failed
     (the requests only waited), and the rate after as before — the answer known by construction."""
@@ -266,6 +276,7 @@ def test_an_action_mid_run_and_the_loads_recovery_from_it(caplab_cmd: list[str])
     assert load["after_ratio"] == pytest.approx(1.0, abs=0.15)
 
 
+@pytest.mark.slow
 def test_the_live_figures_are_served_in_prometheus_format(
     caplab_cmd: list[str], plain_server: RunningServer
 ) -> None:

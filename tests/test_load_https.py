@@ -42,6 +42,7 @@ def load_json(cmd: list[str], *args: str) -> dict[str, Any]:
     return result
 
 
+@pytest.mark.slow
 def test_keep_alive_pays_one_handshake_per_connection(caplab_cmd: list[str], url: str) -> None:
     r = load_json(caplab_cmd, url, "--insecure", "--users", "2")
     g = r["generator"]
@@ -50,6 +51,7 @@ def test_keep_alive_pays_one_handshake_per_connection(caplab_cmd: list[str], url
     assert g["tls_handshakes"] == 2 and g["tls_resumed"] == 0
 
 
+@pytest.mark.slow
 def test_without_keep_alive_handshakes_per_second_follow_requests(caplab_cmd: list[str], url: str) -> None:
     r = load_json(caplab_cmd, url, "--insecure", "--users", "2", "-H", "Connection: close")
     g = r["generator"]
@@ -59,6 +61,7 @@ def test_without_keep_alive_handshakes_per_second_follow_requests(caplab_cmd: li
     assert g["tls_resumed"] >= g["tls_handshakes"] // 2, "later connections resume the server's session"
 
 
+@pytest.mark.slow
 def test_no_tls_resume_pays_a_full_handshake_every_time(caplab_cmd: list[str], url: str) -> None:
     r = load_json(caplab_cmd, url, "--insecure", "--no-tls-resume", "--users", "1", "-H", "Connection: close")
     g = r["generator"]
@@ -74,11 +77,13 @@ def test_an_untrusted_certificate_exits_1_and_says_what_to_do(caplab_cmd: list[s
     assert "Traceback" not in p.stderr and p.stdout == ""
 
 
+@pytest.mark.slow
 def test_the_test_ca_given_with_cacert_is_trusted(caplab_cmd: list[str], url: str, pki: Pki) -> None:
     r = load_json(caplab_cmd, url, "--cacert", str(pki.ca_file), "--users", "1")
     assert r["completed"] > 20 and r["generator"]["tls_handshakes"] == 1
 
 
+@pytest.mark.slow
 def test_the_summary_shows_handshakes(caplab_cmd: list[str], url: str) -> None:
     p = caplab_load(caplab_cmd, url, "--insecure", "--users", "1", "--duration", "1s", "-t", "1")
     assert p.returncode == 0, p.stderr

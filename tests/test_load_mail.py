@@ -77,6 +77,7 @@ def wait_delivered(system: MailSystem, total: int) -> dict[str, int]:
     return system.delivered()
 
 
+@pytest.mark.slow
 def test_every_accepted_message_is_in_its_recipients_maildir_and_imap_reads_fetch_them(mail: Mail) -> None:
     before = mail.system.delivered()
     sent = run(
@@ -111,6 +112,7 @@ def test_every_accepted_message_is_in_its_recipients_maildir_and_imap_reads_fetc
     assert read.generator.tls_handshakes == 2 * MAILBOXES, "a session (and a handshake) per read"
 
 
+@pytest.mark.slow
 def test_a_wrong_password_is_counted_as_auth_with_the_servers_words_never_the_password(mail: Mail) -> None:
     for url in (f"imap://127.0.0.1:{mail.ports['proxy']}", f"smtps://127.0.0.1:{mail.ports['smtps']}"):
         r = run(url, 3, password="not-the-password", insecure=True)
@@ -120,6 +122,7 @@ def test_a_wrong_password_is_counted_as_auth_with_the_servers_words_never_the_pa
         assert "not-the-password" not in json.dumps(r.raw)
 
 
+@pytest.mark.slow
 def test_a_certificate_that_fails_verification_stops_caplab_load(caplab_cmd: list[str], mail: Mail) -> None:
     for url, extra in (
         (f"smtp://127.0.0.1:{mail.ports['submission']}", ["--starttls"]),

@@ -187,6 +187,7 @@ def test_an_unnamed_action_on_a_mail_target_of_two_protocols_is_refused(tmp_path
         load_study(path)
 
 
+@pytest.mark.slow
 def test_two_targets_run_side_by_side_as_one_result(known_server: KnownServer) -> None:
     sends, reads = known_server(), known_server()
     actions = (

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from caplab.analysis.scaling import fit_quality, study_scaling
 from caplab.cli.progress import scaling_line
 
@@ -23,6 +25,7 @@ def scaling_over_hosts(capacities: list[float]) -> dict[str, Any]:
     return entry
 
 
+@pytest.mark.slow
 def test_a_scale_out_that_keeps_to_its_law_can_be_sized_from() -> None:
     # Amdahl with λ = 1000/s and σ = 0.1, measured within 1 %.
     measured = [

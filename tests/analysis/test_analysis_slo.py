@@ -117,6 +117,7 @@ def test_non_finite_or_negative_bounds_are_rejected(text: str) -> None:
         parse_slo(text)
 
 
+@pytest.mark.slow
 def test_find_capacity_rejects_a_bad_slo_with_exit_2(caplab_cmd: list[str]) -> None:
     """The SLOs are checked before any load is sent (the URL here is never contacted)."""
     p = subprocess.run(

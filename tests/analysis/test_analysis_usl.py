@@ -136,6 +136,7 @@ def test_linear_data_is_called_linear(seed: int) -> None:
     assert f.aicc["linear"] <= min(f.aicc["amdahl"], f.aicc["usl"]) + 2.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(3))
 def test_contention_without_coherency_is_called_amdahl(seed: int) -> None:
     n, x = Truth(lam=100.0, sigma=0.05, kappa=0.0, noise=0.03).sample(seed)
@@ -149,6 +150,7 @@ def test_contention_without_coherency_is_called_amdahl(seed: int) -> None:
 # --- held-out error and input checks -----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_holdout_error_needs_four_distinct_n() -> None:
     t = SCENARIOS["3%"]
     four = fit_usl(*t.sample(1, ns=[1, 2, 4, 8]))
@@ -205,6 +207,7 @@ def write_csv(path: Path, rows: list[str]) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_fit_usl_json(caplab_cmd: list[str], tmp_path: Path) -> None:
     n, x = SCENARIOS["3%"].sample(0)
     rows = [
@@ -227,6 +230,7 @@ def test_fit_usl_json(caplab_cmd: list[str], tmp_path: Path) -> None:
     assert doc["requested"][0]["n"] == 64
 
 
+@pytest.mark.slow
 def test_fit_usl_table(caplab_cmd: list[str], tmp_path: Path) -> None:
     p = fit_usl_cli(caplab_cmd, str(write_csv(tmp_path / "p.csv", ["1,100", "2,190", "4,350", "8,600"])))
     assert p.returncode == 0, p.stderr
@@ -242,6 +246,7 @@ def test_fit_usl_table(caplab_cmd: list[str], tmp_path: Path) -> None:
         (["1,100", "2,190", "", "x,350"], 4),
     ],
 )
+@pytest.mark.slow
 def test_fit_usl_bad_row_exits_2_naming_file_and_line(
     caplab_cmd: list[str], tmp_path: Path, rows: list[str], line: int
 ) -> None:
@@ -253,6 +258,7 @@ def test_fit_usl_bad_row_exits_2_naming_file_and_line(
     assert p.stdout == ""
 
 
+@pytest.mark.slow
 def test_fit_usl_too_few_points_exits_2(caplab_cmd: list[str], tmp_path: Path) -> None:
     path = write_csv(tmp_path / "few.csv", ["1,100", "2,190"])
     p = fit_usl_cli(caplab_cmd, str(path), "--json")
@@ -260,6 +266,7 @@ def test_fit_usl_too_few_points_exits_2(caplab_cmd: list[str], tmp_path: Path) -
     assert f"{path}: a scaling fit needs at least 3 points" in p.stderr
 
 
+@pytest.mark.slow
 def test_fit_usl_non_finite_row_is_a_bad_row(caplab_cmd: list[str], tmp_path: Path) -> None:
     path = write_csv(tmp_path / "nan.csv", ["n,throughput", "1,100", "2,nan", "4,350", "8,600"])
     p = fit_usl_cli(caplab_cmd, str(path), "--json")
@@ -267,6 +274,7 @@ def test_fit_usl_non_finite_row_is_a_bad_row(caplab_cmd: list[str], tmp_path: Pa
     assert f"{path}:3:" in p.stderr
 
 
+@pytest.mark.slow
 def test_fit_usl_presents_no_model_when_none_fits(caplab_cmd: list[str], tmp_path: Path) -> None:
     """The quick demo's capacities at 1–4 hosts: a peak at 2, then flat. Every candidate fits
     worse than the mean (R² < 0), so there is no model, and nothing is extrapolated."""

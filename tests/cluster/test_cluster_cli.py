@@ -38,6 +38,7 @@ def url_of(server: RunningServer) -> str:
         (["--cluster", "local", "--action", "1s:true"], "--action runs on this machine: not with --cluster"),
     ],
 )
+@pytest.mark.slow
 def test_bad_cluster_arguments_exit_2(caplab_cmd: list[str], args: list[str], message: str) -> None:
     load = ["--rate", "10"] if "--users" not in args else []
     p = caplab(caplab_cmd, "load", "http://127.0.0.1:9/", *load, *args)
@@ -46,6 +47,7 @@ def test_bad_cluster_arguments_exit_2(caplab_cmd: list[str], args: list[str], me
     assert "Traceback" not in p.stderr
 
 
+@pytest.mark.slow
 def test_an_unreachable_cluster_exits_1_saying_so(caplab_cmd: list[str], closed_port: int) -> None:
     address = f"ray://127.0.0.1:{closed_port}"
     p = caplab(
@@ -107,6 +109,7 @@ def test_ctrl_c_stops_every_agent_and_keeps_what_they_measured(
     assert result["sent"] < 200 * 120
 
 
+@pytest.mark.slow
 def test_a_capacity_search_without_a_cluster_refuses_agents(caplab_cmd: list[str]) -> None:
     p = caplab(caplab_cmd, "find-capacity", "http://127.0.0.1:9/", "--slo", "p99<50ms", "--agents", "2")
     assert p.returncode == 2, p.stderr

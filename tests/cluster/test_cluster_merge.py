@@ -31,6 +31,7 @@ def two_results(server: RunningServer) -> list[tuple[str, RunResult]]:
     return [("agent-1", a), ("agent-2", b)]
 
 
+@pytest.mark.slow
 def test_counts_add_and_histograms_merge(two_results: list[tuple[str, RunResult]]) -> None:
     (_, a), (_, b) = two_results
     merged = merge_results(two_results)

@@ -37,6 +37,7 @@ def test_a_study_on_two_agents_merges_its_trial_and_the_server_counted_as_much(t
     assert trial["completed"] == pytest.approx(RATE * 1, rel=0.02) and trial["errors"] == 0, trial
 
 
+@pytest.mark.slow
 def test_agents_without_a_cluster_is_a_bad_study_file(tmp_path: Path) -> None:
     study = {
         "name": "bad",

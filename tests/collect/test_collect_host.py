@@ -37,6 +37,7 @@ def burn_on(core: int, seconds: float) -> float:
     return (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity (Linux)")
 def test_burning_one_core_shows_on_the_host_and_on_that_core() -> None:
     core = max(os.sched_getaffinity(0))

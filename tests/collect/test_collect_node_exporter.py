@@ -52,6 +52,7 @@ def figures(samples: list[ResourceSample], scope: str) -> dict[str, float]:
     return {s.metric: s.value for s in samples if s.scope == scope}
 
 
+@pytest.mark.slow
 def test_a_remote_host_reads_as_the_local_collector_reads_it(node_exporter: str) -> None:
     remote, local = NodeExporterCollector("self", node_exporter, roles=["db"]), HostCollector()
     remote.start()
@@ -79,6 +80,7 @@ def test_an_unreachable_node_exporter_is_a_clear_error(closed_port: int) -> None
         collector.start()
 
 
+@pytest.mark.slow
 def test_a_study_places_a_role_on_a_remote_host(node_exporter: str, tmp_path: Path) -> None:
     port = free_port()
     study = {
@@ -101,6 +103,7 @@ def test_a_study_places_a_role_on_a_remote_host(node_exporter: str, tmp_path: Pa
     assert server["host_level"] == 1.0 and server["cpu_percent"] == resources["node:box"]["cpu_percent"]
 
 
+@pytest.mark.slow
 def test_a_role_on_an_unknown_host_is_a_bad_study(tmp_path: Path) -> None:
     text = (
         "name: remote\ntarget:\n  http:\n    url: http://127.0.0.1:9/\nhosts:\n  box: http://127.0.0.1:9100/metrics\n"

@@ -29,6 +29,7 @@ def totals(samples: list[ResourceSample], scope: str, metric: str, walls: dict[f
     return sum(s.value * walls[s.t] for s in samples if s.scope == scope and s.metric == metric)
 
 
+@pytest.mark.slow
 def test_commits_rollbacks_and_log_are_the_servers_own_counts(postgres_url: str) -> None:
     name = f"collect_{secrets.token_hex(4)}"
     with psycopg.connect(postgres_url, autocommit=True) as admin:

@@ -35,6 +35,7 @@ def test_exposition_rejects_lines_that_are_not_name_and_value(text: str) -> None
         parse_exposition(text)
 
 
+@pytest.mark.slow
 def test_rates_follow_the_servers_own_count(known_server: KnownServer) -> None:
     server = known_server()
     base = f"http://{server.address}"

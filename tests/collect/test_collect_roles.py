@@ -138,6 +138,7 @@ def mean(xs: list[float]) -> float:
     return sum(xs) / len(xs)
 
 
+@pytest.mark.slow
 def test_role_cpu_matches_a_known_cost_per_request() -> None:
     # The server burns exactly COST_US of CPU per request (it spins on thread_time), so at RATE it
     # uses RATE × COST_US = 40 % of a core for the work itself. It also spends CPU parsing HTTP and

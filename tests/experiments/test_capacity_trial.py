@@ -54,6 +54,7 @@ def test_trial_options_follow_the_phase_and_model() -> None:
 # --- real trials against the shared knownserver ----------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_trial_within_the_slo_passes_with_its_details(plain_server: RunningServer) -> None:
     prober = prober_for(f"http://{plain_server.address}/", "p99<=500ms", "errors<=0.1%")
     p = prober(200.0, "bracket")
@@ -70,11 +71,13 @@ def test_a_trial_within_the_slo_passes_with_its_details(plain_server: RunningSer
     assert len(prober.records) == 1
 
 
+@pytest.mark.slow
 def test_a_low_rate_short_trial_is_not_failed_for_lack_of_samples(plain_server: RunningServer) -> None:
     p = prober_for(f"http://{plain_server.address}/", "p99<=1s")(40.0, "bisect")
     assert p.passed, p.reasons
 
 
+@pytest.mark.slow
 def test_generator_saturation_stops_the_search_without_a_capacity(
     plain_server: RunningServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -104,6 +107,7 @@ def test_generator_saturation_stops_the_search_without_a_capacity(
     assert all("generator fell behind" in p.reasons[-1] for p in seen)
 
 
+@pytest.mark.slow
 def test_a_single_generator_stall_is_repeated_and_the_search_goes_on(
     plain_server: RunningServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

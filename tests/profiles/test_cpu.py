@@ -8,6 +8,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from caplab.profiles import CellHardware, Profile
 from caplab.profiles.cpu import PERIOD_US
 
@@ -25,6 +27,7 @@ def outweigh_the_neighbours(hw: CellHardware, role: str) -> None:
         group.write("cpu", "cpu.weight", "10000")
 
 
+@pytest.mark.slow
 def test_a_burner_under_half_a_cpu_uses_half_a_cpu(tmp_path: Path, require: Callable[..., None]) -> None:
     profile = Profile.build("half", cpus=0.5)
     require(profile)

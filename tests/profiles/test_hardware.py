@@ -25,7 +25,7 @@ from caplab.profiles import (
     parse_size,
     sweep_leftovers,
 )
-from support.profiles import leftovers
+from support.profiles import leftovers, stray
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(30)"]
 FAMILY = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)']); time.sleep(30)"  # noqa: E501
@@ -109,7 +109,7 @@ def test_everything_is_removed_when_the_cell_fails_or_is_interrupted(
             assert hw.volume_paths["db/data"].is_mount()
             subprocess.Popen([*hw.launch_prefix("db"), *SLEEPER])  # still running at removal
             raise error
-        assert leftovers() == []
+        assert stray() == []
         assert not hw.volume_paths
         assert not (tmp_path / "volumes" / "db" / "data").exists()
 
@@ -122,7 +122,7 @@ def test_a_half_made_cell_is_removed_before_the_error_is_raised(
     require(good, bad)
     with pytest.raises(ProfileError, match=r"cpuset.cpus"), CellHardware(tmp_path, {"a": good, "b": bad}):
         pass
-    assert leftovers() == []
+    assert stray() == []
 
 
 def test_a_crashed_runs_leftovers_are_swept(tmp_path: Path, require: Callable[..., None]) -> None:
@@ -158,7 +158,7 @@ def test_a_crashed_runs_leftovers_are_swept(tmp_path: Path, require: Callable[..
     swept = sweep_leftovers()
     assert any(line.startswith("detached /dev/loop") for line in swept), swept
     assert any(line.startswith("deleted network namespace") for line in swept), swept
-    assert leftovers() == []
+    assert stray() == []
 
 
 def test_a_live_runs_resources_are_not_swept(tmp_path: Path, require: Callable[..., None]) -> None:
@@ -232,4 +232,4 @@ def test_ctrl_c_during_removal_waits_until_everything_is_removed(
     require(profile)
     with pytest.raises(KeyboardInterrupt), CellHardware(tmp_path, {"db": profile}) as hw:
         hw.roles["db"].resources.append(InterruptsItsRemoval())  # removed first: resources go in reverse
-    assert leftovers() == []
+    assert stray() == []

@@ -17,6 +17,7 @@ from caplab.store import Store
 from support.stores import Filled, same_json
 
 
+@pytest.mark.slow
 def test_ls_lists_studies_as_a_table_and_as_json(
     store: Store, store_url: str, filled: Filled, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -136,6 +137,7 @@ def test_export_defaults_to_a_directory_named_after_the_study(
     assert (tmp_path / f"study-{filled.study_id}" / "intervals.csv").exists()
 
 
+@pytest.mark.slow
 def test_a_piped_table_keeps_whole_names(sqlite_url: str) -> None:
     """`caplab ls | grep NAME`: a table written to a pipe is never cut to 80 columns."""
     long_name = "known-server-two-hosts-with-a-very-long-study-name-indeed"

@@ -133,6 +133,7 @@ def _kill_writer(url: str, raw_path: Path, cell_id: int, stall: bool) -> int:
     return saved
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("moment", ["inside_a_transaction", "whenever"])
 def test_a_writer_killed_with_sigkill_leaves_every_trial_whole(
     store: Store, store_url: str, filled: Filled, run_result: RunResult, tmp_path: Path, moment: str

@@ -125,6 +125,7 @@ TARGET = "name: orders\ntarget:\n  http:\n    url: http://127.0.0.1:8080/\n"
         ),
     ],
 )
+@pytest.mark.slow
 def test_a_bad_study_exits_2_with_file_line_and_field(tmp_path: Path, text: str, expected: str) -> None:
     (tmp_path / "study.yaml").write_text(text)
     db = tmp_path / "caplab.db"
@@ -148,6 +149,7 @@ def test_a_missing_study_file_exits_2(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "role", ["host: {match: server.py}", "server: {match: '  '}"], ids=["reserved", "blank"]
 )
+@pytest.mark.slow
 def test_a_role_the_collectors_refuse_is_reported_without_a_traceback(tmp_path: Path, role: str) -> None:
     port = free_port()
     text = (

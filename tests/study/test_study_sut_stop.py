@@ -22,6 +22,7 @@ SLOW_CHILD = (
 )
 
 
+@pytest.mark.slow
 def test_stop_returns_only_when_every_process_of_the_sut_has_gone(tmp_path: Path) -> None:
     sut = Sut(SutSpec(start=SLOW_CHILD), tmp_path)
     sut.start()

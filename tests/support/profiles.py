@@ -36,6 +36,18 @@ def left_behind(before: set[str]) -> list[str]:
     return [item for item in leftovers() if item not in before and ended(item)]
 
 
+def stray() -> list[str]:
+    """Leftovers, less those of another live process: a study or test running beside this one
+    on the machine holds its own caplab-* resources, still in use and not this test's to judge."""
+    me = os.getpid()
+
+    def someone_elses(item: str) -> bool:
+        owner = re.search(r"caplab-(\d+)-", item)
+        return owner is not None and int(owner.group(1)) != me and Path(f"/proc/{owner.group(1)}").exists()
+
+    return [item for item in leftovers() if not someone_elses(item)]
+
+
 def _ours(pid: int) -> bool:
     """Whether process ``pid`` descends from this one (a caplab this test started)."""
     while pid > 1:

@@ -34,6 +34,7 @@ def hl7_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
     return subprocess.run([*HL7, *args], capture_output=True, text=True, timeout=60, env=env, check=False)
 
 
+@pytest.mark.slow
 def test_aa_comes_once_the_message_is_committed(start_hl7: Start) -> None:
     engine = start_hl7(1)
     [(control_id, body)] = generator.messages(1, seed=7)
@@ -60,6 +61,7 @@ def test_aa_comes_once_the_message_is_committed(start_hl7: Start) -> None:
         (b"MSH|^~\\&|LAB|H|ENG|H|20260101||ADT^A01|X1|P|2.5\r%%%|broken", "not a segment"),
     ],
 )
+@pytest.mark.slow
 def test_a_malformed_message_gets_ae_and_is_counted_and_kept(
     start_hl7: Start, body: bytes, reason: str
 ) -> None:
@@ -103,6 +105,7 @@ def test_with_repeats_queue_a_control_id_is_unique_per_connection_only(start_hl7
     assert db_rows(engine.data_dir / "queue.db", "SELECT count(*) FROM messages") == [(2,)]
 
 
+@pytest.mark.slow
 def test_counters_match_the_database(start_hl7: Start) -> None:
     engine = start_hl7(4)
     batches = [generator.messages(60, seed=c) for c in range(4)]
@@ -165,6 +168,7 @@ def test_an_unreachable_postgresql_fails_the_start_with_the_reason(tmp_path: Pat
     assert "listening" not in done.stdout
 
 
+@pytest.mark.slow
 def test_rebuild_index_runs_while_messages_are_processed(start_hl7: Start) -> None:
     engine = start_hl7(2)
     batches = [generator.messages(150, seed=c) for c in range(2)]
@@ -222,6 +226,7 @@ def test_documents_go_to_a_downstream_mllp_sink(start_hl7: Start) -> None:
     listener.close()
 
 
+@pytest.mark.slow
 def test_files_go_where_they_are_placed_and_survive_a_restart(start_hl7: Start, tmp_path: Path) -> None:
     """Database (with SQLite's WAL beside it), engine log and output each in a directory of its
     own; a second engine on the same directories carries on from the first one's counts."""
@@ -240,6 +245,7 @@ def test_files_go_where_they_are_placed_and_survive_a_restart(start_hl7: Start, 
     assert samples['hl7_written_total{channel="0"}'] == samples['hl7_queued_total{channel="0"}'] == len(acked)
 
 
+@pytest.mark.slow
 def test_stop_ends_the_engine_and_every_child(start_hl7: Start) -> None:
     engine = start_hl7(2)
     children = psutil.Process(engine.process.pid).children()
@@ -253,6 +259,7 @@ def test_stop_ends_the_engine_and_every_child(start_hl7: Start) -> None:
     assert not (engine.data_dir / "engine.json").exists()
 
 
+@pytest.mark.slow
 def test_a_sigkilled_supervisor_leaves_no_orphans(start_hl7: Start) -> None:
     engine = start_hl7(2)
     children = psutil.Process(engine.process.pid).children()
@@ -332,6 +339,7 @@ def test_an_output_directory_that_cannot_be_made_fails_the_start(tmp_path: Path)
     assert "listening" not in done.stdout
 
 
+@pytest.mark.slow
 def test_db_start_puts_the_log_on_its_own_directory_and_the_engine_queues_there(start_hl7: Start) -> None:
     """hl7 db start --wal: PostgreSQL's pg_wal is the log directory given (a volume of its own in the
     hardware study), the engine queues through the passfile it wrote, and db stop ends the server."""

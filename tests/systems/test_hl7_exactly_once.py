@@ -21,6 +21,7 @@ from typing import Any
 
 import psutil
 import psycopg
+import pytest
 
 from caplab.systems.hl7 import RunningHl7, generator
 from caplab.systems.hl7.postgres_queue import SCHEMA_ENV
@@ -71,6 +72,7 @@ def stop_mid_batch(engine: RunningHl7, channel: int, query: Query, timeout_s: fl
     raise AssertionError(f"worker {channel} never held a batch")
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_batch_loses_and_repeats_nothing(start_hl7: Start) -> None:
     engine = start_hl7(4, args=("--batch", "40"))
     batches = [generator.messages(150, seed=c, prefix=f"K{c}-") for c in range(4)]
@@ -103,6 +105,7 @@ def free_ports(n: int) -> int:
     raise RuntimeError("no run of free ports")
 
 
+@pytest.mark.slow
 def test_an_engine_killed_mid_load_and_restarted_writes_each_message_once(
     start_hl7: Start, tmp_path: Path
 ) -> None:
@@ -128,6 +131,7 @@ def test_an_engine_killed_mid_load_and_restarted_writes_each_message_once(
     assert_exactly_once(engines[1], acked)
 
 
+@pytest.mark.slow
 def test_exactly_once_on_postgresql_across_a_killed_worker(start_hl7: Start, pg_url: str) -> None:
     schema = f"hl7_{uuid.uuid4().hex[:12]}"
     engine = start_hl7(2, db=pg_url, env=dict(os.environ) | {SCHEMA_ENV: schema}, args=("--batch", "40"))
@@ -143,6 +147,7 @@ def test_exactly_once_on_postgresql_across_a_killed_worker(start_hl7: Start, pg_
     assert password and password not in engine.stderr_tail() + (engine.data_dir / "engine.json").read_text()
 
 
+@pytest.mark.slow
 def test_a_killed_receiver_comes_back_on_its_ports_and_nothing_is_lost_or_repeated(start_hl7: Start) -> None:
     engine = start_hl7(2, args=("--port", str(free_ports(2))))
     victims: list[int] = []
@@ -160,6 +165,7 @@ def test_a_killed_receiver_comes_back_on_its_ports_and_nothing_is_lost_or_repeat
     assert f"receiver (pid {victims[0]}) exited with code -9; restarting it" in engine.stderr_tail()
 
 
+@pytest.mark.slow
 def test_a_lost_database_connection_is_answered_ar_and_the_engine_reconnects(
     start_hl7: Start, pg_url: str
 ) -> None:

@@ -9,11 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from support.hl7_client import Start, db_rows, written_files
 
 CAPLAB = Path(sys.executable).parent / "caplab"
 
 
+@pytest.mark.slow
 def test_caplab_load_over_mllp_completes_what_the_engine_queued_and_wrote(
     start_hl7: Start, tmp_path: Path
 ) -> None:

@@ -97,6 +97,7 @@ def subjects_over_imap(client: imaplib.IMAP4, user: str, password: str) -> list[
     return sorted(found)
 
 
+@pytest.mark.slow
 def test_every_accepted_message_is_in_its_recipients_maildir_and_read_through_the_proxy(
     start_mail: StartMail,
 ) -> None:
@@ -129,6 +130,7 @@ def test_every_accepted_message_is_in_its_recipients_maildir_and_read_through_th
     pop3.quit()
 
 
+@pytest.mark.slow
 def test_submission_and_smtps_deliver_for_an_authenticated_user_only(start_mail: StartMail) -> None:
     system, status = start_mail(users=2)
     ports = status["ports"]
@@ -147,6 +149,7 @@ def test_submission_and_smtps_deliver_for_an_authenticated_user_only(start_mail:
     assert wait_delivered(system, 2)["user2"] == 2
 
 
+@pytest.mark.slow
 def test_a_wrong_password_is_refused_as_an_authentication_failure(start_mail: StartMail) -> None:
     system, status = start_mail(users=2)
     ports = status["ports"]
@@ -166,6 +169,7 @@ def test_a_wrong_password_is_refused_as_an_authentication_failure(start_mail: St
         imaplib.IMAP4("127.0.0.1", ports["proxy"]).login("user9", right)
 
 
+@pytest.mark.slow
 def test_content_checks_and_the_recipient_table_reject_at_smtp_time(start_mail: StartMail) -> None:
     system, status = start_mail(users=2)
     with smtplib.SMTP("127.0.0.1", status["ports"]["smtp"], timeout=30) as smtp:
@@ -179,6 +183,7 @@ def test_content_checks_and_the_recipient_table_reject_at_smtp_time(start_mail: 
     assert wait_delivered(system, 1) == {"user1": 1, "user2": 0}
 
 
+@pytest.mark.slow
 def test_the_three_roles_are_disjoint_process_trees_each_named_by_its_match(start_mail: StartMail) -> None:
     _, status = start_mail(users=1)
     pids = {role: set(found["pids"]) for role, found in status["roles"].items()}
@@ -195,6 +200,7 @@ def test_the_three_roles_are_disjoint_process_trees_each_named_by_its_match(star
     assert (Path(status["passwords_file"]).stat().st_mode & 0o777) == 0o600
 
 
+@pytest.mark.slow
 def test_a_studys_role_matchers_put_sending_on_transport_and_reading_on_access(start_mail: StartMail) -> None:
     """The ``match`` each role reports, given to caplab's role collector: the processes it finds
     are that role's, and the CPU of SMTP sends lands on transport while IMAP reads through the

@@ -80,6 +80,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.slow
 def test_start_runs_in_the_foreground_until_sigterm_and_leaves_nothing_running(home: Path) -> None:
     work, mail_dir = home / "work", home / "volume" / "mail"
     proc = subprocess.Popen(
@@ -122,6 +123,7 @@ def test_start_runs_in_the_foreground_until_sigterm_and_leaves_nothing_running(h
     assert len(list((mail_dir / "user3" / "new").iterdir())) == 1  # mailboxes outlive a stop
 
 
+@pytest.mark.slow
 def test_a_detached_system_is_stopped_and_removed_from_another_process(home: Path) -> None:
     work = home / "work"
     proc = subprocess.Popen(
@@ -140,6 +142,7 @@ def test_a_detached_system_is_stopped_and_removed_from_another_process(home: Pat
     assert not work.exists()
 
 
+@pytest.mark.slow
 def test_a_role_that_dies_stops_the_others_and_start_says_which(home: Path) -> None:
     work = home / "work"
     proc = subprocess.Popen(

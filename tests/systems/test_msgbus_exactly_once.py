@@ -49,6 +49,7 @@ def assert_exactly_once(bus: RunningMsgbus, acked: list[int], flow: str) -> None
         (2, 4, "orchestration", "http"),
     ],
 )
+@pytest.mark.slow
 def test_every_acknowledged_document_is_delivered_exactly_once(
     start_msgbus: Start, hosts: int, stores: int, flow: str, transport: str
 ) -> None:
@@ -66,6 +67,7 @@ def test_exactly_once_on_postgresql(start_msgbus: Start, pg_url: str, flow: str)
     assert_exactly_once(bus, acked, flow)
 
 
+@pytest.mark.slow
 def test_a_killed_host_loses_nothing(start_msgbus: Start) -> None:
     """One host is frozen while it holds claims, then SIGKILLed: after the lease (1 s) expires the
     other host takes its messages over, and every acknowledged document arrives exactly once."""

@@ -52,6 +52,7 @@ def test_sigterm_stops_every_tier(start_msgbus: Start) -> None:
     assert wait_gone(children) == []
 
 
+@pytest.mark.slow
 def test_a_sigkilled_supervisor_leaves_no_orphans(start_msgbus: Start) -> None:
     bus = start_msgbus(2, 2)
     children = tier_processes(bus)
