@@ -243,3 +243,40 @@ def test_app_figure_against_a_plain_number_and_missing_figures_fail() -> None:
 def test_app_needs_a_figure_name_and_a_number(text: str) -> None:
     with pytest.raises(SloError):
         parse_slo(text)
+
+
+def roles_on_profiles(**machines: str) -> TrialFigures:
+    """Transport at 20 % and access at 30 % of one host core, each with a quota of 0.5 host CPUs
+    (``machines`` says which share one: the combined server's single quota)."""
+    resources = {
+        "transport": {"cpu_percent": 20.0, "quota_cpus": 0.5},
+        "access": {"cpu_percent": 30.0, "quota_cpus": 0.5},
+    }
+    return trial(resources=resources, machines=machines)
+
+
+def test_several_roles_cpu_is_their_sum_against_the_quota_they_share() -> None:
+    slo = parse_slo("cpu[transport + access]<=75%")
+    assert slo.role == "transport+access" and slo.text == "cpu[transport + access]<=75%"
+    # One combined server: 50 % of a core on a quota of half a core is 100 %: over 75 %, though each
+    # role alone (40 % and 60 %) is under it.
+    together = slo.evaluate(roles_on_profiles(transport="together", access="together"))
+    assert (together.passed, together.observed) == (False, 100.0)
+    assert parse_slo("cpu[access]<=75%").evaluate(roles_on_profiles(transport="t", access="t")).passed
+    # Apart, each has its own quota: 50 % of one core on a whole core of quota between them.
+    apart = slo.evaluate(roles_on_profiles())
+    assert (apart.passed, apart.observed) == (True, 50.0)
+
+
+def test_several_roles_cpu_without_quotas_or_with_one_missing() -> None:
+    slo = parse_slo("cpu[transport+access]<=75%")
+    bare = {"transport": {"cpu_percent": 20.0}, "access": {"cpu_percent": 30.0}}
+    assert slo.evaluate(trial(resources=bare)).observed == 50.0  # 100 % = one core, as for one role
+    missing = slo.evaluate(trial(resources={"transport": {"cpu_percent": 20.0}}))
+    assert not missing.passed and "no data for cpu" in missing.reason
+
+
+@pytest.mark.parametrize("text", ["cpu[transport+]<=75%", "cpu[+access]<=75%", "cpu[a++b]<=75%"])
+def test_an_empty_role_in_a_sum_is_refused(text: str) -> None:
+    with pytest.raises(SloError, match="name the roles to add up"):
+        parse_slo(text)

@@ -6,6 +6,8 @@ throughput >= 0.99*offered   achieved against offered (implied for open-model se
 cpu <= 75%           host CPU, share of all cores
 cpu[server] <= 75%   a role's CPU, 100 % = one core (as top shows it); on a hardware profile,
                      100 % = its profile's CPUs (the host CPUs its quota grants)
+cpu[web+db] <= 75%   the roles' CPU summed, against their quotas summed — a quota the roles share
+                     (one combined server: consolidation's together) counted once
 mem <= 80%           the host's memory in use (total − available), share of its total
 mem[db] <= 80%       a role's memory, share of its hardware profile's limit
 disk_busy <= 90%     the busiest disk
@@ -17,7 +19,8 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from caplab.units import parse_duration
@@ -44,6 +47,9 @@ class TrialFigures:
     latency_ms: dict[str, float | None]
     resources: dict[str, dict[str, float]]
     cores: int
+    machines: Mapping[str, str] = field(default_factory=dict)
+    """Role → the machine it shares with other roles (one combined server's quota); a role not
+    named has its quota to itself."""
 
 
 @dataclass(frozen=True)
@@ -88,7 +94,7 @@ class Slo:
 
     def _on_quota(self, t: TrialFigures) -> str:
         """How a role's CPU on a profile reads both ways: of its quota, and of one host core."""
-        if self.metric != "cpu" or self.role is None:
+        if self.metric != "cpu" or self.role is None or "+" in self.role:
             return ""
         m = t.resources.get(self.role) or {}
         quota, cpu = m.get("quota_cpus"), m.get("cpu_percent")
@@ -115,9 +121,7 @@ class Slo:
             return t.throughput
         if self.metric == "cpu":
             if self.role is not None:
-                role = t.resources.get(self.role) or {}
-                used, quota = role.get("cpu_percent"), role.get("quota_cpus")
-                return used / quota if used is not None and quota else used
+                return _roles_cpu(self.role.split("+"), t)
             host = t.resources.get("host") or {}
             cpu = host.get("cpu_percent")
             return cpu / max(t.cores, 1) if cpu is not None else None
@@ -128,6 +132,21 @@ class Slo:
         if self.metric == "app" and self.role is not None:
             return (t.resources.get("app") or {}).get(self.role)
         return None
+
+
+def _roles_cpu(roles: list[str], t: TrialFigures) -> float | None:
+    """The roles' CPU together: used summed (100 % = one host core) against the host CPUs their
+    quotas grant, each machine's quota once; without quotas, the sum as a share of one core."""
+    used = [(t.resources.get(r) or {}).get("cpu_percent") for r in roles]
+    if any(u is None for u in used):
+        return None
+    quotas: dict[str, float | None] = {}
+    for r in roles:
+        quotas.setdefault(t.machines.get(r, f"role:{r}"), (t.resources.get(r) or {}).get("quota_cpus"))
+    total = sum(u for u in used if u is not None)
+    if any(not q for q in quotas.values()):
+        return total
+    return total / sum(q for q in quotas.values() if q)
 
 
 def parse_slo(text: str) -> Slo:
@@ -152,6 +171,10 @@ def parse_slo(text: str) -> Slo:
     if metric in ("errors", "cpu", "disk_busy"):
         if metric != "cpu":
             _no_role(text, role)
+        if role is not None and not all(part.strip() for part in role.split("+")):
+            raise SloError(f"{text!r}: name the roles to add up, e.g. cpu[transport+access]")
+        if role is not None:
+            role = "+".join(part.strip() for part in role.split("+"))
         return Slo(text, metric, role, op, _percent(text, raw))
     if metric == "mem":
         return Slo(text, metric, role, op, _percent(text, raw))
@@ -169,6 +192,7 @@ def parse_slo(text: str) -> Slo:
             "throughput",
             "cpu",
             "cpu[ROLE]",
+            "cpu[ROLE+ROLE]",
             "mem",
             "mem[ROLE]",
             "disk_busy",

@@ -42,6 +42,9 @@ class ProfileSource:
     volume_limits: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     """Each volume's throttle ceilings by figure (``write_iops``, ``write_mb_s`` …): a throttled
     request waits before the device, so busy % alone never shows a volume at its ceiling."""
+    machine: str | None = None
+    """The machine the role shares with other roles (one combined server: one quota for all), or
+    None when the profile is the role's own; an SLO on several roles' CPU counts a quota once."""
 
 
 def _counters(u: Mapping[str, int | float | str]) -> DiskCounters:

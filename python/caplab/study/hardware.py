@@ -147,7 +147,7 @@ def profile_source(hw: CellHardware, role: str) -> ProfileSource:
         }
         for name, v in hw.profiles[role].volumes.items()
     }
-    return ProfileSource(lambda: hw.usage(role), labels, limits)
+    return ProfileSource(lambda: hw.usage(role), labels, limits, hw.shared.get(role))
 
 
 def with_profiles(roles: list[RoleSpec], hw: CellHardware | None) -> list[RoleSpec]:

@@ -126,8 +126,9 @@ class TrialProber:
         scopes = summarize(record.samples, warmup, window_end)
         resources = cell_resources(record.samples, warmup, window_end)
         cores = int(scopes.get("host", {}).get("cores", 1))
+        machines = {x.name: x.profile.machine for x in self.roles if x.profile and x.profile.machine}
         trial = TrialFigures(
-            r.offered_rate, r.throughput, r.sent, r.errors, r.latency_ms.__dict__, resources, cores
+            r.offered_rate, r.throughput, r.sent, r.errors, r.latency_ms.__dict__, resources, cores, machines
         )
         verdicts = evaluate(self.slos, trial)
         steady = steadiness(r.intervals, r.warmup_s + r.duration_s)
