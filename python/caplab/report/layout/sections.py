@@ -48,6 +48,7 @@ from caplab.report.layout.tables import (
     volumes_table,
 )
 from caplab.report.layout.timeline import timeline_charts
+from caplab.report.layout.usage import actions_table, per_user_table
 from caplab.report.model.types import Observation, Results, Scenario
 from caplab.report.text.recommend import sustained
 
@@ -302,7 +303,9 @@ def capacity(results: Results, charts: dict[str, Chart]) -> Section:
     if not results["capacity"]:
         return Section("Capacity", "capacity", [Para("No configuration completed with a figure.")])
     paper = [table] if (table := paper_table(results)) is not None else []
-    return Section("Capacity", "capacity", [capacity_table(results), *paper, *_chart(charts, "capacity")])
+    usage = [t for t in (actions_table(results), per_user_table(results)) if t is not None]
+    blocks: list[Block | Section] = [capacity_table(results), *usage, *paper, *_chart(charts, "capacity")]
+    return Section("Capacity", "capacity", blocks)
 
 
 def scaling(results: Results, charts: dict[str, Chart]) -> Section:

@@ -17,12 +17,14 @@ from caplab.analysis.limit import find_limit
 from caplab.collect.base import ResourceSample
 from caplab.collect.summary import summarize
 from caplab.report.model.types import (
+    ActionRow,
     CellCapacity,
     CellResult,
     DatabaseFailover,
     Latency,
     Limit,
     Metrics,
+    PerUserRow,
     RecoveryRow,
     Resources,
     Search,
@@ -83,6 +85,29 @@ def _capacity(m: dict[str, Any]) -> CellCapacity | None:
         "slo": list(c.get("slo") or []),
         "generator_saturated": bool(c.get("generator_saturated")),
         "at_least": c.get("capacity_at_least") if c.get("generator_saturated") else None,
+        "actions": [_action(a) for a in c.get("actions") or [] if isinstance(a, dict)],
+        "per_user": _per_user(c.get("per_user")),
+    }
+
+
+def _action(a: dict[str, Any]) -> ActionRow:
+    return {
+        "name": str(a.get("name")),
+        "completed": int(a.get("completed") or 0),
+        "errors": int(a.get("errors") or 0),
+        "per_s": float(a.get("per_s") or 0.0),
+        "p50_ms": a.get("p50_ms"),
+        "p90_ms": a.get("p90_ms"),
+        "p99_ms": a.get("p99_ms"),
+    }
+
+
+def _per_user(u: object) -> PerUserRow | None:
+    if not isinstance(u, dict) or u.get("offered_per_hour") is None or u.get("achieved_per_hour") is None:
+        return None
+    return {
+        "offered_per_hour": float(u["offered_per_hour"]),
+        "achieved_per_hour": float(u["achieved_per_hour"]),
     }
 
 

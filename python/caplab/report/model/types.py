@@ -117,6 +117,25 @@ or a 95 % t-interval over replicates (how far another run would land). Only the 
 confidence interval."""
 
 
+class ActionRow(TypedDict):
+    """One action of a usage profile over the confirmation trials at capacity."""
+
+    name: str
+    completed: int
+    errors: int
+    per_s: float
+    p50_ms: float | None
+    p90_ms: float | None
+    p99_ms: float | None
+
+
+class PerUserRow(TypedDict):
+    """A usage profile's actions per user-hour: what it offered, what the users reached."""
+
+    offered_per_hour: float
+    achieved_per_hour: float
+
+
 class CellCapacity(TypedDict):
     """A searched cell's capacity, as the search stored it."""
 
@@ -135,6 +154,9 @@ class CellCapacity(TypedDict):
     at_least: float | None
     """When the generator stopped the search (inconclusive): the floor it proved, the generator's
     limit here — not a capacity of the system."""
+    actions: list[ActionRow]
+    """A usage profile's actions at capacity (empty for a single request type)."""
+    per_user: PerUserRow | None
 
 
 class Metrics(TypedDict):
