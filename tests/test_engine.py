@@ -492,6 +492,23 @@ def test_request_mix_follows_weights_and_class_histograms_merge_to_the_total(
     assert (twice.p50, twice.p99, twice.max) == (r.latency_ms.p50, r.latency_ms.p99, r.latency_ms.max)
 
 
+@pytest.mark.parametrize("think", [Think("exponential", 20.0), Think("constant", 20.0)], ids=lambda t: t.kind)
+@pytest.mark.slow
+def test_thinking_users_start_spread_out_not_all_at_once(known_server: KnownServer, think: Think) -> None:
+    """2,000 users thinking 20 s on average send 100/s in the steady state; the run opens in it (users
+    first wait a think time, or are spread over one period), not with 2,000 sends in the first interval."""
+    server = known_server()
+    users, interval = 2000, 0.5
+    r = run(Plan(http(server), ClosedLoad(users, think), duration_s=2.0, interval_s=interval, seed=7))
+    steady = users * interval / think.mean_s  # 50 a half-second interval
+    first = r.intervals[0].sent
+    # Exponential: a Poisson count (sd about 7), ±5 sd; constant: users 0, 10 ms, 20 ms … start.
+    assert abs(first - steady) <= (5 * math.sqrt(steady) if think.kind == "exponential" else 2), first
+    assert r.sent == pytest.approx(users * r.duration_s / think.mean_s, abs=5 * math.sqrt(200)), r.sent
+    assert r.errors == 0
+    accounted(r)
+
+
 @pytest.mark.slow
 def test_histograms_are_hdr_v2_at_three_significant_digits(plain_server: RunningServer) -> None:
     r = run(open_plan(http(plain_server), 500, 1.0))

@@ -139,6 +139,20 @@ pub fn think_time(think: &Think, rng: &mut Rng) -> Option<Duration> {
     }
 }
 
+/// When a closed-model user sends its first request, from the run start: user `user` of `users`
+/// starts as if the population had been running for a while, so the run opens steady instead of
+/// with every user's first request at once. With exponential think each user first waits a think
+/// time from the same distribution (each user's sends are then a Poisson stream from the start);
+/// with constant think the first sends are spread evenly over one think period; without think
+/// every user starts at once (a saturating loop has no quiet phase to be in).
+pub fn first_send_offset(think: &Think, user: usize, users: usize, rng: &mut Rng) -> Duration {
+    match *think {
+        Think::None => Duration::ZERO,
+        Think::Constant { mean_s } => Duration::from_secs_f64(mean_s * user as f64 / users.max(1) as f64),
+        Think::Exponential { mean_s } => Duration::from_secs_f64(mean_s * rng.exp1()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -207,5 +221,44 @@ mod tests {
         assert!(d < 1.63 / n.sqrt(), "KS statistic {d}");
         let mean = t.last().unwrap() / n;
         assert!((mean * rate - 1.0).abs() < 0.03, "mean gap {mean}");
+    }
+
+    #[test]
+    fn first_sends_without_think_are_at_once() {
+        let mut rng = Rng::new(1);
+        assert!((0..10).all(|u| first_send_offset(&Think::None, u, 10, &mut rng).is_zero()));
+    }
+
+    #[test]
+    fn first_sends_with_constant_think_spread_over_one_period() {
+        let think = Think::Constant { mean_s: 10.0 };
+        let mut rng = Rng::new(1);
+        let at: Vec<f64> =
+            (0..100).map(|u| first_send_offset(&think, u, 100, &mut rng).as_secs_f64()).collect();
+        assert_eq!(at[0], 0.0);
+        assert!(at.windows(2).all(|w| (w[1] - w[0] - 0.1).abs() < 1e-9), "{at:?}");
+        assert!(at[99] < 10.0);
+    }
+
+    #[test]
+    fn first_sends_with_exponential_think_are_think_times() {
+        let think = Think::Exponential { mean_s: 60.0 };
+        let draw = |seed| {
+            let mut rng = Rng::new(seed);
+            (0..20_000)
+                .map(|u| first_send_offset(&think, u, 20_000, &mut rng).as_secs_f64())
+                .collect::<Vec<_>>()
+        };
+        let at = draw(3);
+        assert_eq!(at, draw(3), "the seed makes the offsets repeatable");
+        let n = at.len() as f64;
+        let mean = at.iter().sum::<f64>() / n;
+        assert!((mean - 60.0).abs() < 60.0 * 0.03, "mean {mean}");
+        // Exponential: the share starting within the first minute is 1 − 1/e, not all of them.
+        let first_minute = at.iter().filter(|&&t| t < 60.0).count() as f64 / n;
+        assert!((first_minute - (1.0 - (-1.0f64).exp())).abs() < 0.02, "{first_minute}");
+        // Users in the first second of the run: about users × 1 s / think, the stationary rate.
+        let first_second = at.iter().filter(|&&t| t < 1.0).count() as f64;
+        assert!((first_second - n / 60.0).abs() < 4.0 * (n / 60.0).sqrt(), "{first_second}");
     }
 }

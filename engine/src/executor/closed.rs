@@ -1,24 +1,28 @@
 //! The closed model: a fixed number of users, each sending a request, waiting for its reply,
 //! then thinking. Throughput is whatever the system returns: users / (response + think). A user
 //! refused a connection waits the plan's back-off and tries again; the time spent reconnecting
-//! counts in the latency of the request that gets through.
+//! counts in the latency of the request that gets through. Users who think do not all send at
+//! the run start: each first waits its `first_send_offset`, so the population opens in its
+//! steady state instead of with a burst of every user at once.
 
 use super::Worker;
 use crate::driver::{Driver, ErrorKind};
 use crate::plan::Think;
-use crate::schedule::{think_time, Rng};
+use crate::schedule::{first_send_offset, think_time, Rng};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 /// Starts one task per user, each sending to its own target (`user_targets`, by target number).
-pub async fn run<D>(w: Rc<Worker<D>>, user_targets: Vec<usize>, think: Think, seed: u64)
+/// This thread's users are users `index`, `index + threads` … of the plan's `users`.
+pub async fn run<D>(w: Rc<Worker<D>>, user_targets: Vec<usize>, users: usize, think: Think, seed: u64)
 where
     D: Driver + 'static,
     D::Conn: 'static,
 {
     for (u, target) in user_targets.into_iter().enumerate() {
-        let rng = Rng::new(seed.wrapping_add(u as u64 * 7919));
-        w.spawn(user(w.clone(), target, think, rng));
+        let mut rng = Rng::new(seed.wrapping_add(u as u64 * 7919));
+        let first = first_send_offset(&think, w.index + u * w.threads, users, &mut rng);
+        w.spawn(user(w.clone(), target, think, first, rng));
     }
     let end = w.clock.window_end;
     while !w.stopping(Instant::now()) {
@@ -30,9 +34,9 @@ where
     w.drain().await;
 }
 
-async fn user<D: Driver>(w: Rc<Worker<D>>, target: usize, think: Think, mut rng: Rng) {
-    // Start with the run clock, so the first request is timed like every other.
-    tokio::time::sleep_until(w.clock.start.into()).await;
+async fn user<D: Driver>(w: Rc<Worker<D>>, target: usize, think: Think, first: Duration, mut rng: Rng) {
+    // Start on the run clock (plus the user's offset), so the first request is timed like every other.
+    tokio::time::sleep_until((w.clock.start + first).into()).await;
     let mut conn = None;
     // Since when the user has been waiting to reconnect: that wait is the system's, so it counts
     // in the latency of the user's next request.

@@ -106,9 +106,11 @@ pub enum Share {
         max_in_flight: u64,
         slack: Duration,
     },
-    /// One entry per user of this thread: the number of the target that user sends to.
+    /// One entry per user of this thread: the number of the target that user sends to; `users`
+    /// is the plan's whole population (users are numbered across threads).
     Closed {
         user_targets: Vec<usize>,
+        users: usize,
         think: Think,
     },
 }
@@ -374,8 +376,8 @@ where
             Share::Open { schedule, max_in_flight, slack } => {
                 open::run(worker.clone(), schedule, max_in_flight, slack).await
             }
-            Share::Closed { user_targets, think } => {
-                closed::run(worker.clone(), user_targets, think, setup.seed).await
+            Share::Closed { user_targets, users, think } => {
+                closed::run(worker.clone(), user_targets, users, think, setup.seed).await
             }
         }
     });
