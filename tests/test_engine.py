@@ -534,9 +534,26 @@ def test_percentiles_are_withheld_when_the_sample_is_too_small(plain_server: Run
     r = run(open_plan(http(plain_server), 50, 1.0))
     s = r.latency_ms
     assert 10 <= s.count < 100
-    assert s.p50 is not None and s.p90 is not None
+    assert s.p50 is not None and s.p90 is not None and (s.p95 is not None) == (s.count >= 20)
     assert s.p99 is None and s.p999 is None
     assert s.min is not None and s.max is not None and s.min <= s.p50 <= s.max
+
+
+@pytest.mark.slow
+def test_p95_is_the_95th_percentile_of_the_histogram(known_server: KnownServer) -> None:
+    server = known_server("--sleep-ms", "1")
+    r = run(open_plan(http(server), 400, 1.0))
+    s, h = r.latency_ms, hdrv2.decode(r.latency_hdr)
+    assert s.p90 is not None and s.p95 is not None and s.p99 is not None
+    assert s.p90 <= s.p95 <= s.p99
+    # The bucket holding the ⌈0.95·n⌉-th smallest latency: p95 is reported at its top.
+    rank, seen = math.ceil(0.95 * h.total), 0
+    for low in sorted(h.counts):
+        seen += h.counts[low]
+        if seen >= rank:
+            break
+    assert low / 1000 <= s.p95 <= (low + h.bucket_width(low)) / 1000
+    assert r.service_time_ms.p95 is not None
 
 
 @pytest.mark.slow

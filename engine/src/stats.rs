@@ -334,7 +334,7 @@ fn count(t: &mut TargetCounts, ok: bool) {
 }
 
 /// Latency summary in milliseconds. A percentile is given only when at least one sample lies
-/// beyond it (p99 needs 100 samples, p99.9 needs 1,000); otherwise it is None.
+/// beyond it (p95 needs 20 samples, p99 100, p99.9 1,000); otherwise it is None.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Summary {
     pub count: u64,
@@ -342,6 +342,7 @@ pub struct Summary {
     pub mean: Option<f64>,
     pub p50: Option<f64>,
     pub p90: Option<f64>,
+    pub p95: Option<f64>,
     pub p99: Option<f64>,
     pub p999: Option<f64>,
     pub max: Option<f64>,
@@ -361,6 +362,7 @@ impl Summary {
             mean: (n > 0).then(|| h.mean() / 1000.0),
             p50: q(0.5),
             p90: q(0.9),
+            p95: q(0.95),
             p99: q(0.99),
             p999: q(0.999),
             max: (n > 0).then(|| ms(h.max())),
@@ -429,11 +431,17 @@ mod tests {
             h.record(v * 1000).unwrap();
         }
         let s = Summary::of(&h);
-        assert!(s.p90.is_some() && s.p99.is_none() && s.p999.is_none());
+        assert!(s.p90.is_some() && s.p95.is_some() && s.p99.is_none() && s.p999.is_none());
+        assert!((s.p95.unwrap() - 95.0).abs() < 0.1, "{:?}", s.p95);
         h.record(100_000).unwrap();
         let s = Summary::of(&h);
         assert!((s.p99.unwrap() - 99.0).abs() < 0.1, "{:?}", s.p99);
         assert!((s.max.unwrap() - 100.0).abs() < 0.1);
         assert!(Summary::of(&new_histogram()).mean.is_none());
+        let mut few = new_histogram();
+        for v in 1..=19 {
+            few.record(v * 1000).unwrap();
+        }
+        assert!(Summary::of(&few).p90.is_some() && Summary::of(&few).p95.is_none());
     }
 }

@@ -259,7 +259,9 @@ class Plan:
 
 @dataclass(frozen=True)
 class LatencySummary:
-    """Milliseconds. A percentile is None when the sample is too small to support it."""
+    """Milliseconds. A percentile is None when the sample is too small to support it (p95 needs
+    20 samples, p99 100). ``p95`` comes last, with a default, so summaries written before the
+    engine gave it (stored results, older load agents) still read, as None."""
 
     count: int
     min: float | None
@@ -269,6 +271,7 @@ class LatencySummary:
     p99: float | None
     p999: float | None
     max: float | None
+    p95: float | None = None
 
     @staticmethod
     def from_dict(d: dict[str, Any]) -> LatencySummary:

@@ -8,16 +8,25 @@ import subprocess
 import pytest
 
 from caplab.analysis.slo import Slo, SloError, TrialFigures, as_dict, evaluate, parse_slo, sustainable
+from caplab.engine import LatencySummary
 
 
 def trial(**changes: object) -> TrialFigures:
-    """A trial at 100/s offered on a 4-core host: p99 40 ms, 1 error in 1000, the host at 75 %."""
+    """A trial at 100/s offered on a 4-core host: p95 30 ms, p99 40 ms, 1 error in 1000, the host at 75 %."""
     base: dict[str, object] = {
         "offered_rate": 100.0,
         "throughput": 99.5,
         "sent": 1000,
         "errors": 1,
-        "latency_ms": {"p50": 5.0, "p90": 20.0, "p99": 40.0, "p999": 80.0, "max": 120.0, "mean": 8.0},
+        "latency_ms": {
+            "p50": 5.0,
+            "p90": 20.0,
+            "p95": 30.0,
+            "p99": 40.0,
+            "p999": 80.0,
+            "max": 120.0,
+            "mean": 8.0,
+        },
         "resources": {
             "host": {"cpu_percent": 300.0, "disk_busy_percent": 50.0},
             "Server": {"cpu_percent": 80.0},
@@ -38,6 +47,7 @@ def trial(**changes: object) -> TrialFigures:
         ("p99<=50ms", "p99", None, "<=", 50.0, False),
         ("p50<1s", "p50", None, "<", 1000.0, False),
         ("p90<=250us", "p90", None, "<=", 0.25, False),
+        ("p95<=200ms", "p95", None, "<=", 200.0, False),
         ("p999 <= 2s", "p999", None, "<=", 2000.0, False),
         ("max<2m", "max", None, "<", 120_000.0, False),
         ("mean<=10ms", "mean", None, "<=", 10.0, False),
@@ -85,7 +95,7 @@ def test_a_role_keeps_its_case() -> None:
         ("p99 50ms", "expected METRIC OP VALUE"),
         ("cpu[]<=75%", "expected METRIC OP VALUE"),
         ("latency<=50ms", "unknown metric 'latency'"),
-        ("p95<=50ms", "unknown metric 'p95'"),
+        ("p97<=50ms", "unknown metric 'p97'"),
         ("p99<=fast", "'fast' is not a latency"),
         ("p99<=-5ms", "is not a latency"),
         ("p99<=50ms and more", "is not a latency"),
@@ -107,7 +117,9 @@ def test_nonsense_is_rejected_naming_the_problem(text: str, problem: str) -> Non
 
 
 def test_unknown_metric_message_lists_the_known_ones() -> None:
-    with pytest.raises(SloError, match=r"known: p50, p90, p99, p999, max, mean, errors, throughput, cpu"):
+    with pytest.raises(
+        SloError, match=r"known: p50, p90, p95, p99, p999, max, mean, errors, throughput, cpu"
+    ):
         parse_slo("latency<=5ms")
 
 
@@ -143,6 +155,8 @@ def test_find_capacity_rejects_a_bad_slo_with_exit_2(caplab_cmd: list[str]) -> N
         ("p99<=30ms", False, 40.0),
         ("p99<40ms", False, 40.0),
         ("p50<=5ms", True, 5.0),
+        ("p95<=30ms", True, 30.0),
+        ("p95<25ms", False, 30.0),
         ("p999<=100ms", True, 80.0),
         ("max<=100ms", False, 120.0),
         ("mean<=10ms", True, 8.0),
@@ -166,6 +180,24 @@ def test_evaluation_observes_the_right_figure(text: str, passed: bool, observed:
     assert verdict.slo == text
     assert verdict.reason.startswith(f"{text}: ")
     assert ("meets" if passed else "fails") in verdict.reason
+
+
+def test_a_p95_slo_is_judged_from_the_engines_measured_p95() -> None:
+    """The figures as a search trial hands them over (the engine's summary as a dict): p95 is read
+    as p95, not as the p90 or p99 beside it; a summary too small for a p95 falls back on the max."""
+    summary = LatencySummary(1000, 1.0, 8.0, 5.0, 20.0, 40.0, 80.0, 120.0, p95=30.0)
+    measured = trial(latency_ms=summary.__dict__)
+    assert [v.passed for v in evaluate([parse_slo("p95<=35ms"), parse_slo("p95<=25ms")], measured)] == [
+        True,
+        False,
+    ]
+    assert parse_slo("p95<=25ms").evaluate(measured).reason == "p95<=25ms: 30ms fails <= 25ms"
+    few = LatencySummary(19, 1.0, 3.0, 2.0, 4.0, None, None, 9.0, p95=None)
+    assert parse_slo("p95<=10ms").evaluate(trial(latency_ms=few.__dict__)).passed
+    assert (
+        "too few requests to measure p95"
+        in parse_slo("p95<=5ms").evaluate(trial(latency_ms=few.__dict__)).reason
+    )
 
 
 def test_a_failed_latency_verdict_says_observed_and_bound() -> None:

@@ -1,6 +1,6 @@
 """SLO predicates: parsed from strings, evaluated per trial, with the reason when one fails.
 
-p99 <= 50ms          latency percentile (p50 p90 p99 p999 max mean), from the intended send
+p99 <= 50ms          latency percentile (p50 p90 p95 p99 p999 max mean), from the intended send
 errors <= 0.1%       failed / sent
 throughput >= 0.99*offered   achieved against offered (implied for open-model searches)
 cpu <= 75%           host CPU, share of all cores
@@ -25,8 +25,8 @@ from typing import Any
 
 from caplab.units import parse_duration
 
-_LATENCY = ("p50", "p90", "p99", "p999", "max", "mean")
-_PERCENTILES = ("p50", "p90", "p99", "p999")
+_LATENCY = ("p50", "p90", "p95", "p99", "p999", "max", "mean")
+_PERCENTILES = ("p50", "p90", "p95", "p99", "p999")
 _PATTERN = re.compile(
     r"^\s*(?P<metric>[A-Za-z_0-9]+)(?:\[(?P<role>[^\]]+)\])?\s*(?P<op><=|>=|<|>)\s*(?P<value>.+?)\s*$"
 )

@@ -21,7 +21,7 @@ from caplab.analysis.steady import FAIR_CV, steadiness
 from caplab.engine import IntervalSnapshot
 from caplab.units import parse_duration
 
-LATENCY = ("p50", "p90", "p99", "p999", "max", "mean")
+LATENCY = ("p50", "p90", "p95", "p99", "p999", "max", "mean")
 STEADY_INTERVALS = 5
 """``after: steady`` needs this many measured intervals in a row with completions, no errors, a
 throughput that varies less than the 'fair' consistency bound and no trend."""

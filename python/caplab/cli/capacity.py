@@ -284,11 +284,10 @@ def print_actions(console: Console, answer: CapacityAnswer) -> None:
         )
     if len(answer.actions) < 2 and u is None:
         return
-    t = Table("action", "per s", "errors", "p50", "p90", "p99", header_style="bold")
+    t = Table("action", "per s", "errors", "p50", "p90", "p95", "p99", header_style="bold")
     for a in answer.actions:
-        t.add_row(
-            a.name, f"{a.per_s:,.2f}", str(a.errors), fmt_ms(a.p50_ms), fmt_ms(a.p90_ms), fmt_ms(a.p99_ms)
-        )
+        latencies = (a.p50_ms, a.p90_ms, a.p95_ms, a.p99_ms)
+        t.add_row(a.name, f"{a.per_s:,.2f}", str(a.errors), *(fmt_ms(v) for v in latencies))
     console.print(t)
 
 

@@ -26,13 +26,13 @@ def live_line(s: IntervalSnapshot, offered: float | None) -> Text:
 
 
 def _latency_row(name: str, s: LatencySummary) -> list[str]:
-    return [name, *(fmt_ms(v) for v in (s.min, s.mean, s.p50, s.p90, s.p99, s.p999, s.max))]
+    return [name, *(fmt_ms(v) for v in (s.min, s.mean, s.p50, s.p90, s.p95, s.p99, s.p999, s.max))]
 
 
 def _classes(console: Console, r: RunResult) -> None:
     """A mix's (a usage profile's) figures per action: rate, errors and latency of each."""
     t = Table(box=None, header_style="bold")
-    for col in ("action", "completed", "per s", "errors", "p50", "p90", "p99", "max"):
+    for col in ("action", "completed", "per s", "errors", "p50", "p90", "p95", "p99", "max"):
         t.add_column(col, justify="left" if col == "action" else "right")
     for c in r.classes:
         per_s = c.completed / r.duration_s if r.duration_s else 0.0
@@ -42,7 +42,7 @@ def _classes(console: Console, r: RunResult) -> None:
             str(c.completed),
             f"{per_s:,.2f}",
             str(c.errors),
-            *(fmt_ms(v) for v in (s.p50, s.p90, s.p99, s.max)),
+            *(fmt_ms(v) for v in (s.p50, s.p90, s.p95, s.p99, s.max)),
         )
     console.print(t)
     if r.users:
@@ -60,7 +60,7 @@ def summary(console: Console, url: str, r: RunResult) -> None:
     console.print(counts)
     lat = Table(box=None, header_style="bold")
     lat.add_column("")
-    for col in ("min", "mean", "p50", "p90", "p99", "p99.9", "max"):
+    for col in ("min", "mean", "p50", "p90", "p95", "p99", "p99.9", "max"):
         lat.add_column(col, justify="right")
     lat.add_row(*_latency_row("latency", r.latency_ms))
     lat.add_row(*_latency_row("service time", r.service_time_ms))

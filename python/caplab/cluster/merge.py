@@ -16,7 +16,7 @@ from typing import Any
 
 from caplab.engine import RunResult, merge_histograms, summarize_histogram
 
-PERCENTILES = ("p50", "p90", "p99", "p999")
+PERCENTILES = ("p50", "p90", "p95", "p99", "p999")
 ADDED = ("sent", "completed", "errors", "dropped", "in_flight_at_end", "throughput")
 
 
@@ -65,7 +65,8 @@ def merge_latency(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     means = [(s["mean"], s["count"]) for s in seen if s["mean"] is not None]
     merged["mean"] = sum(m * n for m, n in means) / sum(n for _, n in means) if means else None
     for p in PERCENTILES:
-        values = [s[p] for s in seen if s[p] is not None]
+        # .get: an agent built before the engine gave p95 has none.
+        values = [s[p] for s in seen if s.get(p) is not None]
         merged[p] = max(values) if values else None
     return merged
 
@@ -124,7 +125,7 @@ def _merged_histograms(raws: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _summary(hdr: str) -> dict[str, Any]:
     s = summarize_histogram(hdr)
-    return {k: getattr(s, k) for k in ("count", "min", "mean", "p50", "p90", "p99", "p999", "max")}
+    return {k: getattr(s, k) for k in ("count", "min", "mean", "p50", "p90", "p95", "p99", "p999", "max")}
 
 
 def _merged_classes(raws: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -23,7 +23,7 @@ from caplab.experiments.capacity.mix import ActionFigures, PerUser, action_figur
 from caplab.experiments.capacity.search import GeneratorSaturated, Phase, Probe, SearchOutcome
 
 NO_BACKLOG = "throughput>=0.99*offered"
-MIN_SAMPLES = {"p50": 2, "p90": 10, "p99": 100, "p999": 1000}
+MIN_SAMPLES = {"p50": 2, "p90": 10, "p95": 20, "p99": 100, "p999": 1000}
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from caplab.report.model.types import (
 from caplab.report.text.intervals import error_bars
 from caplab.units import cell_label, is_number
 
-LATENCY_METRICS = ("p50", "p90", "p99", "p999", "max", "mean")
+LATENCY_METRICS = ("p50", "p90", "p95", "p99", "p999", "max", "mean")
 MAX_CELLS_PER_PANEL = 6
 """More cells than this in a chart of lines (the knee, latency) are drawn one panel per group of
 cells (e.g. one per store count × flow), a line per level of the factor left: 32 lines in one
