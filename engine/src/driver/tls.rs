@@ -16,7 +16,7 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
@@ -108,22 +108,74 @@ impl TlsClient {
 impl TlsClient {
     /// One blocking handshake before the run, so that a certificate the client does not trust
     /// fails at once with its reason instead of as a run full of `tls` errors. It uses a
-    /// configuration of its own: the run's first connection must not resume its session.
+    /// configuration of its own: the run's first connection must not resume its session. A busy
+    /// server may take longer than `timeout` to answer one handshake: a timed-out handshake is
+    /// tried once more with `PREFLIGHT_RETRY_FACTOR` times the time before the run is refused.
     pub fn preflight(&self, options: &TlsOptions, addr: SocketAddr, timeout: Duration) -> Result<(), String> {
-        let config = client_config(options).map_err(|e| e.to_string())?;
-        let failed = |why: String| format!("TLS handshake with {addr} failed: {why}");
-        let mut sock =
-            std::net::TcpStream::connect_timeout(&addr, timeout).map_err(|e| failed(e.to_string()))?;
+        match self.preflight_once(options, addr, timeout) {
+            Err(Preflight::TimedOut) => {
+                let longer = timeout * PREFLIGHT_RETRY_FACTOR;
+                match self.preflight_once(options, addr, longer) {
+                    Err(Preflight::TimedOut) => Err(format!(
+                        "TLS handshake with {addr} timed out after {} s (and after {} s on a first try): \
+                         is the server overloaded, or not speaking TLS on this port?",
+                        seconds(longer),
+                        seconds(timeout)
+                    )),
+                    Err(Preflight::Failed(why)) => Err(why),
+                    Ok(()) => Ok(()),
+                }
+            }
+            Err(Preflight::Failed(why)) => Err(why),
+            Ok(()) => Ok(()),
+        }
+    }
+
+    fn preflight_once(
+        &self,
+        options: &TlsOptions,
+        addr: SocketAddr,
+        timeout: Duration,
+    ) -> Result<(), Preflight> {
+        let config = client_config(options).map_err(|e| Preflight::Failed(e.to_string()))?;
+        let failed = |e: io::Error| match e.kind() {
+            // A socket timeout: SO_RCVTIMEO and SO_SNDTIMEO expire as EAGAIN (WouldBlock).
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => Preflight::TimedOut,
+            _ => Preflight::Failed(format!("TLS handshake with {addr} failed: {}", explain(&e))),
+        };
+        let mut sock = std::net::TcpStream::connect_timeout(&addr, timeout).map_err(failed)?;
         let _ = sock.set_read_timeout(Some(timeout));
         let _ = sock.set_write_timeout(Some(timeout));
         let mut conn = rustls::ClientConnection::new(config, self.server_name.clone())
-            .map_err(|e| failed(e.to_string()))?;
+            .map_err(|e| Preflight::Failed(format!("TLS handshake with {addr} failed: {e}")))?;
+        // The socket's timeouts bound each read and write; this bounds the handshake as a whole.
+        let deadline = Instant::now() + timeout;
         while conn.is_handshaking() {
-            if let Err(e) = conn.complete_io(&mut sock) {
-                return Err(failed(explain(&e)));
+            if Instant::now() >= deadline {
+                return Err(Preflight::TimedOut);
             }
+            conn.complete_io(&mut sock).map_err(failed)?;
         }
         Ok(())
+    }
+}
+
+/// How much longer the preflight's second handshake may take than its first.
+const PREFLIGHT_RETRY_FACTOR: u32 = 3;
+
+/// Why one preflight handshake did not finish.
+enum Preflight {
+    TimedOut,
+    Failed(String),
+}
+
+/// A duration in seconds as people write it: `5`, `0.2`.
+fn seconds(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{s:.0}")
+    } else {
+        format!("{}", (s * 1000.0).round() / 1000.0)
     }
 }
 
@@ -237,5 +289,50 @@ impl ServerCertVerifier for AcceptAnyCertificate {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    fn insecure() -> TlsOptions {
+        TlsOptions { insecure: true, ..TlsOptions::default() }
+    }
+
+    #[test]
+    fn preflight_against_a_silent_server_says_it_timed_out_after_one_retry() {
+        // Accepts (the kernel completes the TCP handshake) and never answers the ClientHello.
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let options = insecure();
+        let client = TlsClient::new(client_config(&options).unwrap(), &options, "localhost").unwrap();
+        let why = client.preflight(&options, addr, Duration::from_millis(100)).unwrap_err();
+        assert_eq!(
+            why,
+            format!(
+                "TLS handshake with {addr} timed out after 0.3 s (and after 0.1 s on a first try): \
+                 is the server overloaded, or not speaking TLS on this port?"
+            )
+        );
+        assert!(!why.contains("os error"), "{why}");
+        drop(listener);
+    }
+
+    #[test]
+    fn preflight_against_a_server_that_hangs_up_says_so_without_retrying() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let closer = std::thread::spawn(move || {
+            let (sock, _) = listener.accept().unwrap();
+            drop(sock);
+        });
+        let options = insecure();
+        let client = TlsClient::new(client_config(&options).unwrap(), &options, "localhost").unwrap();
+        let why = client.preflight(&options, addr, Duration::from_secs(5)).unwrap_err();
+        closer.join().unwrap();
+        assert!(why.starts_with(&format!("TLS handshake with {addr} failed: ")), "{why}");
+        assert!(!why.contains("timed out"), "{why}");
     }
 }
