@@ -418,3 +418,30 @@ def test_a_chart_of_many_cells_is_drawn_one_panel_per_group(
         assert all(f"flow={flow}" in svg for flow in "abcd")
     small = summary_charts(build_results(study_document, study_samples))
     assert len(small["knee"].panels) == 1 and small["knee"].panels[0].title == ""
+
+
+def test_a_priced_goal_chooses_the_configuration_the_cost_line_names_cheapest(
+    study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+) -> None:
+    """workers = 2 and 3 both carry the goal, and the larger is the cheaper (as the hl7 study's SSD
+    against RAID 0 HDD + SSD log): the choice and the cost line name the same one, and the text says
+    why the smaller one that also carries it is not chosen."""
+    varied = _with_goal(
+        _replicated(study_document, [(900.0, 1000.0), (1900.0, 2000.0), (2900.0, 3000.0)]), 1000.0
+    )
+    for cell, price in zip(varied["cells"], (200.0, 800.0, 700.0), strict=True):
+        cell["metrics"]["cost"] = {
+            "total": price,
+            "currency": "USD",
+            "basis": "once",
+            "parts": [],
+            "unpriced": [],
+        }
+    rec = build_results(varied, study_samples)["recommendation"]
+    choice, cost = rec["choice"], rec["cost"]
+    assert choice is not None and cost is not None and cost["cheapest"] is not None
+    assert choice["label"] == cost["cheapest"]["label"] == "workers=3"
+    assert rec["text"].startswith("Choose workers=3")
+    assert "workers=2 also carries it but costs more" in rec["text"]
+    assert "The next smaller, workers=1, is rated for only" in rec["text"]
+    assert "Cheapest that meets the goal: workers=3" in rec["text"]

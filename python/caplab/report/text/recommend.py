@@ -94,6 +94,16 @@ def sustained(r: Rating) -> str:
     return shown if r["unit"] != "users" else f"{shown} ({u.rate(r['rate'])})"
 
 
+def _cheapest(meeting: list[Rating]) -> Rating | None:
+    """Of the configurations that carry the goal (in size order), the lowest priced when the study
+    priced them — the one the cost line names as the cheapest that meets the goal — else the
+    smallest; equal prices go to the smaller."""
+    priced = [r for r in meeting if r.get("cost") is not None]
+    if priced:
+        return min(priced, key=lambda r: float(r.get("cost") or 0.0))
+    return meeting[0] if meeting else None
+
+
 def _extrapolate(results: Measured, needed: float, workload: Factors) -> Extrapolation | None:
     """The smallest untested size a good scaling fit (of this workload's cells) predicts would
     reach ``needed``."""
@@ -124,7 +134,8 @@ def _extrapolate(results: Measured, needed: float, workload: Factors) -> Extrapo
 def _with_goal(ratings: list[Rating], goal: Goal, results: Measured, workload: Factors) -> GoalMet:
     rate, headroom = goal["rate"], goal["headroom"]
     needed = rate / (1.0 - headroom)
-    chosen = next((r for r in ratings if r["rated"] >= rate), None)
+    meeting = [r for r in ratings if r["rated"] >= rate]
+    chosen = _cheapest(meeting)
     if chosen is not None:
         margin = chosen["rated"] - rate
         choice: Choice = {**chosen, "margin": margin, "margin_fraction": margin / rate}
@@ -134,6 +145,13 @@ def _with_goal(ratings: list[Rating], goal: Goal, results: Measured, workload: F
             f"{u.rate(rate)} goal with "
             f"{u.rate(margin)} ({u.pct(margin / rate)}) to spare."
         )
+        dearer = [r for r in meeting[: meeting.index(chosen)] if r.get("cost") is not None]
+        if dearer:
+            text += (
+                f" {', '.join(r['label'] for r in dearer)} also "
+                f"{'carries' if len(dearer) == 1 else 'carry'} it but "
+                f"{'costs' if len(dearer) == 1 else 'cost'} more: the cheapest that meets the goal is chosen."
+            )
         low = chosen["ci95"][0] if chosen["ci95"] else None
         if u.is_number(low) and low * (1.0 - headroom) < rate:
             what = (
@@ -145,8 +163,9 @@ def _with_goal(ratings: list[Rating], goal: Goal, results: Measured, workload: F
                 f" The low end of {what} ({u.rate(low)}) would not: confirm with replicates or longer "
                 "trials, or take the next size up."
             )
-        if ratings and chosen is not ratings[0]:
-            smaller = ratings[ratings.index(chosen) - 1]
+        smaller_ones = [r for r in ratings[: ratings.index(chosen)] if r["rated"] < rate]
+        if smaller_ones:
+            smaller = smaller_ones[-1]
             text += f" The next smaller, {smaller['label']}, is rated for only {u.rate(smaller['rated'])}"
             if _within_noise(chosen, smaller):
                 text += (
