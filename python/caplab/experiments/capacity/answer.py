@@ -12,7 +12,7 @@ from caplab.analysis.slo import parse_slo
 from caplab.analysis.steady import LittlesLaw
 from caplab.collect import MetricsSource, RoleSpec
 from caplab.engine import LoadSpec, run
-from caplab.experiments.base import PlanRunner, ProgressFn
+from caplab.experiments.base import PlanRunner, ProgressFn, SamplerSet
 from caplab.experiments.capacity.mix import ActionFigures, PerUser
 from caplab.experiments.capacity.replicates import INTERVAL_REPLICATES, INTERVAL_SEARCH
 from caplab.experiments.capacity.search import CapacitySearch, GeneratorSaturated, Probe, SearchSettings
@@ -104,9 +104,11 @@ def find_capacity(
     on_probe: ProgressFn | None = None,
     metrics: MetricsSource | None = None,
     runner: PlanRunner = run,
+    collectors: SamplerSet | None = None,
 ) -> CapacityAnswer:
     """Searches, then analyses the trials at capacity for the limit; ``runner`` runs each trial's
-    plan (the engine here, or load agents on a cluster)."""
+    plan (the engine here, or load agents on a cluster); ``collectors``, a study cell's, sample
+    every trial (else the roles' and metrics' alone)."""
     slos = [parse_slo(s) for s in settings.slos]
     prober = TrialProber(
         base,
@@ -119,6 +121,7 @@ def find_capacity(
         on_probe,
         metrics,
         runner,
+        collectors,
     )
     search = CapacitySearch(
         SearchSettings(

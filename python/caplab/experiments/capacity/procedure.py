@@ -47,6 +47,7 @@ class CapacityExperiment:
             on_probe=ctx.watch,
             metrics=ctx.metrics,
             runner=ctx.plan_runner,
+            collectors=ctx.collectors,  # the PostgreSQL nodes' lag and the remote hosts' figures too
         )
         doc = answer.to_dict()
         ctx.summary["capacity"] = {k: v for k, v in doc.items() if k not in ("limit", "trials")}

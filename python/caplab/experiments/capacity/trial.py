@@ -18,7 +18,7 @@ from caplab.analysis.slo import Slo, TrialFigures, as_dict, evaluate, parse_slo,
 from caplab.analysis.steady import LittlesLaw, littles_law, steadiness
 from caplab.collect import MetricsSource, RoleSpec, cell_resources, default_collectors, summarize
 from caplab.engine import LoadSpec, build_plan, run
-from caplab.experiments.base import PlanRunner, ProgressFn, TrialRecord, run_trial
+from caplab.experiments.base import PlanRunner, ProgressFn, SamplerSet, TrialRecord, run_trial
 from caplab.experiments.capacity.mix import ActionFigures, PerUser, action_figures, per_user
 from caplab.experiments.capacity.search import GeneratorSaturated, Phase, Probe, SearchOutcome
 
@@ -69,9 +69,13 @@ class TrialProber:
         progress: ProgressFn | None = None,
         metrics: MetricsSource | None = None,
         runner: PlanRunner = run,
+        collectors: SamplerSet | None = None,
     ) -> None:
         self.base = base
         self.runner = runner
+        self.collectors = collectors
+        """The cell's collectors (its PostgreSQL nodes and remote hosts too), else the roles' and
+        metrics' alone, made afresh for each trial."""
         self.metrics = metrics
         self.closed = closed
         self.slos = (
@@ -116,9 +120,8 @@ class TrialProber:
     def _attempt(self, load: float, phase: Phase) -> tuple[Probe, str | None]:
         """Runs and judges one trial; also returns why its generator fell behind, if it did."""
         plan = build_plan(self.load_spec(load, phase))
-        record = run_trial(
-            plan, default_collectors(self.roles, self.metrics), self.progress, runner=self.runner
-        )
+        collectors = self.collectors or default_collectors(self.roles, self.metrics)
+        record = run_trial(plan, collectors, self.progress, runner=self.runner)
         record.kind = f"search:{phase}"
         r = record.result
         warmup = plan.warmup_s
