@@ -26,6 +26,7 @@ STORED = {  # a cell's capacity as the search stores it (CapacityAnswer.to_dict,
             "per_s": 4.67,
             "p50_ms": 32.7,
             "p90_ms": 75.5,
+            "p95_ms": 80.1,
             "p99_ms": None,
         },
         {
@@ -70,10 +71,11 @@ def texts(table: Table) -> list[list[str]]:
 def test_each_action_at_capacity_has_its_rate_errors_and_percentiles() -> None:
     table = actions_table(results(STORED))
     assert table is not None
-    assert [c.title for c in table.columns][-3:] == ["p50", "p90", "p99"]
+    assert [c.title for c in table.columns][-4:] == ["p50", "p90", "p95", "p99"]
     send, read = texts(table)
-    assert send == ["placement=p0", "send", "4.67/s", "28", "2", "6.7%", "32.70ms", "75.50ms", "–"]
+    assert send == ["placement=p0", "send", "4.67/s", "28", "2", "6.7%", "32.70ms", "75.50ms", "80.10ms", "–"]
     assert read[:3] == ["placement=p0", "read", "14.3/s"] and read[-1] == "9.00ms"
+    assert read[-2] == "–", "an action stored before p95 was measured has none"
     assert table.rows[0][4].tone == "bad" and table.rows[1][4].tone == ""
 
 

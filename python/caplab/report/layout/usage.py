@@ -29,6 +29,7 @@ def actions_table(results: Results) -> Table | None:
                     ),
                     num_cell(a["p50_ms"], u.ms(a["p50_ms"])),
                     num_cell(a["p90_ms"], u.ms(a["p90_ms"])),
+                    num_cell(a["p95_ms"], u.ms(a["p95_ms"])),
                     num_cell(a["p99_ms"], u.ms(a["p99_ms"])),
                 ]
             )
@@ -43,6 +44,7 @@ def actions_table(results: Results) -> Table | None:
         Column("error share", True),
         Column("p50", True),
         Column("p90", True),
+        Column("p95", True),
         Column("p99", True),
     ]
     note = (

@@ -58,6 +58,7 @@ def _latency(summary: object) -> Latency:
         "mean": found.get("mean"),
         "p50": found.get("p50"),
         "p90": found.get("p90"),
+        "p95": found.get("p95"),
         "p99": found.get("p99"),
         "p999": found.get("p999"),
         "max": found.get("max"),
@@ -98,6 +99,7 @@ def _action(a: dict[str, Any]) -> ActionRow:
         "per_s": float(a.get("per_s") or 0.0),
         "p50_ms": a.get("p50_ms"),
         "p90_ms": a.get("p90_ms"),
+        "p95_ms": a.get("p95_ms"),
         "p99_ms": a.get("p99_ms"),
     }
 

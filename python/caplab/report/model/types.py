@@ -105,6 +105,7 @@ class Latency(TypedDict):
     mean: float | None
     p50: float | None
     p90: float | None
+    p95: float | None
     p99: float | None
     p999: float | None
     max: float | None
@@ -126,6 +127,7 @@ class ActionRow(TypedDict):
     per_s: float
     p50_ms: float | None
     p90_ms: float | None
+    p95_ms: float | None
     p99_ms: float | None
 
 
