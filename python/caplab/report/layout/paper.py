@@ -29,13 +29,17 @@ def paper_table(results: Results) -> Table | None:
                 text_cell(r["paper_limit"] or "—"),
             ]
         )
+    users = any(e["unit"] == "users" for e in results["capacity"])
+    unit = (
+        "users" if users else "msg/s"
+    )  # a closed model is searched in users, the seed papers' rates in messages
     columns = [
         Column(paper["factor"] or "configuration"),
-        Column("ours", True, "msg/s, this machine"),
+        Column("ours", True, f"{unit}, this machine"),
         Column("consistency"),
         Column("our limit"),
         Column("as the paper says"),
-        Column("paper", True, "msg/s, its hardware"),
+        Column("paper", True, f"{unit}, its hardware"),
         Column("paper's limit"),
     ]
     note = (

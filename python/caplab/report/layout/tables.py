@@ -8,7 +8,16 @@ from caplab import units as u
 from caplab.analysis.endurance import Endurance, endurance_line
 from caplab.analysis.scaling import means_by_n
 from caplab.report.layout.blocks import Column, Table, TableCell, kv_table, num_cell, text_cell
-from caplab.report.model.types import CapacityEntry, CellResult, Json, Limit, Results, ScalingEntry, Search
+from caplab.report.model.types import (
+    CapacityEntry,
+    CellResult,
+    Json,
+    Limit,
+    PaperConsolidation,
+    Results,
+    ScalingEntry,
+    Search,
+)
 from caplab.report.text.intervals import interval_kind
 from caplab.report.text.recommend import sustained
 
@@ -349,24 +358,26 @@ def consolidation_table(results: Results) -> Table | None:
     """The Exchange paper's test 2 table: per resource, the sum of the single-role servers (the
     prediction) against the combined server (the measurement), with the ratio and its verdict."""
     rows = []
+    papers = [p for e in results["consolidation"] if (p := e.get("paper")) is not None]
     for entry in results["consolidation"]:
         where = " ".join(f"{k}={v}" for k, v in entry["factors"].items()) or "—"
         for c in entry["comparisons"]:
             interval = c["interval"]
             ratio = u.num(c["ratio"]) + (f" {u.interval(interval[0], interval[1])}" if interval else "")
             tone = "" if c["verdict"] == "additive" else "warn"
-            rows.append(
-                [
-                    text_cell(where),
-                    text_cell(c["resource"]),
-                    text_cell(c["unit"]),
-                    num_cell(c["predicted"], u.num(c["predicted"])),
-                    num_cell(c["actual"], u.num(c["actual"])),
-                    num_cell(c["ratio"], ratio),
-                    text_cell(c["verdict"], tone),
-                    text_cell(f"#{entry['apart_cell']} / #{entry['together_cell']}"),
-                ]
-            )
+            row = [
+                text_cell(where),
+                text_cell(c["resource"]),
+                text_cell(c["unit"]),
+                num_cell(c["predicted"], u.num(c["predicted"])),
+                num_cell(c["actual"], u.num(c["actual"])),
+                num_cell(c["ratio"], ratio),
+                text_cell(c["verdict"], tone),
+                text_cell(f"#{entry['apart_cell']} / #{entry['together_cell']}"),
+            ]
+            if papers:
+                row += _paper_consolidation_cells(entry.get("paper"), c["resource"])
+            rows.append(row)
     if not rows:
         return None
     columns = [
@@ -379,14 +390,43 @@ def consolidation_table(results: Results) -> Table | None:
         Column("verdict"),
         Column("cells", wrap=True),
     ]
+    if papers:
+        columns += [
+            Column("paper: predicted", True, "its hardware"),
+            Column("paper: actual", True, "its hardware"),
+            Column("paper: ratio", True),
+        ]
     note = (
         "Predicted: the roles' use added up when each ran on a profile of its own; actual: the same roles "
-        "sharing one profile, under the same load. Means over each placement's trials; the interval is the "
-        "ratio's, from the trials' spread. Additive when the ratio is within ±10 % or its interval holds 1."
+        "sharing one profile, under the same load. Means over each placement's trials (a searched cell's "
+        "confirmation trials at its capacity, the combined server's CPU scaled to the load the single-role "
+        "servers carried; memory as measured); the interval is the ratio's, from the trials' spread. "
+        "Additive when the ratio is within ±10 % or its interval holds 1."
     )
+    if papers:
+        note += (
+            f" The paper's figures ({papers[0]['source']}): CPU in % of its combined server's cores, "
+            "memory in MB: compare the ratios, not the values."
+        )
     return Table(
         columns, rows, caption="Consolidation: single-role servers against one combined server", note=note
     )
+
+
+def _paper_consolidation_cells(paper: PaperConsolidation | None, resource: str) -> list[TableCell]:
+    """The paper's predicted, actual and their ratio for the row's resource (CPU or memory)."""
+    if paper is None or resource not in ("CPU", "memory"):
+        return [text_cell(u.DASH)] * 3
+    if resource == "CPU":
+        predicted, actual = paper["cpu_predicted"], paper["cpu_actual"]
+    else:
+        predicted, actual = paper["memory_predicted"], paper["memory_actual"]
+    ratio = actual / predicted if predicted and actual is not None else None
+    return [
+        num_cell(predicted, u.num(predicted)),
+        num_cell(actual, u.num(actual)),
+        num_cell(ratio, u.num(ratio)),
+    ]
 
 
 def drop_empty_columns(table: Table) -> Table:

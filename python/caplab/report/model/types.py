@@ -625,6 +625,18 @@ class Comparison(TypedDict):
     trials_together: int
 
 
+class PaperConsolidation(TypedDict):
+    """The seed paper's consolidation figures for one configuration (``paper: {consolidation:}``), on
+    its hardware: CPU in % of its server's cores, memory in MB."""
+
+    source: str
+    configuration: str
+    cpu_predicted: float | None
+    cpu_actual: float | None
+    memory_predicted: float | None
+    memory_actual: float | None
+
+
 class ConsolidationEntry(TypedDict):
     """A cell together and its cell apart (the same other factors), compared per resource."""
 
@@ -633,6 +645,8 @@ class ConsolidationEntry(TypedDict):
     together_cell: int
     roles: list[str]
     comparisons: list[Comparison]
+    paper: PaperConsolidation | None
+    """The paper's figures for this configuration, when the study gives them."""
 
 
 class JobRow(TypedDict):
