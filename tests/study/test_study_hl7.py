@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from caplab import studies
 from caplab.profiles import LinkClass, Profile, VolumeClass, check_support
@@ -82,3 +83,34 @@ def test_the_quick_hl7_study_names_disk_cpu_and_link_limits_from_measurements(sh
     assert costs == {"hdd": 6500 + 100, "ssd": 6500 + 600, "remote-100mbit": 6500 + 6500 + 2 * 600 + 20}
     worn = [e for e in results["endurance"] if e["volumes"]]
     assert worn, "the SSDs' rating against the log's measured write rate"
+
+
+def test_the_mirroring_part_measures_both_nodes_and_the_standbys_lag_per_mode(shared_dir: Path) -> None:
+    """hl7-hardware/mirroring.yaml cut to one coarse search per mode: the engine's queue in
+    pgpair's pair through the multi-host read-write URL and its passfile, each mode's capacity found
+    with a limit, CPU and writes of both nodes, the standby's flush and replay lag read from the
+    primary during the search, and the paper's figures beside ours."""
+    path = studies.prepare("hl7-hardware", shared_dir) / "mirroring.yaml"
+    spec = yaml.safe_load(path.read_text())
+    spec["load"].update(duration="2s", warmup="0.5s")
+    spec["search"] = {"precision": "50%", "trial": "1s", "repeats": 1, "start": 200}
+    cut = shared_dir / "mirroring-cut.yaml"
+    cut.write_text(yaml.safe_dump(spec, sort_keys=False))
+    done = caplab("run", cut, "--db", f"sqlite:///{shared_dir / 'm.db'}", "-o", shared_dir / "m", timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    results = json.loads((shared_dir / "m" / "results.json").read_text())
+    cells = {c["factors"]["mirroring"]: c for c in results["cells"]}
+    assert set(cells) == {"synchronous", "asynchronous"}
+    for mode, cell in cells.items():
+        assert cell["status"] == "complete" and cell["metrics"]["capacity"]["found"], mode
+        assert cell["limit"] is not None, mode
+        resources = cell["resources"]
+        for node in ("primary", "mirror"):
+            assert resources[node]["cpu_percent"] > 0 and resources[node]["write_mb_s"] > 0, (mode, node)
+        primary = resources["pg:127.0.0.1:7600"]
+        assert primary["primary"] == 1.0 and resources["pg:127.0.0.1:7601"]["primary"] == 0.0
+        assert {"flush_lag_ms", "replay_lag_ms"} <= set(primary), (mode, primary)
+        assert primary["commits_s"] > 0 and resources["pg:127.0.0.1:7601"]["replay_mb_s"] > 0
+    paper = {r["value"]: r for r in results["paper"]["rows"]}
+    assert {v: r["paper"] for v, r in paper.items()} == {"synchronous": 2900, "asynchronous": 9200}
+    assert all(r["ours"] == cells[v]["metrics"]["capacity"]["value"] for v, r in paper.items())
