@@ -1,12 +1,19 @@
-"""The seed paper's consolidation figures found for the combined server's configuration: by the
-paper's factor, by any factor value, or by the profile ``consolidation.together`` names; none when
-the paper gives no figures for it."""
+"""The seed paper's figures in the role-consolidation report: its consolidation figures found for the
+combined server's configuration (by the paper's factor, by any factor value, or by the profile
+``consolidation.together`` names; none when the paper gives none for it), and the built-in study's
+paper block beside our users, labelled as its hardware."""
 
 from __future__ import annotations
 
-from typing import Any
+from importlib import resources
+from typing import Any, cast
 
+import yaml
+
+from caplab.report.layout.paper import paper_table
 from caplab.report.model.consolidation import paper_consolidation
+from caplab.report.model.paper import paper_comparison
+from caplab.report.model.types import CellResult, Results
 
 FIGURES = {"4c-8g": {"cpu_predicted_percent": 53, "cpu_actual_percent": 53, "memory_actual_mb": 5069}}
 
@@ -38,3 +45,40 @@ def test_none_without_figures_for_the_configuration() -> None:
     other = {"consolidation": {"together": "8c-16g"}, "paper": {"consolidation": FIGURES}}
     assert paper_consolidation(other, {"factors": {"placement": "together"}}) is None
     assert paper_consolidation({"paper": {"capacity": {}}}, {"factors": {}}) is None
+
+
+def test_the_role_consolidation_studys_paper_block_renders_beside_our_users() -> None:
+    """study.yaml's paper: its users per configuration, CPU and messages/s and its recommendation,
+    labelled as its hardware beside a cell of ours (capacities in users)."""
+    study = yaml.safe_load(
+        (resources.files("caplab.studies") / "role-consolidation" / "study.yaml").read_text()
+    )
+    ours = cast(
+        CellResult,
+        {
+            "index": 0,
+            "factors": {"config": "2c-4g", "placement": "together"},
+            "metrics": {"capacity": {"value": 70, "found": True}, "consistency": "fair"},
+            "limit": {"resource": "cpu:host", "kind": "hardware"},
+        },
+    )
+    comparison = paper_comparison(study, [ours])
+    assert comparison is not None and comparison["factor"] == "config"
+    rows = {r["value"]: r for r in comparison["rows"]}
+    assert (rows["2c-4g"]["ours"], rows["2c-4g"]["paper"], rows["2c-4g"]["paper_cpu_percent"]) == (
+        70,
+        3060,
+        77,
+    )
+    assert rows["8c-16g-1c"]["paper_rate"] == 38 and rows["8c-16g"]["ours"] is None
+    results = cast(Results, {"paper": comparison, "capacity": [{"unit": "users"}]})
+    table = paper_table(results)
+    assert table is not None
+    titles = [(c.title, c.unit) for c in table.columns]
+    assert ("ours", "users, this machine") in titles and ("paper", "users, its hardware") in titles
+    assert ("paper's CPU", "its hardware") in titles and ("paper's messages", "its hardware") in titles
+    first = [c.text for c in table.rows[0]]
+    assert first[:2] == ["2c-4g", "70"] and first[5:] == ["3,060", "cpu", "77%", "14/s"]
+    assert (
+        "the paper's hardware, not this machine" in table.note and "recommends 8 cores, 12 GB" in table.note
+    )

@@ -13,6 +13,8 @@ def paper_table(results: Results) -> Table | None:
     paper = results.get("paper")
     if not paper or not paper["rows"]:
         return None
+    cpu = any(r["paper_cpu_percent"] is not None for r in paper["rows"])
+    rate = any(r["paper_rate"] is not None for r in paper["rows"])
     rows = []
     for r in paper["rows"]:
         differs = (
@@ -27,12 +29,12 @@ def paper_table(results: Results) -> Table | None:
                 text_cell(r["ours_kind"] or "—", "warn" if differs else ""),
                 num_cell(r["paper"], u.num(r["paper"]) if r["paper"] is not None else "—"),
                 text_cell(r["paper_limit"] or "—"),
+                *([num_cell(r["paper_cpu_percent"], u.percent(r["paper_cpu_percent"]))] if cpu else []),
+                *([num_cell(r["paper_rate"], u.rate(r["paper_rate"]))] if rate else []),
             ]
         )
-    users = any(e["unit"] == "users" for e in results["capacity"])
-    unit = (
-        "users" if users else "msg/s"
-    )  # a closed model is searched in users, the seed papers' rates in messages
+    # A closed model is searched in users; the other seed papers' figures are messages per second.
+    unit = "users" if any(e["unit"] == "users" for e in results["capacity"]) else "msg/s"
     columns = [
         Column(paper["factor"] or "configuration"),
         Column("ours", True, f"{unit}, this machine"),
@@ -42,8 +44,14 @@ def paper_table(results: Results) -> Table | None:
         Column("paper", True, f"{unit}, its hardware"),
         Column("paper's limit"),
     ]
+    if cpu:
+        columns.append(Column("paper's CPU", True, "its hardware"))
+    if rate:
+        columns.append(Column("paper's messages", True, "its hardware"))
     note = (
         f"The paper's figures: {paper['source']}. Ours are measured here, on emulated hardware; compare "
         "which resource limits each configuration and how they rank, not the values."
     )
+    if paper["recommendation"]:
+        note += f" The paper recommends {paper['recommendation']}."
     return Table(columns, rows, caption="Ours beside the paper's", note=note)

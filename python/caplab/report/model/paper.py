@@ -54,9 +54,23 @@ def paper_comparison(spec: dict[str, Any], cells: list[CellResult]) -> PaperComp
                 "ours_limit": resource,
                 "ours_kind": limit_kind(resource, limit["kind"] if limit else None),
                 "ours_consistency": next((c["metrics"]["consistency"] for c in mine), None),
+                "paper_cpu_percent": _figure(paper.get("cpu_percent"), value),
+                "paper_rate": _figure(paper.get("messages_per_s"), value),
             }
         )
-    return {"source": str(paper.get("source") or "the seed paper"), "factor": factor, "rows": rows}
+    said = paper.get("recommendation")
+    return {
+        "source": str(paper.get("source") or "the seed paper"),
+        "factor": factor,
+        "rows": rows,
+        "recommendation": str(said) if said else None,
+    }
+
+
+def _figure(table: object, value: str) -> float | None:
+    """The paper's figure for ``value`` in one of its optional per-configuration tables."""
+    figure = table.get(value) if isinstance(table, dict) else None
+    return float(figure) if is_number(figure) else None
 
 
 def _factor_of(figures: dict[str, Any], cells: list[CellResult]) -> str | None:

@@ -727,6 +727,10 @@ class PaperCapacityRow(TypedDict):
     """Our limit in the paper's words: disk, cpu, memory, network, software or generator."""
     ours_consistency: str | None
     """good, fair or poor (the paper's Good/Fair column, from the interval-to-interval variation)."""
+    paper_cpu_percent: float | None
+    """The paper's CPU at that figure (``paper.cpu_percent``), in % of its server's cores."""
+    paper_rate: float | None
+    """The paper's messages per second at that figure (``paper.messages_per_s``)."""
 
 
 class PaperComparison(TypedDict):
@@ -736,6 +740,8 @@ class PaperComparison(TypedDict):
     source: str
     factor: str
     rows: list[PaperCapacityRow]
+    recommendation: str | None
+    """The configuration the paper recommends, in its words (``paper.recommendation``)."""
 
 
 class Measured(TypedDict):
