@@ -61,14 +61,23 @@ class _Payload(Strict):
 
     scheme: ClassVar[str]
     url: str
+    also: list[str] = Field(default_factory=list)
+    """More URLs of the same scheme, each sent the same request: they share the load round-robin
+    (closed user i on URL i mod n, open arrivals in turn) and the result has a series per URL — a
+    server's other listeners, e.g. an interface engine's channels, each on a port of its own."""
     body: str | None = None
     body_file: str | None = None
     template: bool = False
 
     @model_validator(mode="after")
     def _check(self) -> Self:
-        if not self.url.startswith(self.scheme):
-            raise ValueError(f"url must start with {self.scheme}")
+        for url in (self.url, *self.also):
+            if not url.startswith(self.scheme):
+                raise ValueError(
+                    f"url must start with {self.scheme}"
+                    if url == self.url
+                    else f"also: {url!r} must start with {self.scheme}"
+                )
         if self.body is not None and self.body_file is not None:
             raise ValueError("give body or body_file, not both")
         return self

@@ -122,6 +122,9 @@ def load_spec_for(config: StudyConfig, directory: Path) -> LoadSpec:
         body_file=(directory / target.body_file) if target.body_file else None,
         template=target.template,
         framing=target_spec.tcp.framing if target_spec.tcp else None,
+        extra_targets=tuple(
+            Target(url, target_spec.tcp.framing if target_spec.tcp else None) for url in target.also
+        ),
     )
 
 
