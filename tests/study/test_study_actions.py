@@ -62,14 +62,19 @@ def test_a_frozen_server_is_seen_down_for_the_pause_then_recovered(tmp_path: Pat
 
 
 def test_a_failing_action_is_reported_and_the_trial_still_measured(tmp_path: Path) -> None:
+    """Twice, as replicates: each replicate's action is its own trial of the cell, numbered across
+    them (the report's rows, and a ledger's, are matched to their trial by that number)."""
     port = free_port()
     actions = [{"at": "1s", "run": "echo 'no such node' >&2; exit 3", "name": "promote"}]
-    path = write_study(tmp_path / "s.yaml", study(port, actions))
+    path = write_study(tmp_path / "s.yaml", study(port, actions) | {"replicates": 2})
     done = caplab("run", path, "--db", f"sqlite:///{tmp_path / 'c.db'}", "--json", timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     cell = json_out(done)["cells"][0]
-    [entry] = cell["metrics"]["recovery"]
-    assert entry["action"]["exit_code"] == 3 and entry["action"]["output"] == "no such node"
-    assert not entry["load"]["disrupted"], "nothing happened to the server"
+    entries = cell["metrics"]["recovery"]
+    assert [e["trial"] for e in entries] == [0, 1]
+    for entry in entries:
+        assert entry["action"]["exit_code"] == 3 and entry["action"]["output"] == "no such node"
+        assert not entry["load"]["disrupted"], "nothing happened to the server"
     assert "promote at 1.0" in done.stderr and "exited 3" in done.stderr and "no such node" in done.stderr
-    assert cell["metrics"]["sent"] >= 700
+    assert "trial 2: promote at 1.0" in done.stderr
+    assert cell["metrics"]["sent"] >= 2 * 700

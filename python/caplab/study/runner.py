@@ -253,10 +253,11 @@ class CellRun:
             raise
         outcomes = actions.stop(finish_running=not record.result.interrupted) if actions else []
         record.kind = kind
+        in_cell = len(self.records)  # the trial's place across the cell's replicates, as _judged counts
         if outcomes:
-            self._recovered(record, outcomes, index)
+            self._recovered(record, outcomes, in_cell)
         series = self._databases(record)
-        ledger = self._ledger(record, index, series)
+        ledger = self._ledger(record, in_cell, series)
         if outcomes:
             self._judged(series, outcomes, ledger)
         self.keep(record)
