@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import pytest
 
 from caplab.systems.process import RunningServer, start_module
-from support.servers import served_requests
+from support.servers import default_sigint, served_requests
 
 
 def caplab(cmd: list[str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -89,6 +89,7 @@ def test_ctrl_c_stops_every_agent_and_keeps_what_they_measured(
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own process group, as a terminal's foreground job has
+        preexec_fn=default_sigint,
     )
     try:
         deadline = time.monotonic() + 90

@@ -111,10 +111,10 @@ def test_cell_metrics_summarise_the_trials(ran: Ran) -> None:
         assert m["completed"] == sum(t["completed"] for t in trials)
         assert m["errors"] == 0 and m["error_ratio"] == 0.0
         latency = m["latency_ms"]
-        assert set(latency) == {"count", "min", "mean", "p50", "p90", "p99", "p999", "max"}
+        assert set(latency) == {"count", "min", "mean", "p50", "p90", "p95", "p99", "p999", "max"}
         # Percentiles of all requests together: the merged histograms count every request once.
         assert latency["count"] == sum(t["latency_ms"]["count"] for t in trials)
-        assert 0 < latency["min"] <= latency["p50"] <= latency["p90"] <= latency["max"]
+        assert 0 < latency["min"] <= latency["p50"] <= latency["p90"] <= latency["p95"] <= latency["max"]
         assert m["service_time_ms"]["p50"] <= latency["p90"]
 
 

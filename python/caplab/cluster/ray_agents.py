@@ -52,7 +52,8 @@ CLOCK_READINGS = 5
 """Clock readings per agent; the one with the shortest round trip is kept (NTP's filter)."""
 POLL_S = 0.25
 FINAL_POLL_S = 30.0
-"""How long the last progress poll, after every run has ended, may wait for an agent's tail."""
+"""How long the last progress poll, after every run has ended, may wait for an agent's tail (not
+after Ctrl-C, which reaches Ray's processes too: a dead agent's poll would only time out)."""
 IntervalSink = Callable[[IntervalSnapshot], bool | None]
 """Sees each merged interval; returning False stops every agent, as `engine.run`'s callback does."""
 STOP_GRACE_S = 10.0
@@ -277,8 +278,9 @@ def _watch(
                 raise
             interrupted = True
             deadline = _stop_all(actors, pending.values(), interval_s)
-    if on_interval is not None:  # every run has ended: wait as long as it takes for the tail
-        _relay(actors, _measuring(len(actors), finished), snapshots, relayed, on_interval, FINAL_POLL_S)
+    if on_interval is not None:  # every run has ended: the tail, waited for unless Ctrl-C was pressed
+        wait_s = POLL_S * 4 if interrupted else FINAL_POLL_S
+        _relay(actors, _measuring(len(actors), finished), snapshots, relayed, on_interval, wait_s)
     return finished, interrupted
 
 
@@ -309,20 +311,24 @@ def _relay(
     snapshots: list[list[dict[str, Any]]],
     relayed: int,
     on_interval: IntervalSink,
-    timeout_s: float = POLL_S * 4,
+    final_wait_s: float | None = None,
 ) -> tuple[int, bool]:
     """Polls the measuring agents for new intervals and passes on, merged, each index all of them
     have reported; returns the next index to relay, and False when the callback wants the run
     stopped. A poll that times out is retried at the next call, so while the run goes on the wait
-    is short; the last call, after every run has ended, is given ``FINAL_POLL_S`` so that a busy
-    machine does not lose the tail."""
+    is short. The final call, after every run has ended, waits up to ``final_wait_s`` and passes
+    on the tail too: an index only some agents reached (one ended an interval later), merged
+    from those, as the result's intervals are (``merge_intervals``)."""
     for i in measuring:
         with contextlib.suppress(GetTimeoutError, RayError):
-            snapshots[i].extend(ray.get(actors[i].progress.remote(len(snapshots[i])), timeout=timeout_s))
-    reached = min((len(snapshots[i]) for i in measuring), default=0)
+            since = len(snapshots[i])
+            got = ray.get(actors[i].progress.remote(since), timeout=final_wait_s or POLL_S * 4)
+            snapshots[i].extend(got)
+    counts = [len(snapshots[i]) for i in measuring]
+    reached = (min if final_wait_s is None else max)(counts, default=0)
     wanted = True
     for index in range(relayed, reached):
-        merged = merge_intervals([[snapshots[i][index]] for i in measuring])[0]
+        merged = merge_intervals([snapshots[i][index : index + 1] for i in measuring])[0]
         wanted = on_interval(IntervalSnapshot.from_dict(merged)) is not False and wanted
     return max(relayed, reached), wanted
 

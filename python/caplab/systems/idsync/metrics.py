@@ -10,7 +10,6 @@ while a job runs; and ``run … --metrics-file FILE`` rewrites FILE (atomically)
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 from collections.abc import Callable
@@ -55,7 +54,14 @@ def serve(port: int, exposition: Callable[[], str]) -> None:
     first (port 0: a free one)."""
 
     server = metrics_server(port, exposition)
-    signal.signal(signal.SIGTERM, lambda *_: os.kill(os.getpid(), signal.SIGINT))
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt  # in the main thread, out of serve_forever
+
+    # Both set here: a process started in the background by a shell inherits SIGINT ignored, and
+    # Python then raises no KeyboardInterrupt for it (relaying SIGTERM as SIGINT did nothing).
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     print(f"listening 127.0.0.1:{server.server_address[1]}", flush=True)
     try:
         server.serve_forever()
