@@ -35,7 +35,7 @@ DEMO_ARGS ?= --quick
 demo: dev
 	$(BIN)/caplab demo $(DEMO_ARGS)
 
-# The edit loop (about 2 minutes once built): debug engine, lint, every test not marked slow.
+# The edit loop (about a minute and a quarter once built): debug engine, lint, every test not marked slow.
 check: dev-debug lint-python py-test-fast
 	cd engine && cargo fmt --check
 

@@ -66,38 +66,8 @@ class Database:
 
     def _initdb(self, server: Server, passfile: Path) -> None:
         password = secrets.token_urlsafe(24)
-        for directory in (self.data_dir, self.wal_dir):  # initdb links pg_wal to the second
-            directory.mkdir(mode=0o700, exist_ok=True)
-            server.user.own(directory)
-        pwfile = self.data / f".{NAME}.pw"
-        pwfile.touch(mode=0o600)
-        try:
-            pwfile.write_text(password + "\n")
-            server.user.own(pwfile)
-            server.user.run(
-                [
-                    str(server.bin / "initdb"),
-                    "-D",
-                    str(self.data_dir),
-                    f"--waldir={self.wal_dir}",
-                    "-U",
-                    ROLE,
-                    f"--pwfile={pwfile}",
-                    "--auth=scram-sha-256",
-                    "--encoding=UTF8",
-                    "--locale=C.UTF-8",
-                    "--no-instructions",
-                    "--no-sync",  # a throwaway queue: initdb on a throttled HDD takes minutes otherwise
-                ],
-                env=server.env(),
-                what=f"initdb ({NAME}, log in {self.wal_dir})",
-            )
-        finally:
-            pwfile.unlink(missing_ok=True)
-        hba = "".join(f"host all all {c} scram-sha-256\n" for c in CLIENTS)
-        (self.data_dir / "pg_hba.conf").write_text("# written by caplab's hl7 db\n" + hba)
-        with (self.data_dir / "postgresql.conf").open("a") as conf:
-            conf.write("\ninclude_if_exists = 'caplab.conf'\n")
+        # a throwaway queue: initdb's fsyncs on a throttled HDD take minutes
+        server.initdb(ROLE, password, waldir=self.wal_dir, clients=CLIENTS, replication=False, sync=False)
         passfile.parent.mkdir(parents=True, exist_ok=True)
         passfile.touch(mode=0o600)
         passfile.chmod(0o600)

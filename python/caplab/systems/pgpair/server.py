@@ -170,11 +170,26 @@ class Server:
             env["PGPASSFILE"] = str(passfile)
         return env
 
-    def initdb(self, superuser: str, password: str) -> None:
+    def initdb(
+        self,
+        superuser: str,
+        password: str,
+        *,
+        waldir: Path | None = None,
+        clients: tuple[str, ...] = ("127.0.0.1/32",),
+        replication: bool = True,
+        sync: bool = True,
+    ) -> None:
         """A new cluster: ``superuser`` with ``password`` (given through a 0600 file removed
-        after), scram-sha-256 on loopback for databases and replication, nothing on sockets."""
-        self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=False)
+        after), scram-sha-256 over TCP from ``clients`` (CIDRs) for databases and, with
+        ``replication``, for replication; nothing on sockets. ``waldir`` puts the log on a volume of
+        its own (initdb links pg_wal there); ``sync=False`` skips initdb's fsyncs, for a throwaway
+        cluster on a throttled volume where they take minutes."""
+        self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=waldir is not None)
         self.user.own(self.data_dir)
+        if waldir is not None:
+            waldir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self.user.own(waldir)
         pwfile = self.data_dir.parent / f".{self.name}.pw"
         pwfile.touch(mode=0o600)
         try:
@@ -185,6 +200,7 @@ class Server:
                     str(self.bin / "initdb"),
                     "-D",
                     str(self.data_dir),
+                    *([f"--waldir={waldir}"] if waldir is not None else []),
                     "-U",
                     superuser,
                     f"--pwfile={pwfile}",
@@ -192,16 +208,18 @@ class Server:
                     "--encoding=UTF8",
                     "--locale=C.UTF-8",
                     "--no-instructions",
+                    *([] if sync else ["--no-sync"]),
                 ],
                 env=self.env(),
-                what=f"initdb ({self.name})",
+                what=f"initdb ({self.name}" + (f", log in {waldir})" if waldir is not None else ")"),
             )
         finally:
             pwfile.unlink(missing_ok=True)
+        databases = [f"host all all {c} scram-sha-256\n" for c in clients]
+        replicas = [f"host replication all {c} scram-sha-256\n" for c in clients] if replication else []
         (self.data_dir / "pg_hba.conf").write_text(
-            "# written by caplab: loopback TCP only, password always\n"
-            "host all all 127.0.0.1/32 scram-sha-256\n"
-            "host replication all 127.0.0.1/32 scram-sha-256\n"
+            "# written by caplab: TCP from its clients only, password always\n"
+            + "".join(databases + replicas)
         )
         with (self.data_dir / "postgresql.conf").open("a") as conf:
             conf.write("\ninclude_if_exists = 'caplab.conf'\n")
