@@ -29,7 +29,7 @@ def failover(caplab_cmd: list[str], pair: Pair, action: str, *args: str) -> tupl
     ]  # fmt: skip
     env = os.environ | {"PGPASSFILE": str(pair.passfile)}
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False, env=env)
-    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
     assert pair.password not in done.stdout + done.stderr
     return json.loads(done.stdout), done.stderr
 

@@ -230,6 +230,10 @@ class Pair:
             ),
             "primary_slot_name": node.name,
             "recovery_target_timeline": "latest",
+            # a standby whose primary has just gone waits this long before it looks for WAL
+            # again, and PostgreSQL 15 acts on a promote request only after that wait: at the
+            # default 5 s, one switchover in a few took 5 s longer than its own work
+            "wal_retrieve_retry_interval": "100ms",
             # a node's first start after a base backup or a crash syncs its whole data
             # directory: one syncfs per file system instead of an fsync per file
             "recovery_init_sync_method": "syncfs",
