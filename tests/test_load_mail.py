@@ -143,3 +143,33 @@ def test_a_certificate_that_fails_verification_stops_caplab_load(caplab_cmd: lis
     result = json.loads(p.stdout)
     jsonschema.validate(result, SCHEMA)
     assert (result["completed"], result["classes"][0]["name"]) == (2, "send")
+
+
+@pytest.mark.slow
+def test_users_may_send_over_a_fresh_connection_each_time_and_keep_their_imap_session(mail: Mail) -> None:
+    """``per_action: (smtp,)``: a usage profile's sends each open (and QUIT) an SMTP session, with
+    its handshake and AUTH, while each user's reads share one IMAP session."""
+    users = 2
+    spec = LoadSpec(
+        url=f"smtps://127.0.0.1:{mail.ports['smtps']}",
+        users=users,
+        threads=1,
+        duration_s=3.0,
+        insecure=True,
+        mail=MailOptions(mailboxes=MAILBOXES, password_file=str(mail.passwords), per_action=("smtp",)),
+        usage=(
+            engine.UsageAction("send", 3600.0 * 4),
+            engine.UsageAction("read", 3600.0 * 4, target=f"imaps://127.0.0.1:{mail.ports['proxy_imaps']}"),
+        ),
+    )
+    plan = engine.build_plan(spec)
+    assert plan.mail is not None and not plan.mail.reuse
+    [imap] = plan.alongside
+    assert imap.mail is not None and imap.mail.reuse
+    assert "per_action" not in plan.to_json()
+    sends, reads = engine.run(plan), engine.run(imap)
+    assert sends.errors == reads.errors == 0, (sends.error_samples, reads.error_samples)
+    assert sends.completed > 2 and reads.completed > 2 * users
+    assert sends.steps["connect"].count == sends.steps["auth"].count == sends.completed
+    assert sends.generator.tls_handshakes == sends.completed
+    assert reads.steps["connect"].count == reads.generator.tls_handshakes == users

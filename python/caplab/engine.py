@@ -104,7 +104,10 @@ class MailOptions:
     ``user:password`` lines (the mail system's ``DIR/passwords``); IMAP needs them, SMTP sends
     AUTH only with them. ``starttls``: plain ``smtp://``/``imap://`` upgrade (True: required;
     False: never; None: when the plan has TLS options). ``reuse``: keep the session for the next
-    request (False: QUIT/LOGOUT after each, so each pays connect, TLS and login)."""
+    request (False: QUIT/LOGOUT after each, so each pays connect, TLS and login). ``per_action``:
+    the protocols (``smtp``, ``imap``) whose sessions end after each request whatever ``reuse``
+    says — a usage profile's users who send over a fresh SMTP connection each time beside an IMAP
+    session they keep, as mail clients do; resolved into ``reuse`` per plan, never sent."""
 
     user: str = "user{user}"
     mailboxes: int = 1
@@ -117,6 +120,7 @@ class MailOptions:
     fetch_last: int = 10
     fetch_items: str = "(FLAGS BODY.PEEK[])"
     reuse: bool = True
+    per_action: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -240,7 +244,7 @@ class Plan:
         if data["mail"] is None:
             del data["mail"]
         else:
-            data["mail"] = {k: v for k, v in data["mail"].items() if v is not None}
+            data["mail"] = {k: v for k, v in data["mail"].items() if v is not None and k != "per_action"}
         if isinstance(self.load, OpenLoad):
             data["load"] = {
                 "model": "open",
@@ -643,7 +647,9 @@ def _mail(spec: LoadSpec) -> MailOptions | None:
         if spec.mail is not None:
             raise UsageProblem("mail options apply to smtp://, smtps://, imap:// and imaps:// targets")
         return None
-    return spec.mail or MailOptions()
+    options = spec.mail or MailOptions()
+    protocol = spec.url.partition(":")[0].removesuffix("s")
+    return replace(options, reuse=options.reuse and protocol not in options.per_action, per_action=())
 
 
 def _usage_plan(spec: LoadSpec) -> Plan:

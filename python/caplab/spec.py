@@ -212,7 +212,9 @@ class MailTargetSpec(Strict):
     message_size: Annotated[int, BeforeValidator(_size), Field(ge=1)] | None = None
     fetch_last: int = Field(default=10, ge=0)
     starttls: bool | None = None
-    session_per_action: bool = False
+    session_per_action: bool | list[Literal["smtp", "imap"]] = False
+    """End each session after its request (QUIT/LOGOUT): all, or only these protocols' — ``[smtp]``:
+    users connect to send, as mail clients do, and keep their IMAP session."""
     insecure: bool = False
     """Take the system's certificate unverified (its self-signed one)."""
 

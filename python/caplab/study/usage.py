@@ -51,7 +51,8 @@ def mail_load(mail: MailTargetSpec, shape: LoadSpec, usage: UsageSpec | None, di
         starttls=mail.starttls,
         message_bytes=mail.message_size,
         fetch_last=mail.fetch_last,
-        reuse=not mail.session_per_action,
+        reuse=mail.session_per_action is not True,
+        per_action=tuple(mail.session_per_action) if isinstance(mail.session_per_action, list) else (),
     )
     urls = {p: u for p, u in (("smtp", mail.smtp), ("imap", mail.imap)) if u is not None}
     actions = usage_actions(usage, directory, urls) if usage is not None else None

@@ -29,7 +29,7 @@ from typing import Any
 from caplab.systems import launch
 from caplab.systems.mail.content import DEFAULT_RULES
 from caplab.systems.mail.errors import MailError
-from caplab.systems.mail.system import MailSystem, Ports, Settings
+from caplab.systems.mail.system import DEFAULT_CONNECTIONS, MailSystem, Ports, Settings
 
 COMMANDS = ("start", "status", "stop")
 POLL_S = 0.5
@@ -49,6 +49,13 @@ def parser() -> argparse.ArgumentParser:
     start.add_argument("--no-tls", dest="tls", action="store_false", help="no certificate, no TLS ports")
     start.add_argument(
         "--content-rules", type=int, default=DEFAULT_RULES, help="signatures in each content-check table"
+    )
+    start.add_argument(
+        "--max-connections",
+        type=_positive,
+        default=DEFAULT_CONNECTIONS,
+        help="clients each role serves at once: smtpd processes, proxied and backend IMAP/POP3 sessions "
+        f"(default {DEFAULT_CONNECTIONS}; Postfix's and Dovecot's own default is 100)",
     )
     for name, what in (
         ("smtp-port", "Postfix SMTP (STARTTLS offered)"),
@@ -131,6 +138,7 @@ def start(options: argparse.Namespace) -> int:
         mail_dir=options.mail_dir,
         tls=options.tls,
         content_rules=options.content_rules,
+        max_connections=options.max_connections,
         ports=Ports(
             smtp=options.smtp_port,
             submission=options.submission_port,

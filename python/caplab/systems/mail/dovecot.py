@@ -67,7 +67,12 @@ def prepare(home: Path, user: ServiceUser) -> None:
     user.own(log)
 
 
-def _common(home: Path, role: str, user: ServiceUser, tls: Certificate | None, protocols: str) -> str:
+def _common(
+    home: Path, role: str, user: ServiceUser, tls: Certificate | None, protocols: str, clients: int
+) -> str:
+    """What both instances share: paths, the service user everywhere, no brute-force delays, and
+    ``clients`` sessions at once (each one an imap or pop3 process on the mailbox instance; the
+    internal services that count processes — anvil, auth, stats — sized for all of them)."""
     ssl = f"ssl = yes\nssl_cert = <{tls.cert}\nssl_key = <{tls.key}\n" if tls else "ssl = no\n"
     return f"""# written by caplab.systems.mail ({role} role); regenerated at every start
 instance_name = caplab-{role}
@@ -89,6 +94,8 @@ mail_gid = {user.name}
 first_valid_uid = 0
 login_greeting = caplab {role} ready.
 login_trusted_networks = 127.0.0.0/8
+default_process_limit = {clients}
+default_client_limit = {4 * clients}
 service anvil {{
   chroot =
   unix_listener anvil-auth-penalty {{
@@ -116,10 +123,20 @@ service pop3-login {{
 """
 
 
-def mailbox_config(home: Path, user: ServiceUser, mail_dir: Path, passdb: Path, ports: MailboxPorts) -> str:
+HIGH_PERFORMANCE = """  service_count = 0
+  process_min_avail = 2
+  client_limit = {clients}
+  vsz_limit = 1G
+"""
+"""A login service in Dovecot's high-performance mode (see ``access_config``)."""
+
+
+def mailbox_config(
+    home: Path, user: ServiceUser, mail_dir: Path, passdb: Path, ports: MailboxPorts, clients: int
+) -> str:
     """The mailbox instance: LMTP in, Maildir on ``mail_dir``, IMAP and POP3 out (to the proxy)."""
     return (
-        _common(home, "mailbox", user, None, "imap pop3 lmtp")
+        _common(home, "mailbox", user, None, "imap pop3 lmtp", clients)
         + f"""
 mail_location = maildir:{mail_dir}/%n
 mail_home = {mail_dir}/%n
@@ -168,9 +185,13 @@ def access_config(
     passdb: Path,
     ports: AccessPorts,
     backend: MailboxPorts,
+    clients: int,
 ) -> str:
     """The access instance: the same passwords checked here, then proxied to the mailbox
-    instance's IMAP or POP3 port (chosen by protocol, ``%s``)."""
+    instance's IMAP or POP3 port (chosen by protocol, ``%s``). Its login processes run in
+    Dovecot's high-performance mode: a login process holds a proxied session (and its TLS) for as
+    long as the client stays, so one process per connection (the default) would mean a process per
+    user; here each serves up to ``clients``, one per core is kept ready."""
     backend_port = f"%{{if;%s;eq;pop3;{backend.pop3};{backend.imap}}}"
     secure = ""
     if ports.imaps is not None and ports.pop3s is not None:
@@ -190,7 +211,7 @@ service pop3-login {{
 }}
 """
     return (
-        _common(home, "access", user, tls, "imap pop3")
+        _common(home, "access", user, tls, "imap pop3", clients)
         + f"""
 passdb {{
   driver = passwd-file
@@ -206,12 +227,12 @@ service imap-login {{
     address = 127.0.0.1
     port = {ports.imap}
   }}
-}}
+{HIGH_PERFORMANCE.format(clients=clients)}}}
 service pop3-login {{
   inet_listener pop3 {{
     address = 127.0.0.1
     port = {ports.pop3}
   }}
-}}
+{HIGH_PERFORMANCE.format(clients=clients)}}}
 {secure}"""
     )

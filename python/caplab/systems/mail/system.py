@@ -55,6 +55,13 @@ class Ports:
     proxy_pop3s: int | None = 0
 
 
+DEFAULT_CONNECTIONS = 2000
+"""Clients each role serves at once. Postfix and Dovecot default to 100 processes per service, and
+a user of a study holds a session open on each protocol (a polling IMAP client, an SMTP client
+that keeps its connection): at their defaults the 101st user would wait for a process whatever
+the hardware, so the limit a study found would be a setting, not the profile."""
+
+
 @dataclass(frozen=True)
 class Settings:
     work_dir: Path
@@ -63,6 +70,7 @@ class Settings:
     ports: Ports = Ports()
     tls: bool = True
     content_rules: int = DEFAULT_RULES
+    max_connections: int = DEFAULT_CONNECTIONS
 
 
 class MailSystem:
@@ -124,9 +132,10 @@ class MailSystem:
         cert = self_signed(work / "tls", self.user) if settings.tls else None
         backend = dovecot.MailboxPorts(lmtp=ports.lmtp, imap=ports.imap, pop3=ports.pop3)
         access = dovecot.AccessPorts(ports.proxy, ports.proxy_pop3, ports.proxy_imaps, ports.proxy_pop3s)
-        conf = dovecot.mailbox_config(mailbox_home, self.user, mail_dir, passdb, backend)
+        limit = settings.max_connections
+        conf = dovecot.mailbox_config(mailbox_home, self.user, mail_dir, passdb, backend, limit)
         self.user.write_private(mailbox_home / "dovecot.conf", conf, 0o644)
-        conf = dovecot.access_config(access_home, self.user, cert, passdb, access, backend)
+        conf = dovecot.access_config(access_home, self.user, cert, passdb, access, backend, limit)
         self.user.write_private(access_home / "dovecot.conf", conf, 0o644)
         transport.write_config(
             transport_home,
@@ -137,6 +146,7 @@ class MailSystem:
             cert,
             mailbox_home / "run" / "auth-client",
             settings.content_rules,
+            limit,
         )
         state = {
             "users": settings.users,
@@ -145,6 +155,7 @@ class MailSystem:
             "tls": settings.tls,
             "certificate": str(cert.cert) if cert else None,
             "content_rules": settings.content_rules,
+            "max_connections": limit,
             "ports": asdict(ports),
         }
         self.state_file.write_text(json.dumps(state, indent=2) + "\n")
@@ -256,8 +267,12 @@ def _check_free(ports: Ports) -> None:
         if port is None:
             continue
         with socket.socket() as s:
+            # as the servers bind: a closed session's TIME_WAIT (a server that sent QUIT's reply
+            # and closed first) does not hold the port, a listener does
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 s.bind(("127.0.0.1", port))
+                s.listen()
             except OSError as e:
                 option = "--" + name.replace("_", "-") + "-port"
                 raise MailError(f"port {port} ({option}) is not free: {e.strerror}") from None

@@ -107,16 +107,20 @@ def write_config(
     tls: Certificate | None,
     auth_socket: Path,
     content_rules: int,
+    max_connections: int,
 ) -> None:
-    """main.cf, master.cf, the accepted addresses and the content-check tables."""
+    """main.cf, master.cf, the accepted addresses and the content-check tables; at most
+    ``max_connections`` processes per service (smtpd: one per client connection)."""
     (home / "mailboxes").write_text("".join(f"{address(u)} {u}\n" for u in users))
     (home / "header_checks").write_text(content.header_checks(content_rules))
     (home / "body_checks").write_text(content.body_checks(content_rules))
-    (home / "main.cf").write_text(_main_cf(home, user, lmtp_port, tls, auth_socket))
+    (home / "main.cf").write_text(_main_cf(home, user, lmtp_port, tls, auth_socket, max_connections))
     (home / "master.cf").write_text(_master_cf(ports))
 
 
-def _main_cf(home: Path, user: ServiceUser, lmtp_port: int, tls: Certificate | None, auth: Path) -> str:
+def _main_cf(
+    home: Path, user: ServiceUser, lmtp_port: int, tls: Certificate | None, auth: Path, processes: int
+) -> str:
     setgid = grp.getgrgid(_setgid_gid(user)).gr_name
     tls_lines = ""
     if tls is not None:
@@ -143,6 +147,7 @@ alias_database =
 inet_interfaces = 127.0.0.1
 inet_protocols = ipv4
 mynetworks = 127.0.0.0/8
+default_process_limit = {processes}
 smtpd_peername_lookup = no
 biff = no
 append_dot_mydomain = no
