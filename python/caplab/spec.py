@@ -1256,7 +1256,7 @@ def _check_hardware(
     except ValueError as e:
         raise fail(("profiles",), str(e)) from e
     volumes = {f"{r}/{v}": None for r, p in hardware.items() for v in p.volumes}
-    addresses = {r: None for r, p in hardware.items() if p.link is not None}
+    addresses = dict.fromkeys(hardware)  # across its link, or loopback without one
     texts: list[tuple[Path_, str | None]] = [(("sut", "start"), sut.start), (("sut", "stop"), sut.stop)]
     if sut.ready is not None:
         texts += [(("sut", "ready", k), getattr(sut.ready, k)) for k in ("url", "command", "host")]

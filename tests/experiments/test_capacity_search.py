@@ -191,12 +191,22 @@ def test_closed_model_searches_whole_users(threshold: int) -> None:
     assert all(p.load == int(p.load) and p.load >= 1 for p in outcome.probes)
 
 
-def test_closed_model_confirmation_steps_down_one_user_at_a_time() -> None:
+def test_closed_model_confirmation_steps_down_one_user_at_a_time_among_a_few() -> None:
     probe = ThresholdProbe(7.5, confirm_limit=5.5)
     _, outcome = search(probe, closed=True, start=1.0, confirm_repeats=2)
     assert outcome.capacity == 5
     # A failed round stops at its first failure.
     assert [p.load for p in outcome.probes if p.phase == "confirm"] == [7, 6, 5, 5]
+
+
+def test_closed_model_confirmation_steps_down_half_a_precision_step_among_thousands() -> None:
+    """3,500 users passed the search's trials but not the confirmation: the next round is 7.5 %
+    fewer (precision 15 %), not 3,499 — six rounds of one user each once ended a real search."""
+    probe = ThresholdProbe(3600.5, confirm_limit=3000.5)
+    _, outcome = search(probe, closed=True, start=2000.0, precision=0.15, maximum=100_000.0)
+    confirms = [p.load for p in outcome.probes if p.phase == "confirm"]
+    assert confirms[1] == math.floor(confirms[0] * (1 - 0.075)), confirms
+    assert outcome.found and 2800 <= outcome.capacity <= 3000, confirms
 
 
 def test_closed_model_fails_at_one_user() -> None:

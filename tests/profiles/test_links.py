@@ -131,6 +131,27 @@ def test_roles_reach_each_other_through_the_host_and_a_jumbo_link_carries_jumbo_
         assert dont_fragment_send(hw.addresses["app"], 8000) == "too big for the link"
 
 
+def test_a_role_without_a_link_is_at_loopback_and_reached_there(
+    tmp_path: Path, require: Callable[..., None]
+) -> None:
+    """One box against two: ``{address.db}`` is the namespace's address when db has a link and
+    127.0.0.1 when it has none, and a server started on that profile answers there."""
+    db = Profile.build("db", cpus=1)
+    require(db)
+    with CellHardware(tmp_path, {"db": db}) as hw:
+        assert hw.addresses == {"db": "127.0.0.1"}
+        sender = subprocess.Popen(
+            [*hw.launch_prefix("db"), sys.executable, "-c", SENDER], stdout=subprocess.PIPE, text=True
+        )
+        try:
+            assert sender.stdout is not None and sender.stdout.readline().strip() == "ready"
+            with socket.create_connection((hw.addresses["db"], PORT), timeout=5) as conn:
+                assert conn.recv(1000)
+        finally:
+            sender.kill()
+            sender.wait()
+
+
 def dont_fragment_send(address: str, size: int) -> str:
     """Send one UDP datagram of ``size`` bytes that must not be fragmented: the route's MTU decides."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:

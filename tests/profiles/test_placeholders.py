@@ -1,5 +1,5 @@
 """``{volume.NAME}`` names a volume by its name alone when one role has it, by ``ROLE.NAME`` when
-several do; ``{address.ROLE}`` needs a link; both say what exists when they name nothing."""
+several do; ``{address.ROLE}`` needs a role on a profile; both say what exists when they name nothing."""
 
 from __future__ import annotations
 
@@ -23,9 +23,9 @@ def test_placeholders_are_filled_with_paths_and_addresses() -> None:
     [
         ("{volume.data}", r"ambiguous: roles app, db each have a volume 'data'; write \{volume.ROLE.data\}"),
         ("{volume.tmp}", r"no role's profile has that volume \(volumes: app.data, db.data, db.log\)"),
-        ("{address.app}", r"that role has no link in its profile \(roles with one: db\)"),
+        ("{address.web}", r"that role is on no profile \(roles on one: app, db\)"),
     ],
 )
 def test_a_placeholder_that_names_nothing_says_what_exists(text: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        check_placeholders(text, VOLUMES, {"db": None})
+        check_placeholders(text, VOLUMES, {"app": None, "db": None})

@@ -79,8 +79,8 @@ def running(setup: Setup) -> Iterator[subprocess.Popen[str]]:
         proc.communicate(timeout=10)
 
 
-def interrupt_in_second_cell(proc: subprocess.Popen[str]) -> tuple[str, str]:
-    """Waits for the first cell to complete, sends SIGINT a little later; returns stdout, stderr."""
+def interrupt_in_second_cell(proc: subprocess.Popen[str], sig: int = signal.SIGINT) -> tuple[str, str]:
+    """Waits for the first cell to complete, sends ``sig`` a little later; returns stdout, stderr."""
     assert proc.stdout is not None and proc.stderr is not None
     lines: queue.Queue[str | None] = queue.Queue()
     reader = threading.Thread(target=_lines, args=(proc.stderr, lines), daemon=True)
@@ -96,7 +96,7 @@ def interrupt_in_second_cell(proc: subprocess.Popen[str]) -> tuple[str, str]:
             break
     time.sleep(INTO_SECOND_CELL_S)
     assert proc.poll() is None, "caplab ended before it could be interrupted"
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(sig)
     stdout = proc.stdout.read()
     proc.wait(timeout=30)
     reader.join(timeout=10)
@@ -159,6 +159,18 @@ def test_sigint_keeps_finished_cells_and_resume_completes_the_study(
     shown = caplab("show", "latest", "--db", setup.db_url, "--json", timeout=30)
     assert shown.returncode == 0, shown.stderr
     assert json_out(shown)["cells"] == doc["cells"]
+
+
+@pytest.mark.slow
+def test_sigterm_stops_as_ctrl_c_does(setup: Setup, running: subprocess.Popen[str]) -> None:
+    """``kill`` (a CI timeout, a scheduler): the finished cell kept, the SUT stopped, exit 130."""
+    _, stderr = interrupt_in_second_cell(running, signal.SIGTERM)
+    assert running.returncode == 130, stderr
+    assert "Traceback" not in stderr and "--resume" in stderr
+    assert not listening(setup.port)
+    with Store(setup.db_url) as store:
+        [row] = store.list_studies()
+        assert [c.status for c in store.cells(row.id)] == ["complete", "interrupted", "pending"]
 
 
 def test_resume_with_nothing_to_resume_starts_a_new_study(

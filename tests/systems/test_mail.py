@@ -229,3 +229,42 @@ def test_a_studys_role_matchers_put_sending_on_transport_and_reading_on_access(s
 
 def _cpu(samples: list[ResourceSample]) -> float:
     return next(s.value for s in samples if s.metric == "cpu_percent")
+
+
+@pytest.mark.slow
+def test_max_connections_is_how_many_sessions_each_role_holds_at_once(start_mail: StartMail) -> None:
+    """120 IMAP sessions held logged in through the proxy, each a backend imap process, and 120
+    SMTP sessions, each an smtpd: past Postfix's and Dovecot's own limit of 100 per service. With
+    ``max_connections=10`` the 11th SMTP client is not greeted while ten are held."""
+    users, held = 16, 120  # Dovecot allows 10 sessions per user and address: 7 or 8 each here
+    system, status = start_mail(users=users, max_connections=150)
+    passwords = read_passwords(system.passwords_file)
+    imap: list[imaplib.IMAP4] = []
+    smtp: list[smtplib.SMTP] = []
+    try:
+        for n in range(held):
+            user = f"user{1 + n % users}"
+            client = imaplib.IMAP4("127.0.0.1", status["ports"]["proxy"], timeout=10)
+            client.login(user, passwords[user])
+            assert client.select("INBOX", readonly=True)[0] == "OK"
+            imap.append(client)
+            session = smtplib.SMTP("127.0.0.1", status["ports"]["smtp"], timeout=10)
+            assert session.ehlo()[0] == 250
+            smtp.append(session)
+        assert all(c.noop()[0] == "OK" for c in imap)
+    finally:
+        for client in imap:
+            client.logout()
+        for session in smtp:
+            session.quit()
+
+    system.stop()
+    system, status = start_mail(users=users, max_connections=10)
+    port = status["ports"]["smtp"]
+    first = [smtplib.SMTP("127.0.0.1", port, timeout=10) for _ in range(10)]
+    try:
+        with pytest.raises((TimeoutError, smtplib.SMTPServerDisconnected)):
+            smtplib.SMTP("127.0.0.1", port, timeout=2)  # connected, but no smtpd to greet it
+    finally:
+        for session in first:
+            session.quit()

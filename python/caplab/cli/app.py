@@ -4,6 +4,8 @@ it runs, so `caplab load` does not pay for pandas, scipy and the report's plotti
 from __future__ import annotations
 
 import importlib
+import signal
+from types import FrameType
 
 import click
 
@@ -57,3 +59,11 @@ def main() -> None:
     Run a study (a matrix of configurations, each searched for its capacity) and its report:
       caplab run study.yaml          caplab demo --quick
     """
+    signal.signal(signal.SIGTERM, _stop_as_ctrl_c)
+
+
+def _stop_as_ctrl_c(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM — ``kill``, a CI job's timeout, a scheduler — stops caplab as Ctrl-C does: the
+    finished results kept, the cell's hardware and SUT removed, exit 130. Left to its default it
+    would end the process at once and leave cgroups, volumes and servers behind."""
+    raise KeyboardInterrupt

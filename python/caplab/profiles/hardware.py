@@ -26,6 +26,8 @@ from caplab.profiles.resource import RoleResource, Usage
 from caplab.profiles.volumes import LoopVolume
 
 PREFIX = "caplab-"
+LOOPBACK = "127.0.0.1"
+"""``{address.ROLE}`` of a role whose profile has no link: it runs in caplab's own namespace."""
 _ROLE_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 
@@ -166,8 +168,10 @@ class CellHardware:
 
     @property
     def addresses(self) -> dict[str, str]:
-        """``{role: address}`` of every role with a link, for ``{address.ROLE}``."""
-        return {r: hw.link.address for r, hw in self.roles.items() if hw.link is not None}
+        """``{role: address}`` of every role on a profile, for ``{address.ROLE}``: its namespace's
+        address across its link, or loopback when its profile has none (the role is on this box, as
+        a study that sets one box against two puts it)."""
+        return {r: hw.link.address if hw.link is not None else LOOPBACK for r, hw in self.roles.items()}
 
     @property
     def host_addresses(self) -> dict[str, str]:
@@ -262,7 +266,8 @@ def _collect(errors: list[str], step: Callable[[], None]) -> None:
 
 @contextlib.contextmanager
 def _interrupts_deferred() -> Iterator[None]:
-    """Hold Ctrl-C while removing, then deliver it: a half-removed cell is the worst leftover."""
+    """Hold Ctrl-C (and SIGTERM, which caplab's CLI takes as one) while removing, then deliver it:
+    a half-removed cell is the worst leftover."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -271,10 +276,11 @@ def _interrupts_deferred() -> Iterator[None]:
     def hold(signum: int, frame: FrameType | None) -> None:
         received.append(signum)
 
-    previous = signal.signal(signal.SIGINT, hold)
+    previous = {s: signal.signal(s, hold) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
     if received:
         raise KeyboardInterrupt

@@ -1,6 +1,7 @@
 """``{volume.NAME}`` and ``{address.ROLE}`` in a SUT's commands and the target URL: the mount point
-of a role's volume and the address of a role's network namespace, known only once a cell's
-hardware exists. The study file is checked against the same resolution before any cell runs."""
+of a role's volume and the address of a role's network namespace (loopback when its profile has
+no link), known only once a cell's hardware exists. The study file is checked against the same
+resolution before any cell runs."""
 
 from __future__ import annotations
 
@@ -40,9 +41,7 @@ def check_placeholders(text: str, volumes: Mapping[str, object], addresses: Mapp
             volume_key(key, volumes)
         elif key not in addresses:
             known = ", ".join(sorted(addresses)) or "none"
-            raise ValueError(
-                f"{{address.{key}}}: that role has no link in its profile (roles with one: {known})"
-            )
+            raise ValueError(f"{{address.{key}}}: that role is on no profile (roles on one: {known})")
 
 
 def fill(text: str, volumes: Mapping[str, object], addresses: Mapping[str, str]) -> str:
@@ -52,7 +51,7 @@ def fill(text: str, volumes: Mapping[str, object], addresses: Mapping[str, str])
         if m.group(1) == "volume":
             return str(volumes[volume_key(m.group(2), volumes)])
         if m.group(2) not in addresses:
-            raise ValueError(f"{{address.{m.group(2)}}}: that role has no link in its profile")
+            raise ValueError(f"{{address.{m.group(2)}}}: that role is on no profile")
         return addresses[m.group(2)]
 
     return _PLACEHOLDER.sub(one, text)

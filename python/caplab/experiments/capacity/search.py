@@ -164,7 +164,10 @@ class CapacitySearch:
             hi = lo
             # Half a precision step: the bisection already bracketed the capacity that closely —
             # unless the failed trial measured how far short the system fell, which says where to go.
-            step = lo - 1 if self.s.closed else lo * (1 - self.s.precision / 2)
+            # Users are whole: at least one fewer (a few users), never only one fewer (thousands).
+            step = lo * (1 - self.s.precision / 2)
+            if self.s.closed:
+                step = min(lo - 1, math.floor(step))
             measured = runs[-1].sustainable
             lo = self._round(min(step, measured) if measured is not None and measured > 0 else step)
             if lo < self.s.minimum or lo >= hi:
