@@ -206,7 +206,7 @@ def test_closed_model_confirmation_steps_down_half_a_precision_step_among_thousa
     _, outcome = search(probe, closed=True, start=2000.0, precision=0.15, maximum=100_000.0)
     confirms = [p.load for p in outcome.probes if p.phase == "confirm"]
     assert confirms[1] == math.floor(confirms[0] * (1 - 0.075)), confirms
-    assert outcome.found and 2800 <= outcome.capacity <= 3000, confirms
+    assert outcome.found and outcome.capacity is not None and 2800 <= outcome.capacity <= 3000, confirms
 
 
 def test_closed_model_fails_at_one_user() -> None:
