@@ -287,6 +287,18 @@ def test_a_cell_stopped_by_the_generator_shows_its_floor_and_names_the_generator
     assert f"{results['cells'][0]['label']}: inconclusive — capacity ≥ 1,600/s" in markdown
 
 
+def _priced(document: dict[str, Any], prices: tuple[float, ...]) -> None:
+    """Each cell given a one-off price in USD, in cell order."""
+    for cell, price in zip(document["cells"], prices, strict=True):
+        cell["metrics"]["cost"] = {
+            "total": price,
+            "currency": "USD",
+            "basis": "once",
+            "parts": [],
+            "unpriced": [],
+        }
+
+
 def _replicated(document: dict[str, Any], intervals: list[tuple[float, float]]) -> dict[str, Any]:
     """The study with each cell's capacity the mean of 3 replicates, over the intervals given."""
     varied = copy.deepcopy(document)
@@ -313,14 +325,7 @@ def test_configurations_within_each_others_noise_are_not_ranked(
     assert "The highest — workers=2 (1,900/s), workers=3 (2,000/s) — are not distinguishable" in beyond
     assert "the best," not in beyond
     # Per 1,000/s: 211, 147 and 145 — workers=3 lowest by a hair, within the noise of workers=2.
-    for cell, price in zip(varied["cells"], (200.0, 280.0, 290.0), strict=True):
-        cell["metrics"]["cost"] = {
-            "total": price,
-            "currency": "USD",
-            "basis": "once",
-            "parts": [],
-            "unpriced": [],
-        }
+    _priced(varied, (200.0, 280.0, 290.0))
     cost = build_results(varied, study_samples)["recommendation"]["cost"]
     assert cost is not None and cost["cheapest"] is not None
     assert cost["cheapest"]["label"] == "workers=2"  # 280 < 290: the price, not noise, decides
@@ -429,14 +434,7 @@ def test_a_priced_goal_chooses_the_configuration_the_cost_line_names_cheapest(
     varied = _with_goal(
         _replicated(study_document, [(900.0, 1000.0), (1900.0, 2000.0), (2900.0, 3000.0)]), 1000.0
     )
-    for cell, price in zip(varied["cells"], (200.0, 800.0, 700.0), strict=True):
-        cell["metrics"]["cost"] = {
-            "total": price,
-            "currency": "USD",
-            "basis": "once",
-            "parts": [],
-            "unpriced": [],
-        }
+    _priced(varied, (200.0, 800.0, 700.0))
     rec = build_results(varied, study_samples)["recommendation"]
     choice, cost = rec["choice"], rec["cost"]
     assert choice is not None and cost is not None and cost["cheapest"] is not None
