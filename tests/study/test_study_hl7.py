@@ -16,7 +16,6 @@ this engine's limit here; the paper's (4,000 msg/s over 100 Mbit, "network") is 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,7 @@ import yaml
 
 from caplab import studies
 from caplab.profiles import LinkClass, Profile, VolumeClass, check_support
-from support.studies import caplab
+from support.studies import run_study
 
 pytestmark = pytest.mark.slow  # three capacity searches on a real engine and database
 
@@ -43,11 +42,7 @@ def test_the_quick_hl7_study_names_disk_cpu_and_link_limits_from_measurements(sh
     if missing:
         pytest.skip("; ".join(missing))
     path = studies.prepare("hl7-hardware", shared_dir) / "quick.yaml"
-    done = caplab(
-        "run", path, "--db", f"sqlite:///{shared_dir / 'c.db'}", "-o", shared_dir / "r", timeout=600
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    results = json.loads((shared_dir / "r" / "results.json").read_text())
+    results = run_study(path, shared_dir)
     cells = {c["factors"]["setup"]: c for c in results["cells"]}
     assert set(cells) == {"hdd", "ssd", "remote-100mbit"}
     assert all(c["status"] == "complete" and c["metrics"]["capacity"]["found"] for c in cells.values())
@@ -97,9 +92,7 @@ def test_the_mirroring_part_measures_both_nodes_and_the_standbys_lag_per_mode(sh
     spec["search"] = {"precision": "50%", "trial": "1s", "repeats": 1, "start": 200}
     cut = shared_dir / "mirroring-cut.yaml"
     cut.write_text(yaml.safe_dump(spec, sort_keys=False))
-    done = caplab("run", cut, "--db", f"sqlite:///{shared_dir / 'm.db'}", "-o", shared_dir / "m", timeout=600)
-    assert done.returncode == 0, done.stderr[-4000:]
-    results = json.loads((shared_dir / "m" / "results.json").read_text())
+    results = run_study(cut, shared_dir, "m")
     cells = {c["factors"]["mirroring"]: c for c in results["cells"]}
     assert set(cells) == {"synchronous", "asynchronous"}
     for mode, cell in cells.items():

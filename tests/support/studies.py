@@ -63,6 +63,16 @@ def caplab(
     )
 
 
+def run_study(path: Path, directory: Path, name: str = "r", timeout: float = 600.0) -> dict[str, Any]:
+    """`caplab run PATH` into ``directory/NAME.db`` with its report in ``directory/NAME/``: the
+    report's results.json, once the run exited 0 (else its stderr's end as the failure)."""
+    report = directory / name
+    done = caplab("run", path, "--db", f"sqlite:///{directory / name}.db", "-o", report, timeout=timeout)
+    assert done.returncode == 0, done.stderr[-4000:]
+    results: dict[str, Any] = json.loads((report / "results.json").read_text())
+    return results
+
+
 def json_out(done: subprocess.CompletedProcess[str]) -> Any:
     """The JSON document a command printed on stdout (the whole of stdout, nothing else)."""
     try:
