@@ -204,7 +204,9 @@ def test_the_three_roles_are_disjoint_process_trees_each_named_by_its_match(star
 def test_a_studys_role_matchers_put_sending_on_transport_and_reading_on_access(start_mail: StartMail) -> None:
     """The ``match`` each role reports, given to caplab's role collector: the processes it finds
     are that role's, and the CPU of SMTP sends lands on transport while IMAP reads through the
-    proxy land on access (and mailbox), not on transport."""
+    proxy land on access (and mailbox), not on transport. The reads fetch whole messages over TLS:
+    terminating it is the access role's work, and a proxied plain login that fetches subjects moves
+    too few bytes to be sure of one CPU tick (the kernel's accounting unit, 10 ms) on access."""
     system, status = start_mail(users=2)
     ports = status["ports"]
     collectors = {
@@ -221,7 +223,12 @@ def test_a_studys_role_matchers_put_sending_on_transport_and_reading_on_access(s
     assert not collectors["transport"].pids & (collectors["access"].pids | collectors["mailbox"].pids)
     password = read_passwords(system.passwords_file)["user1"]
     for _ in range(20):
-        assert len(subjects_over_imap(imaplib.IMAP4("127.0.0.1", ports["proxy"]), "user1", password)) == 20
+        over_tls = imaplib.IMAP4_SSL("127.0.0.1", ports["proxy_imaps"], ssl_context=insecure())
+        over_tls.login("user1", password)
+        over_tls.select("INBOX", readonly=True)
+        kind, fetched = over_tls.fetch("1:*", "(BODY.PEEK[])")
+        over_tls.logout()
+        assert kind == "OK" and sum(isinstance(part, tuple) for part in fetched) == 20
     read = {role: _cpu(c.sample(0.0)) for role, c in collectors.items()}
     assert sent["transport"] > 0 and sent["transport"] > sent["access"]
     assert read["access"] > 0 and read["mailbox"] > 0 and read["access"] > read["transport"]
