@@ -58,6 +58,29 @@ def test_a_roles_cpu_is_measured_against_its_quota() -> None:
     assert "against its profile's quota of 0.5 host CPUs" in limit["summary"]
 
 
+def test_a_role_throttled_in_most_periods_is_bound_by_its_quota_below_its_mean() -> None:
+    """58 % of its quota on average but throttled in 95 % of the periods: the quota holds the role
+    back (it runs out within each period), so its CPU is the limit, not software; throttled in few
+    periods, the same mean use is not near saturation."""
+    scopes = {
+        "host": {"cores": 2.0, "cpu_percent": 70.0},
+        "role:transport": {"cpu_percent": 29.0, "quota_cpus": 0.5, "cpu_throttled_percent": 95.0},
+        "role:access": {"cpu_percent": 20.0, "quota_cpus": 0.5, "cpu_throttled_percent": 30.0},
+    }
+    limit = find_limit(100.0, scopes, ["transport", "access"])
+    assert limit["resource"] == "cpu:transport" and limit["kind"] == "hardware"
+    assert limit["utilization"] == pytest.approx(0.95)
+    summary = "throttled in 95% of its quota's periods (29% of a core, 58% of its profile's quota"
+    assert summary in limit["summary"]
+    access = next(d for d in limit["evidence"]["demands"] if d["resource"] == "cpu:access")
+    assert access["utilization"] == pytest.approx(0.40), "throttled less than its mean use: the mean"
+    scopes["role:transport"]["cpu_throttled_percent"] = 10.0
+    assert find_limit(100.0, scopes, ["transport", "access"])["kind"] == "software"
+    unlimited = {"host": scopes["host"], "role:app": {"cpu_percent": 29.0, "cpu_throttled_percent": 95.0}}
+    host_share = find_limit(100.0, unlimited, ["app"])["utilization"]
+    assert host_share == pytest.approx(0.145), "no quota: a share of the 2 host cores, throttling aside"
+
+
 def test_a_role_at_its_memory_limit_is_named_memory_with_the_evidence() -> None:
     scopes = {
         "host": {"cores": 2.0, "cpu_percent": 100.0},
