@@ -103,4 +103,7 @@ def test_replication_is_shown_per_node_with_write_flush_and_replay_lag() -> None
     assert (rows[0]["write lag"], rows[0]["flush lag"], rows[0]["replay lag"]) == ("0.42", "0.9", "1.7")
     assert rows[1]["redo"] == "2.4" and rows[1]["write lag"] == "—"
     cell["failover"] = []
-    assert replication_table(shown) is None, "shown beside a failover only"
+    mirrored = replication_table(shown)
+    assert mirrored is not None and len(mirrored.rows) == 2, "a mirrored pair under load alone: shown too"
+    cell["resources"] = {"pg:127.0.0.1:7600": {"commits_s": 120.0}, "host": {}}
+    assert replication_table(shown) is None, "a database without a standby has no replication figures"

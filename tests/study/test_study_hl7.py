@@ -105,6 +105,8 @@ def test_the_mirroring_part_measures_both_nodes_and_the_standbys_lag_per_mode(sh
         assert primary["primary"] == 1.0 and resources["pg:127.0.0.1:7601"]["primary"] == 0.0
         assert {"flush_lag_ms", "replay_lag_ms"} <= set(primary), (mode, primary)
         assert primary["commits_s"] > 0 and resources["pg:127.0.0.1:7601"]["replay_mb_s"] > 0
+    replication = (shared_dir / "m" / "report.md").read_text().split("**Replication**", 1)[1].split("\n\n")[1]
+    assert replication.count("127.0.0.1:7600") == 2 and replication.count("127.0.0.1:7601") == 2, replication
     paper = {r["value"]: r for r in results["paper"]["rows"]}
     assert {v: r["paper"] for v, r in paper.items()} == {"synchronous": 2900, "asynchronous": 9200}
     assert all(r["ours"] == cells[v]["metrics"]["capacity"]["value"] for v, r in paper.items())

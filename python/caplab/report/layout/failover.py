@@ -194,13 +194,12 @@ REPLICATION = (
 
 
 def replication_table(results: Results) -> Table | None:
-    """Per failover configuration and PostgreSQL node: the log it wrote, how far its standby was
-    behind at each step of a commit (sent, written, flushed, replayed) and its own redo rate — the
-    seed's log send and redo columns, beside the recovery they shape."""
+    """Per configuration and PostgreSQL node: the log it wrote, how far its standby was behind at
+    each step of a commit (sent, written, flushed, replayed) and its own redo rate — the seed's
+    log send and redo columns, beside the recovery they shape in a failover study, or beside the
+    capacity of a mirrored pair (hl7's synchronous against asynchronous mirroring)."""
     rows = []
     for c in results["cells"]:
-        if not (c["failover"] or c["recovery"]):
-            continue
         for scope, m in sorted(c["resources"].items()):
             if not scope.startswith("pg:") or not any(k in m for k, _, _ in REPLICATION):
                 continue

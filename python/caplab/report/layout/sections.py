@@ -294,6 +294,9 @@ def results_section(results: Results, charts: dict[str, Chart]) -> Section:
     blocks: list[Block | Section] = [results_table(results)]
     if volumes := volumes_table(results):
         blocks.append(volumes)
+    failover = any(c["failover"] or c["recovery"] for c in results["cells"])
+    if not failover and (replication := replication_table(results)) is not None:
+        blocks.append(replication)  # a mirrored pair under load alone (a failover study's is in Recovery)
     for key in ("knee", "latency", "resources"):
         blocks += _chart(charts, key)
     return Section("Results", "results", blocks)
