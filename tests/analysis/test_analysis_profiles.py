@@ -69,7 +69,8 @@ def test_a_role_throttled_in_most_periods_is_bound_by_its_quota_below_its_mean()
     }
     limit = find_limit(100.0, scopes, ["transport", "access"])
     assert limit["resource"] == "cpu:transport" and limit["kind"] == "hardware"
-    assert limit["utilization"] == pytest.approx(0.95)
+    assert limit["utilization"] == pytest.approx(0.95) and limit["bound_rps"] is None
+    assert "bounds throughput" not in limit["summary"], "no bound drawn from throttled periods"
     summary = "throttled in 95% of its quota's periods (29% of a core, 58% of its profile's quota"
     assert summary in limit["summary"]
     access = next(d for d in limit["evidence"]["demands"] if d["resource"] == "cpu:access")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from caplab.report.layout.blocks import Report, Section, Table
-from caplab.report.layout.usage import actions_table, per_user_table
+from caplab.report.layout.usage import actions_table, cpu_per_user_table, per_user_table
 from caplab.report.model.cells import _capacity
 from caplab.report.model.types import CellResult, Results
 from caplab.report.render.markdown import render_markdown
@@ -99,3 +99,52 @@ def test_the_tables_render_in_markdown() -> None:
     assert (
         "Actions at capacity" in text and "Actions per user" in text and "| send |" in text.replace("  ", " ")
     )
+
+
+def test_cpu_per_user_compares_each_roles_cpu_per_thousand_users_with_the_first_cell() -> None:
+    """The seed's 46 → 108 KB messages: 70 → 90 % CPU at the same users. Here the heavier cell runs
+    twice the users, so the ratio of CPU per user, not of CPU, is the comparison: transport
+    30 % / 500 users = 60 % per 1,000 and access 10 % → 20 %, together 80; then 96 % and 64 % over
+    1,000 users = 96 + 64 = 160 per 1,000, twice the first. A cell that ran no users is left out."""
+
+    def cell(i: int, label: str, users: int | None, transport: float, access: float) -> CellResult:
+        resources = {"transport": {"cpu_percent": transport}, "access": {"cpu_percent": access}, "host": {}}
+        return cast(
+            CellResult,
+            {
+                "index": i,
+                "label": label,
+                "status": "complete",
+                "roles": ["transport", "access"],
+                "metrics": {"users": users, "throughput": 10.0},
+                "resources": resources,
+            },
+        )
+
+    base, heavy = cell(0, "mix=base", 500, 30.0, 10.0), cell(1, "mix=108k", 1000, 96.0, 64.0)
+    shown = cast(Results, {"cells": [base, cell(2, "rate", None, 50.0, 5.0), heavy]})
+    table = cpu_per_user_table(shown)
+    assert table is not None and [c.title for c in table.columns][3:] == [
+        "transport",
+        "access",
+        "all roles",
+        "against the first",
+    ]
+    rows = [[c.text for c in row] for row in table.rows]
+    assert rows == [
+        ["mix=base", "500", "10/s", "60%", "20%", "80%", "1.00"],
+        ["mix=108k", "1,000", "10/s", "96%", "64%", "160%", "2.00"],
+    ]
+    assert cpu_per_user_table(cast(Results, {"cells": [base]})) is None, "one cell: nothing to compare"
+    # The paper's tests 1b and 1c: 70 % at 7,800 users, then 90 % at 7,800 with 108 KB messages.
+    paper_rows = [
+        {"value": "base", "paper": 7800.0, "paper_cpu_percent": 70.0},
+        {"value": "108k", "paper": 7800.0, "paper_cpu_percent": 90.0},
+    ]
+    base["factors"] = {"mix": "base"}
+    heavy["factors"] = {"mix": "108k"}
+    paper = {"source": "seed 003", "factor": "mix", "rows": paper_rows, "recommendation": None}
+    beside = cpu_per_user_table(cast(Results, {"cells": [base, heavy], "paper": paper}))
+    assert beside is not None and [c.title for c in beside.columns][-2:] == ["paper", "paper's ratio"]
+    assert [[c.text for c in row][-2:] for row in beside.rows] == [["9.0%", "1.00"], ["12%", "1.29"]]
+    assert "seed 003" in beside.note

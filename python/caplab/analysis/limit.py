@@ -24,12 +24,13 @@ A quota also bounds a role that uses less than it on average: the kernel hands t
 CPU in slices, and a bursty role runs out of it within a period and waits for the next one while
 its mean use reads 55–60 % (measured on the mail and hl7 roles). A role throttled in most of its
 quota's periods (``cpu_throttled_percent``) is held back by its profile's CPU, so that share
-counts as its CPU's utilisation when it is the larger, as a volume's share of its ceiling does.
+counts as its CPU's utilisation when it is the larger, as a volume's share of its ceiling does
+(with no throughput bound drawn from it: throttled periods do not grow in proportion to the load).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypedDict
 
 NEAR_SATURATION = 0.80
@@ -173,7 +174,11 @@ def demands(throughput: float, scopes: dict[str, dict[str, float]], roles: list[
             note = f"busiest thread at {thread:.0%} of one core ({m['cpu_percent']:.0f}% of a core in all)"
         else:
             note = f"{m['cpu_percent']:.0f}% of a core over {cores:g} cores"
-        out.append(_demand(f"cpu:{role}", max(share, thread, throttled), throughput, note))
+        demand = _demand(f"cpu:{role}", max(share, thread, throttled), throughput, note)
+        if throttled > max(share, thread):
+            # Throttled periods do not grow in proportion to the load: no bound is drawn from them.
+            demand = replace(demand, bound_rps=None)
+        out.append(demand)
     host = scopes.get("host", {})
     if "cpu_percent" in host and roles:
         # The whole machine's CPU: the SUT competes with everything else here, the generator included.
@@ -281,8 +286,8 @@ def find_limit(
             "utilization": top.utilization,
             "bound_rps": top.bound_rps,
             "evidence": evidence,
-            "summary": f"{top.resource} at {top.utilization:.0%} ({top.note}); it bounds throughput near "
-            f"{top.bound_rps:,.0f}/s",
+            "summary": f"{top.resource} at {top.utilization:.0%} ({top.note})"
+            + (f"; it bounds throughput near {top.bound_rps:,.0f}/s" if top.bound_rps else ""),
         }
     busiest = (
         f"the busiest resource is {top.resource} at {top.utilization:.0%}"

@@ -48,7 +48,7 @@ from caplab.report.layout.tables import (
     volumes_table,
 )
 from caplab.report.layout.timeline import timeline_charts
-from caplab.report.layout.usage import actions_table, per_user_table
+from caplab.report.layout.usage import actions_table, cpu_per_user_table, per_user_table
 from caplab.report.model.types import Observation, Results, Scenario
 from caplab.report.text.recommend import sustained
 
@@ -294,6 +294,8 @@ def results_section(results: Results, charts: dict[str, Chart]) -> Section:
     blocks: list[Block | Section] = [results_table(results)]
     if volumes := volumes_table(results):
         blocks.append(volumes)
+    if per_user := cpu_per_user_table(results):
+        blocks.append(per_user)
     failover = any(c["failover"] or c["recovery"] for c in results["cells"])
     if not failover and (replication := replication_table(results)) is not None:
         blocks.append(replication)  # a mirrored pair under load alone (a failover study's is in Recovery)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from caplab import units as u
 from caplab.report.layout.blocks import Column, Table, TableCell, num_cell, text_cell
-from caplab.report.model.types import PerUserRow, Results
+from caplab.report.model.types import CellResult, PerUserRow, Results
 from caplab.report.text.usage import per_user_note, reached_share
 
 
@@ -81,3 +81,87 @@ def per_user_table(results: Results) -> Table | None:
         Column("reached of offered", True),
     ]
     return Table(columns, rows, caption="Actions per user", note=per_user_note(found))
+
+
+def cpu_per_user_table(results: Results) -> Table | None:
+    """Each role's CPU per thousand users in every cell that ran users, against the first such
+    cell: the seed's "how the mix and the message size move CPU" (46 → 108 KB: 70 → 90 % at the
+    same users), read as a ratio so that cells at different user counts compare. None unless two
+    or more cells ran users with their roles' CPU measured."""
+    cells = [
+        c
+        for c in results["cells"]
+        if c["status"] == "complete"
+        and (c["metrics"]["users"] or 0) > 0
+        and any("cpu_percent" in c["resources"].get(r, {}) for r in c["roles"])
+    ]
+    if len(cells) < 2:
+        return None
+    roles = [r for r in cells[0]["roles"] if any("cpu_percent" in c["resources"].get(r, {}) for c in cells)]
+
+    def per_thousand(c: CellResult, role: str) -> float | None:
+        cpu = c["resources"].get(role, {}).get("cpu_percent")
+        users = c["metrics"]["users"] or 0
+        return 1000.0 * cpu / users if cpu is not None and users else None
+
+    def total(c: CellResult) -> float:
+        return sum(p for r in roles if (p := per_thousand(c, r)) is not None)
+
+    base = total(cells[0])
+    paper = _paper_cpu_per_thousand(results, cells)
+    paper_base = paper[0] if paper else None
+    rows = []
+    for i, c in enumerate(cells):
+        row = [
+            text_cell(c["label"]),
+            num_cell(c["metrics"]["users"], u.num(c["metrics"]["users"])),
+            num_cell(c["metrics"]["throughput"], u.rate(c["metrics"]["throughput"])),
+            *(num_cell(p, u.percent(p)) for r in roles for p in [per_thousand(c, r)]),
+            num_cell(total(c), u.percent(total(c))),
+            _ratio_cell(total(c), base),
+        ]
+        if paper:
+            row += [num_cell(paper[i], u.percent(paper[i])), _ratio_cell(paper[i], paper_base)]
+        rows.append(row)
+    columns = [
+        Column("configuration"),
+        Column("users", True),
+        Column("actions", True, "completed/s"),
+        *(Column(role, True, "CPU per 1,000 users") for role in roles),
+        Column("all roles", True, "CPU per 1,000 users"),
+        Column("against the first", True, "ratio"),
+    ]
+    note = (
+        "Each role's CPU (% of one host core, over the measured trials; at capacity for a searched "
+        "cell) for every thousand users, and the roles' sum against the first configuration's: how "
+        f"the mix and the message size move the CPU a user costs. First: {cells[0]['label']}."
+    )
+    if paper:
+        columns += [Column("paper", True, "CPU per 1,000 users, its hardware"), Column("paper's ratio", True)]
+        comparison = results.get("paper")
+        source = comparison["source"] if comparison else ""
+        note += (
+            f" The paper's: its CPU at its users ({source}), in % of its server's cores, so compare the "
+            "ratios, not the values."
+        )
+    return Table(columns, rows, caption="CPU per user", note=note)
+
+
+def _ratio_cell(value: float | None, base: float | None) -> TableCell:
+    ratio = value / base if value is not None and base else None
+    return num_cell(ratio, f"{ratio:.2f}" if ratio is not None else u.DASH)
+
+
+def _paper_cpu_per_thousand(results: Results, cells: list[CellResult]) -> list[float | None] | None:
+    """The paper's CPU per thousand users for each cell (its ``cpu_percent`` at its ``capacity``
+    in users, by the paper block's factor), or None when the paper gives neither for any."""
+    paper = results.get("paper")
+    if not paper or not paper["factor"]:
+        return None
+    rows = {r["value"]: r for r in paper["rows"]}
+    out: list[float | None] = []
+    for c in cells:
+        r = rows.get(str(c["factors"].get(paper["factor"])))
+        users, cpu = (r["paper"], r["paper_cpu_percent"]) if r else (None, None)
+        out.append(1000.0 * cpu / users if users and cpu is not None else None)
+    return out if any(v is not None for v in out) else None
