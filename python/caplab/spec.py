@@ -14,6 +14,7 @@ import difflib
 import itertools
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Self
@@ -296,6 +297,10 @@ class RoleSpecModel(Strict):
     host: str | None = Field(default=None, pattern=r"\S")
     """A remote host of the study's ``hosts:``: the role is that host, measured at host level."""
     profile: str | None = Field(default=None, pattern=r"\S")
+    machine: str | None = Field(default=None, pattern=r"\S")
+    """Roles naming the same machine run on one instance of their (common) profile — one box
+    whose CPU, memory and volumes they share, as ``consolidation``'s ``together`` places them —
+    instead of each on a box of its own."""
 
     @model_validator(mode="after")
     def _one(self) -> RoleSpecModel:
@@ -831,11 +836,13 @@ class StudyConfig(Strict):
         return self.sut.role_profiles() if self.sut else {}
 
     def shared_machines(self) -> dict[str, str]:
-        """Role → machine for roles sharing one profile's hardware (consolidation, together)."""
+        """Role → machine for roles sharing one profile's hardware: consolidation's together, or
+        the roles' own ``machine:``."""
         c = self.consolidation
-        return (
-            {role: "together" for role in c.apart} if c is not None and self.placement == "together" else {}
-        )
+        if c is not None:
+            return {role: "together" for role in c.apart} if self.placement == "together" else {}
+        roles = self.sut.roles if self.sut else {}
+        return {name: role.machine for name, role in roles.items() if role.machine is not None}
 
     def priced_roles(self) -> list[PricedRole]:
         """Each role on a profile as the cost analysis prices it (cores in profile CPUs)."""
@@ -1189,6 +1196,29 @@ def _check_actions(path: Path, lines: dict[Path_, int], config: StudyConfig) -> 
             raise fail(i, "do", f"the system has no action {action.do!r} (its actions: {known})")
 
 
+def _check_machines(config: StudyConfig, fail: Callable[[Path_, str], SpecError]) -> None:
+    """Roles that share a ``machine:`` are on one profile, and consolidation (which places the
+    roles itself) is not given as well."""
+    roles = config.sut.roles if config.sut else {}
+    first: dict[str, tuple[str, str]] = {}
+    for role, spec in roles.items():
+        if spec.machine is None:
+            continue
+        at: Path_ = ("sut", "roles", role, "machine")
+        if config.consolidation is not None:
+            raise fail(at, "consolidation: places the roles on machines itself; leave machine: out")
+        profile = config.role_profiles().get(role)
+        if profile is None:
+            raise fail(at, "a role on a machine needs a profile: (the machine's hardware)")
+        other, theirs = first.setdefault(spec.machine, (role, profile))
+        if theirs != profile:
+            raise fail(
+                at,
+                f"machine {spec.machine!r} is profile {theirs!r} (role {other!r}), not {profile!r}: "
+                "roles on one machine share one profile",
+            )
+
+
 def _check_hardware(
     path: Path, lines: dict[Path_, int], config: StudyConfig, data: Any, cell: dict[str, Scalar]
 ) -> None:
@@ -1251,6 +1281,7 @@ def _check_hardware(
             raise fail(
                 ("sut", "roles", role), "a role on a profile is named with letters, digits, _ . - only"
             )
+    _check_machines(config, fail)
     try:
         hardware = config.hardware()
     except ValueError as e:

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from caplab.profiles import LinkClass, Profile, VolumeClass, check_support
+from caplab.spec import SpecError, load_study
 from support.profiles import left_behind, leftovers, outweighing_the_neighbours
 from support.servers import default_sigint
 from support.studies import CAPLAB, caplab, free_port, json_out, knownserver, listening, write_study
@@ -300,6 +301,51 @@ def test_a_bad_hardware_section_names_file_line_and_field(
     assert done.returncode == 2, done.stderr
     assert f"{path}{expected}" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+TWO_ROLES = (
+    '    app: {match: server, profile: "{profile}", machine: box}\n'
+    "    db: {match: db, profile: small, machine: box}"
+)
+ON_ONE_MACHINE = BASE.replace("{volume.data}", "{volume.app.data}").replace(
+    '    app: {match: server, profile: "{profile}"}', TWO_ROLES
+)
+
+
+def test_roles_on_one_machine_share_it_and_a_machine_holds_one_profile(tmp_path: Path) -> None:
+    """``machine:`` puts roles on one instance of their profile (consolidation's together without
+    the apart cells): the cell's hardware groups them; a machine of two profiles, a role on a
+    machine without a profile, and machine: beside consolidation: are refused with file and line."""
+    path = tmp_path / "study.yaml"
+    path.write_text(ON_ONE_MACHINE)
+    [cell] = load_study(path).cells
+    assert cell.config.shared_machines() == {"app": "box", "db": "box"}
+    no_profile = ON_ONE_MACHINE.replace("db: {match: db, profile: small,", "db: {match: db,")
+    two_profiles = ON_ONE_MACHINE.replace("profiles:\n", "profiles:\n  large: {cpus: 4}\n").replace(
+        "[small]", "[large]"
+    )
+    consolidated = ON_ONE_MACHINE + "consolidation: {apart: {app: small, db: small}, together: small}\n"
+    bad = [
+        (
+            no_profile,
+            ":16: sut.roles.db.machine: a role on a machine needs a profile: (the machine's hardware)",
+        ),
+        (
+            two_profiles,
+            ":17: sut.roles.db.machine: machine 'box' is profile 'large' (role 'app'), not 'small': "
+            "roles on one machine share one profile",
+        ),
+        (
+            consolidated,
+            ":15: sut.roles.app.machine: consolidation: places the roles on machines itself; "
+            "leave machine: out",
+        ),
+    ]
+    for text, expected in bad:
+        path.write_text(text)
+        with pytest.raises(SpecError) as caught:
+            load_study(path)
+        assert str(caught.value) == f"{path}{expected}"
 
 
 def test_a_role_with_a_link_is_reached_at_its_address(tmp_path: Path) -> None:

@@ -227,8 +227,19 @@ class CellHardware:
         return out
 
     def describe(self) -> dict[str, list[str]]:
-        """Each role's profile in words, both ways where the CPU scale applies."""
-        return {role: [f"profile {p.name}", *p.describe(self.scale)] for role, p in self.profiles.items()}
+        """Each role's profile in words, both ways where the CPU scale applies, and the roles it
+        shares one machine with."""
+
+        def name(role: str, profile: Profile) -> str:
+            machine = self.shared.get(role)
+            others = [r for r, m in self.shared.items() if m == machine and r != role and r in self.profiles]
+            return (
+                f"profile {profile.name} (one machine with {', '.join(others)})"
+                if others
+                else f"profile {profile.name}"
+            )
+
+        return {role: [name(role, p), *p.describe(self.scale)] for role, p in self.profiles.items()}
 
     def _role(self, role: str) -> RoleHardware:
         if role not in self.roles:
