@@ -148,7 +148,9 @@ fn run_mail(
         None => (None, None),
     };
     let smtp = urls[0].0.scheme.is_smtp();
-    let timeout = Duration::from_secs_f64(plan.timeout_s.min(5.0));
+    // The request timeout, not less: a server still working through the last trial's queue greets
+    // late, and a capacity search must see that as a slow trial, not as a server that is not there.
+    let timeout = Duration::from_secs_f64(plan.timeout_s);
     for (url, addr, tls) in urls {
         // A configuration of its own, so that the run's first connection does not resume its session.
         let fresh = match tls {
@@ -185,6 +187,8 @@ fn run_mail(
     }
 }
 
+/// One session opened before the run (greeting, TLS, login) within `timeout`: a wrong port, a
+/// refused password or a server that is not a mail server fails the run at once with the reason.
 fn mail_preflight<D: Driver>(driver: D, addr: SocketAddr, timeout: Duration) -> Result<(), RunError> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime");
     match runtime.block_on(async { tokio::time::timeout(timeout, driver.connect()).await }) {
@@ -194,7 +198,7 @@ fn mail_preflight<D: Driver>(driver: D, addr: SocketAddr, timeout: Duration) -> 
             Err(RunError::Unreachable(format!("{addr}: {words}")))
         }
         Err(_) => Err(RunError::Unreachable(format!(
-            "{addr}: no greeting within {:.1} s (is it a mail server?)",
+            "{addr}: no greeting within {:.1} s, the request timeout (is it a mail server, and not overloaded?)",
             timeout.as_secs_f64()
         ))),
     }

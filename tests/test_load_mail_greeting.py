@@ -1,0 +1,49 @@
+"""A mail target that accepts the connection but does not greet: caplab load waits for the greeting
+as long as the request timeout (a server still working through the last trial's queue greets late,
+and a capacity search must see a slow trial, not a missing server), then stops with exit 1 and the
+reason, without a run full of timeouts."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from support.studies import CAPLAB
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """A loopback port whose listener accepts connections and never says a word."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    yield listener.getsockname()[1]
+    listener.close()
+    for conn in held:
+        conn.close()
+
+
+def test_a_server_that_never_greets_is_waited_for_the_request_timeout_then_named(silent_port: int) -> None:
+    """6 s: longer than the 5 s the greeting was once held to whatever the timeout."""
+    done = subprocess.run(
+        [str(CAPLAB), "load", f"smtp://127.0.0.1:{silent_port}", "-n", "1", "--timeout", "6s"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    assert f"127.0.0.1:{silent_port}: no greeting within 6.0 s, the request timeout" in done.stderr
+    assert "Traceback" not in done.stderr
