@@ -6,13 +6,12 @@ reason, without a run full of timeouts."""
 from __future__ import annotations
 
 import socket
-import subprocess
 import threading
 from collections.abc import Iterator
 
 import pytest
 
-from support.studies import CAPLAB
+from support.studies import caplab
 
 
 @pytest.fixture
@@ -37,13 +36,7 @@ def silent_port() -> Iterator[int]:
 
 def test_a_server_that_never_greets_is_waited_for_the_request_timeout_then_named(silent_port: int) -> None:
     """6 s: longer than the 5 s the greeting was once held to whatever the timeout."""
-    done = subprocess.run(
-        [str(CAPLAB), "load", f"smtp://127.0.0.1:{silent_port}", "-n", "1", "--timeout", "6s"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = caplab("load", f"smtp://127.0.0.1:{silent_port}", "-n", "1", "--timeout", "6s", timeout=60)
     assert done.returncode == 1, done.stderr
     assert f"127.0.0.1:{silent_port}: no greeting within 6.0 s, the request timeout" in done.stderr
     assert "Traceback" not in done.stderr

@@ -845,13 +845,17 @@ class StudyConfig(Strict):
         return {name: role.machine for name, role in roles.items() if role.machine is not None}
 
     def priced_roles(self) -> list[PricedRole]:
-        """Each role on a profile as the cost analysis prices it (cores in profile CPUs)."""
-        out = []
+        """Each machine the roles run on as the cost analysis prices it (cores in profile CPUs):
+        a role's own profile, or once for the roles that share one machine (``transport+access``)."""
+        machines = self.shared_machines()
+        on: dict[str, tuple[list[str], str]] = {}
         for role, name in self.role_profiles().items():
+            on.setdefault(machines.get(role, f"role:{role}"), ([], name))[0].append(role)
+        out = []
+        for roles, name in on.values():
             p = self.profiles[name]
             memory = p.memory / 2**30 if p.memory is not None else None
-            link = p.link
-            out.append(PricedRole(role, name, p.cpus, memory, tuple(p.volumes.values()), link))
+            out.append(PricedRole("+".join(roles), name, p.cpus, memory, tuple(p.volumes.values()), p.link))
         return out
 
     def volume_ratings(self) -> dict[str, tuple[str, VolumeSpec]]:

@@ -320,6 +320,8 @@ def test_roles_on_one_machine_share_it_and_a_machine_holds_one_profile(tmp_path:
     path.write_text(ON_ONE_MACHINE)
     [cell] = load_study(path).cells
     assert cell.config.shared_machines() == {"app": "box", "db": "box"}
+    [machine] = cell.config.priced_roles()
+    assert (machine.role, machine.profile, machine.cpus) == ("app+db", "small", 2), "one box is bought once"
     no_profile = ON_ONE_MACHINE.replace("db: {match: db, profile: small,", "db: {match: db,")
     two_profiles = ON_ONE_MACHINE.replace("profiles:\n", "profiles:\n  large: {cpus: 4}\n").replace(
         "[small]", "[large]"

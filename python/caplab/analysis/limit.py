@@ -161,9 +161,10 @@ def demands(throughput: float, scopes: dict[str, dict[str, float]], roles: list[
         share = m["cpu_percent"] / (100.0 * (quota or cores))
         thread = m.get("max_thread_cpu_percent", 0.0) / 100.0
         throttled = m.get("cpu_throttled_percent", 0.0) / 100.0 if quota else 0.0
+        by_throttling = throttled > max(share, thread)
         if m.get("host_level"):
             note = f"its host's whole CPU (node_exporter): {m['cpu_percent']:.0f}% of a core, {quota:g} cores"
-        elif throttled > max(share, thread):
+        elif by_throttling:
             note = (
                 f"throttled in {throttled:.0%} of its quota's periods ({m['cpu_percent']:.0f}% of a core, "
                 f"{share:.0%} of its profile's quota of {quota:g} host CPUs, on average)"
@@ -175,10 +176,8 @@ def demands(throughput: float, scopes: dict[str, dict[str, float]], roles: list[
         else:
             note = f"{m['cpu_percent']:.0f}% of a core over {cores:g} cores"
         demand = _demand(f"cpu:{role}", max(share, thread, throttled), throughput, note)
-        if throttled > max(share, thread):
-            # Throttled periods do not grow in proportion to the load: no bound is drawn from them.
-            demand = replace(demand, bound_rps=None)
-        out.append(demand)
+        # Throttled periods do not grow in proportion to the load: no bound is drawn from them.
+        out.append(replace(demand, bound_rps=None) if by_throttling else demand)
     host = scopes.get("host", {})
     if "cpu_percent" in host and roles:
         # The whole machine's CPU: the SUT competes with everything else here, the generator included.

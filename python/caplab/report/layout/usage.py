@@ -104,10 +104,8 @@ def cpu_per_user_table(results: Results) -> Table | None:
         users = c["metrics"]["users"] or 0
         return 1000.0 * cpu / users if cpu is not None and users else None
 
-    def total(c: CellResult) -> float:
-        return sum(p for r in roles if (p := per_thousand(c, r)) is not None)
-
-    base = total(cells[0])
+    by_role = [[per_thousand(c, r) for r in roles] for c in cells]
+    totals = [sum(p for p in row if p is not None) for row in by_role]
     paper = _paper_cpu_per_thousand(results, cells)
     paper_base = paper[0] if paper else None
     rows = []
@@ -116,9 +114,9 @@ def cpu_per_user_table(results: Results) -> Table | None:
             text_cell(c["label"]),
             num_cell(c["metrics"]["users"], u.num(c["metrics"]["users"])),
             num_cell(c["metrics"]["throughput"], u.rate(c["metrics"]["throughput"])),
-            *(num_cell(p, u.percent(p)) for r in roles for p in [per_thousand(c, r)]),
-            num_cell(total(c), u.percent(total(c))),
-            _ratio_cell(total(c), base),
+            *(num_cell(p, u.percent(p)) for p in by_role[i]),
+            num_cell(totals[i], u.percent(totals[i])),
+            _ratio_cell(totals[i], totals[0]),
         ]
         if paper:
             row += [num_cell(paper[i], u.percent(paper[i])), _ratio_cell(paper[i], paper_base)]
