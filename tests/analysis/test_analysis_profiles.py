@@ -119,3 +119,21 @@ def test_major_faults_near_the_limit_are_memory_evidence() -> None:
         "92% of its 256 MB limit",
         "1,200 major faults (pages read back from disk)",
     ]
+
+
+def test_a_role_the_oom_killer_stopped_above_capacity_is_the_limit_however_little_it_used_at_it() -> None:
+    """Mail servers hold memory per session: at capacity the access role used 40 % of its limit,
+    and the first load above it ran the role out of memory. Its CPU at 60 % is not the limit."""
+    scopes = {
+        "host": {"cores": 2.0, "cpu_percent": 70.0},
+        "role:access": {"cpu_percent": 60.0, "quota_cpus": 1.0, "mem_percent": 40.0, "mem_limit_mb": 1024.0},
+    }
+    limit = find_limit(300.0, scopes, ["access"], above=("memory:access", 1.0))
+    assert limit["resource"] == "memory:access" and limit["kind"] == "hardware"
+    assert limit["utilization"] == pytest.approx(0.4)
+    assert limit["evidence"]["memory"] == [
+        "the first load above capacity ran it out of memory (the OOM killer killed a process); "
+        "at capacity it used 40% of its 1,024 MB limit"
+    ]
+    cpu_above = find_limit(300.0, scopes, ["access"], above=("cpu:access", 0.9))
+    assert cpu_above["resource"] == "cpu:access", "another resource busy above capacity: not memory"

@@ -246,6 +246,47 @@ def test_a_server_that_keeps_memory_per_request_is_stopped_by_its_memory_limit(t
     assert left_behind(before) == []
 
 
+def test_a_search_takes_an_oom_kill_as_that_loads_failure_and_goes_on_below(tmp_path: Path) -> None:
+    """knownserver holding 2 MB per request in flight on a 96M profile: each user costs 2 MB, so
+    the users that fit are fewer than 48 and more than (96 − its own ~30 MB) / 2. A trial the OOM
+    killer ends fails at its load, the server is started afresh, the search goes on below it, and
+    the limit is the role's memory."""
+    port = free_port()
+    study = {
+        "name": "sessions",
+        "target": {"http": {"url": f"http://127.0.0.1:{port}/"}},
+        "profiles": {"box": {"cpus": 1, "memory": "96M"}},
+        "sut": {
+            "start": f"exec {knownserver(port, '--hold-kb', '2048', '--sleep-ms', '100')}",
+            "ready": {"port": port, "timeout": "20s"},
+            "roles": {"server": {"match": f"knownserver --port {port}", "profile": "box"}},
+        },
+        "load": {"users": 8, "duration": "2s", "warmup": "500ms"},
+        "slo": ["p99<=2s", "errors<=0%"],
+        "search": {"precision": "10%", "trial": "1s", "repeats": 1},
+    }
+    require(Profile.build("box", cpus=1, memory="96M"))
+    before = set(leftovers())
+    done = caplab(
+        "run", write_study(tmp_path / "s.yaml", study), "--db", f"sqlite:///{tmp_path / 'c.db'}",
+        "--json", "-o", tmp_path / "r", timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    [cell] = json_out(done)["cells"]
+    trials = cell["metrics"]["search_trials"]
+    killed = [t for t in trials if any("ran out of memory" in r for r in t["reasons"])]
+    assert killed and all(t["failed_resource"] == "memory:server" for t in killed), trials
+    # the search went on after the kill: a later trial passed on the server started afresh
+    first_kill = trials.index(killed[0])
+    assert any(t["passed"] for t in trials[first_kill + 1 :]), trials
+    users = cell["metrics"]["capacity"]["capacity_users"]
+    assert 16 < users < 48 and users < min(t["load"] for t in killed), (users, trials)
+    [reported] = json.loads((tmp_path / "r" / "results.json").read_text())["cells"]
+    assert reported["limit"]["resource"] == "memory:server", reported["limit"]
+    assert "OOM killer" in reported["limit"]["summary"], reported["limit"]["summary"]
+    assert left_behind(before) == []
+
+
 def _slow() -> VolumeClass:
     return VolumeClass(64 << 20, write_iops=40)
 

@@ -19,7 +19,8 @@ estimate where TCP sends bare acknowledgements); the RTT is the link's own, meas
 
 A role on a hardware profile is measured against its profile, not the host: its CPU against the
 host CPUs its quota grants (``quota_cpus``), and its memory against its limit — a role near its
-limit that hit it or lost a process to the OOM killer is named ``memory:ROLE`` whatever its CPU.
+limit that hit it or lost a process to the OOM killer is named ``memory:ROLE`` whatever its CPU —
+so is one the OOM killer stopped in the first trial above capacity, however little it used at it.
 A quota also bounds a role that uses less than it on average: the kernel hands the quota out per
 CPU in slices, and a bursty role runs out of it within a period and waits for the next one while
 its mean use reads 55–60 % (measured on the mail and hl7 roles). A role throttled in most of its
@@ -223,6 +224,27 @@ def memory_pressure(scopes: dict[str, dict[str, float]], roles: list[str]) -> di
     return {"resource": f"memory:{role}", "utilization": share, "evidence": evidence}
 
 
+def _memory_above(
+    scopes: dict[str, dict[str, float]], above: tuple[str, float] | None
+) -> dict[str, Any] | None:
+    """A role whose memory gave out in the first trial above capacity (the OOM killer: the search
+    took it as that load's failure) is the limit, however little of it the capacity load used."""
+    if above is None or not above[0].startswith("memory:"):
+        return None
+    m = scopes.get(f"role:{above[0].removeprefix('memory:')}", {})
+    share = m["mem_percent"] / 100.0 if "mem_percent" in m else None
+    used = (
+        f"; at capacity it used {share:.0%} of its {m.get('mem_limit_mb', 0):,.0f} MB limit" if share else ""
+    )
+    return {
+        "resource": above[0],
+        "utilization": share,
+        "evidence": [
+            f"the first load above capacity ran it out of memory (the OOM killer killed a process){used}"
+        ],
+    }
+
+
 def _demand(resource: str, utilization: float, throughput: float, note: str) -> Demand:
     demand_ms = 1000.0 * utilization / throughput if throughput > 0 else 0.0
     bound = throughput / utilization if utilization > 0 else None
@@ -257,7 +279,7 @@ def find_limit(
             "summary": "unknown: no SUT process was named (a role, --sut-pid or --sut-match), so resource "
             "use cannot be attributed to the system under test",
         }
-    memory = memory_pressure(scopes, roles)
+    memory = memory_pressure(scopes, roles) or _memory_above(scopes, above)
     if memory is not None:
         evidence["memory"] = memory["evidence"]
         return {

@@ -25,6 +25,17 @@ class Interrupted(Exception):
     """Ctrl-C during a trial: what was measured is stored, then the study stops."""
 
 
+@dataclass(frozen=True)
+class SystemFault:
+    """A trial the system did not survive for a reason that belongs to the load, not to the cell:
+    a role ran out of its profile's memory (the OOM killer). A search takes it as a failure at that
+    load, and the system is started afresh before the next trial — as a fixed load's cell it fails."""
+
+    reason: str
+    resource: str
+    """The resource that gave out, in the limit analysis's names (``memory:ROLE``)."""
+
+
 class SamplerSet(Protocol):
     def start(self) -> None: ...
     def sample(self, t: float) -> list[ResourceSample]: ...
@@ -94,7 +105,13 @@ class CellContext(Protocol):
         ...
 
     def keep(self, record: TrialRecord) -> None:
-        """Stores a trial run elsewhere (a search's); raises Interrupted or SutFailed."""
+        """Stores a trial run elsewhere; raises Interrupted or SutFailed."""
+        ...
+
+    def keep_probe(self, record: TrialRecord) -> SystemFault | None:
+        """Stores a search's trial. One the system did not survive for want of memory is returned
+        as a `SystemFault` once the system has been started afresh; raises Interrupted, or
+        SutFailed when the system died otherwise or cannot be started again."""
         ...
 
     def watch(self, snapshot: IntervalSnapshot, samples: list[ResourceSample]) -> bool:

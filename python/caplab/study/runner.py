@@ -30,7 +30,14 @@ from caplab.engine import (
 )
 from caplab.engine import run as run_here
 from caplab.experiments.actions import ActionOutcome, TrialActions, recoveries, recovery_text
-from caplab.experiments.base import Experiment, Interrupted, PlanRunner, TrialRecord, run_trial
+from caplab.experiments.base import (
+    Experiment,
+    Interrupted,
+    PlanRunner,
+    SystemFault,
+    TrialRecord,
+    run_trial,
+)
 from caplab.experiments.capacity import CapacityExperiment, GeneratorSaturated, combine_replicates
 from caplab.experiments.fixed import FixedLoad
 from caplab.experiments.job import JobExperiment, PhaseFailed
@@ -192,7 +199,7 @@ class CellRun:
         self.hardware = hardware
         self.attacher = attacher
         self.oom_baseline = oom_kills(hardware) if hardware is not None else {}
-        self.oom_reason: str | None = None
+        self.oom_fault: SystemFault | None = None
         self.roles = with_profiles(roles_of(self.config, sut), hardware)
         self.metrics = metrics_of(self.config)
         urls = self.config.sut.postgres if self.config.sut else []
@@ -217,18 +224,46 @@ class CellRun:
 
     def oom_killed(self) -> str | None:
         """Why the trial failed if the OOM killer killed a process of a role on a memory limit."""
-        if self.hardware is None or self.oom_reason is not None:
-            return self.oom_reason
+        fault = self._oom_fault()
+        return fault.reason if fault is not None else None
+
+    def _oom_fault(self) -> SystemFault | None:
+        if self.hardware is None or self.oom_fault is not None:
+            return self.oom_fault
         for role, kills in oom_kills(self.hardware).items():
             new = kills - self.oom_baseline.get(role, 0)
             if new > 0:
                 limit = self.hardware.profiles[role].memory
                 size = f" of {limit.limit_bytes / 2**20:,.0f} MB" if limit is not None else ""
-                self.oom_reason = (
+                self.oom_fault = SystemFault(
                     f"role {role} ran out of memory: the OOM killer killed {new}"
-                    f" process(es) at its profile's limit{size}"
+                    f" process(es) at its profile's limit{size}",
+                    f"memory:{role}",
                 )
-        return self.oom_reason
+        return self.oom_fault
+
+    def keep_probe(self, record: TrialRecord) -> SystemFault | None:
+        """Stores a search's trial; a trial the OOM killer ended is the load's failure, and the
+        system is started afresh (on the same hardware) for the next one. Other deaths end the cell."""
+        try:
+            self.keep(record)
+        except SutFailed:
+            fault = self.oom_fault
+            if fault is None:
+                raise
+            self.progress.note(f"{fault.reason} (trial {len(self.records)}); starting the system afresh")
+            self.restart()
+            return fault
+        return None
+
+    def restart(self) -> None:
+        """Stops the system and starts it again, ready; the OOM count starts from here. The
+        attacher keeps running and puts the new processes on their profiles."""
+        if self.sut is not None:
+            self.sut.restart()
+        if self.hardware is not None:
+            self.oom_baseline = oom_kills(self.hardware)
+        self.oom_fault = None
 
     def hardware_summary(self) -> dict[str, Any] | None:
         if self.hardware is None:

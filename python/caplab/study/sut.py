@@ -130,6 +130,13 @@ class Sut:
             f"{self.tail()}"
         )
 
+    def restart(self) -> None:
+        """Stops the system and starts it afresh, ready: after a trial it did not survive."""
+        self.stop()
+        self._tail.clear()
+        self.start()
+        self.wait_ready()
+
     def stop(self) -> None:
         """The stop command if there is one, then SIGTERM to the process group, SIGKILL after a grace."""
         if self.spec.stop:

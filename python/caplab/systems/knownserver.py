@@ -3,9 +3,11 @@
 Each request can burn a fixed CPU time (capacity ≈ cores / cost), sleep without blocking
 (latency without load), or sleep while holding the only thread (a software limit: capacity =
 1 / sleep with the CPU idle), or keep some memory for good per request (a leak, or a cache that
-grows with the load: under a memory limit the server meets the limit, not its CPU). It can freeze
-once, answer with an error status, and speak HTTP/1.1 or framed TCP (``line``, ``u32``, ``mllp``:
-the payload is echoed back in the same framing).
+grows with the load: under a memory limit the server meets the limit, not its CPU), or hold some
+while each request is in flight (memory in proportion to the concurrency, as a server's per-session
+buffers are: more users, more memory). It can freeze once, answer with an error status, and
+speak HTTP/1.1 or framed TCP (``line``, ``u32``, ``mllp``: the payload is echoed back in the same
+framing).
 
 Run: ``python -m caplab.systems.knownserver --protocol http --cpu-us 200``; the first line on
 stdout is ``listening HOST:PORT``. ``GET /__stats`` (JSON) and ``GET /metrics`` (Prometheus text)
@@ -39,6 +41,7 @@ class Behaviour:
     status: int = 200
     alloc_kb: int = 0
     alloc_cap_mb: float = 0.0
+    hold_kb: int = 0
     requests: int = 0
     frozen: bool = False
     retained: list[bytearray] = field(default_factory=list)
@@ -56,18 +59,26 @@ class Behaviour:
             time.sleep(self.serial_sleep_ms / 1000)
         if self.alloc_kb:
             self.retain(self.alloc_kb * 1024)
+        held = touched(self.hold_kb * 1024) if self.hold_kb else None  # memory per request in flight
         if self.sleep_ms:
             await asyncio.sleep(self.sleep_ms / 1000)
+        del held
 
     def retain(self, size: int) -> None:
         """Keeps `size` bytes for good, every page written (a page never touched costs no memory),
         until the cap is reached."""
         if self.alloc_cap_mb and self.retained_bytes + size > self.alloc_cap_mb * 2**20:
             return
-        chunk = bytearray(size)
-        chunk[::PAGE] = b"\x01" * len(range(0, size, PAGE))
-        self.retained.append(chunk)
+        self.retained.append(touched(size))
         self.retained_bytes += size
+
+
+def touched(size: int) -> bytearray:
+    """``size`` bytes with every page written: memory the process really holds (a page never
+    touched costs none)."""
+    chunk = bytearray(size)
+    chunk[::PAGE] = b"\x01" * len(range(0, size, PAGE))
+    return chunk
 
 
 def served_requests(host: str, port: int) -> int:
@@ -162,6 +173,7 @@ async def serve(args: argparse.Namespace) -> None:
         status=args.status,
         alloc_kb=args.alloc_kb,
         alloc_cap_mb=args.alloc_cap_mb,
+        hold_kb=args.hold_kb,
     )
 
     async def on_client(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -200,6 +212,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--freeze-s", type=float, default=1.0, help="how long the one freeze lasts")
     p.add_argument("--status", type=int, default=200, help="HTTP status of every reply")
     p.add_argument("--alloc-kb", type=int, default=0, help="memory kept for good per request (KB)")
+    p.add_argument("--hold-kb", type=int, default=0, help="memory held while each request is in flight (KB)")
     p.add_argument("--alloc-cap-mb", type=float, default=0.0, help="keep no more than this (0: no cap)")
     p.add_argument("--reuse-port", action="store_true", help="let several processes share the port")
     return p.parse_args(argv)

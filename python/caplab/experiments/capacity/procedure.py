@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from caplab.experiments.base import CellContext, TrialRecord
+from caplab.experiments.base import CellContext, SystemFault, TrialRecord
 from caplab.experiments.capacity.answer import FindSettings, find_capacity
 from caplab.experiments.capacity.search import Probe
 from caplab.experiments.capacity.trial import TrialLength
@@ -32,12 +32,13 @@ class CapacityExperiment:
         confirmations: list[TrialRecord] = []
         passed: list[tuple[float, TrialRecord]] = []
 
-        def keep(record: TrialRecord, probe: Probe) -> None:
-            ctx.keep(record)
-            if probe.passed:
+        def keep(record: TrialRecord, probe: Probe) -> SystemFault | None:
+            fault = ctx.keep_probe(record)
+            if probe.passed and fault is None:
                 passed.append((probe.load, record))
-            if probe.phase == "confirm" and probe.passed:
-                confirmations.append(record)
+                if probe.phase == "confirm":
+                    confirmations.append(record)
+            return fault
 
         answer = find_capacity(
             ctx.load_spec(),

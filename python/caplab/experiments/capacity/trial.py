@@ -18,7 +18,7 @@ from caplab.analysis.slo import Slo, TrialFigures, as_dict, evaluate, parse_slo,
 from caplab.analysis.steady import LittlesLaw, littles_law, steadiness
 from caplab.collect import MetricsSource, RoleSpec, cell_resources, default_collectors, summarize
 from caplab.engine import LoadSpec, build_plan, run
-from caplab.experiments.base import PlanRunner, ProgressFn, SamplerSet, TrialRecord, run_trial
+from caplab.experiments.base import PlanRunner, ProgressFn, SamplerSet, SystemFault, TrialRecord, run_trial
 from caplab.experiments.capacity.mix import ActionFigures, PerUser, action_figures, per_user
 from caplab.experiments.capacity.search import GeneratorSaturated, Phase, Probe, SearchOutcome
 
@@ -34,7 +34,9 @@ class TrialLength:
     warmup_s: float
 
 
-OnTrial = Callable[[TrialRecord, Probe], None]
+OnTrial = Callable[[TrialRecord, Probe], SystemFault | None]
+"""Sees each judged trial (a study stores it); returns a `SystemFault` when the system did not
+survive the trial (and was started again), which fails the trial at its load."""
 
 
 GENERATOR_ATTEMPTS = 2
@@ -186,10 +188,16 @@ class TrialProber:
             details,
             sustainable(load, self.slos, verdicts),
         )
+        fault = self.on_trial(record, probe) if self.on_trial is not None else None
+        if fault is not None:
+            # The system gave out at this load (and was started again): a failed trial whose
+            # figures, cut short, say nothing about what it would have sustained.
+            # Its own verdicts (too few requests, interrupted) are the kill's consequences.
+            details["failed_resource"] = fault.resource
+            probe = replace(probe, passed=False, reasons=[fault.reason], sustainable=None)
+            stalled = None
         self.records.append((probe, record))
-        if self.on_trial is not None:
-            self.on_trial(record, probe)
-        if r.interrupted:
+        if r.interrupted and fault is None:
             raise KeyboardInterrupt
         return probe, stalled
 
@@ -253,7 +261,10 @@ class TrialProber:
         above = [p for p in outcome.probes if not p.passed and outcome.capacity and p.load > outcome.capacity]
         if not above:
             return None
-        busiest = min(above, key=lambda p: p.load).details.get("busiest")
+        first = min(above, key=lambda p: p.load)
+        if "failed_resource" in first.details:  # it gave out there (memory: the OOM killer)
+            return first.details["failed_resource"], 1.0
+        busiest = first.details.get("busiest")
         return (busiest["resource"], busiest["utilization"]) if busiest else None
 
     def _signals(self, outcome: SearchOutcome) -> list[str]:
@@ -268,6 +279,8 @@ class TrialProber:
         if not above or not at:
             return []
         fail, ok = above[0], at[-1]
+        if "failed_resource" in fail.details:  # the system gave out there: nothing else to read
+            return [f"at {fail.load:,g}{' users' if self.closed else '/s'}: {fail.reasons[0]}"]
         out = []
         busiest = fail.details.get("busiest") or {}
         if busiest:
