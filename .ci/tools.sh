@@ -2,7 +2,7 @@
 # PostgreSQL's server binaries (tests start their own clusters with initdb, never the system's),
 # OpenLDAP's slapd and its tools (idsync's directory), Chromium (the report is opened in it
 # headless), fio (storage baselines and volume checks), and the kernel tools the hardware profiles
-# use (ip/tc, losetup, mkfs.ext4, nsenter), Prometheus's node_exporter (remote hosts' figures;
+# use (ip/tc, losetup, mkfs.ext4, nsenter, iptables), Prometheus's node_exporter (remote hosts' figures;
 # the tests start their own on a loopback port), and Postfix and Dovecot (the mail reference system
 # starts its own instances with their own configuration, never the system's). Idempotent.
 missing=()
@@ -17,6 +17,7 @@ command -v openssl >/dev/null || missing+=(openssl)  # the mail system's self-si
 command -v tc >/dev/null || missing+=(iproute2)
 command -v mkfs.ext4 >/dev/null || missing+=(e2fsprogs)
 command -v nsenter >/dev/null || missing+=(util-linux)
+command -v iptables >/dev/null || missing+=(iptables)  # a link's round trip: NFQUEUE rules
 command -v prometheus-node-exporter >/dev/null || missing+=(prometheus-node-exporter)
 [ -x /usr/sbin/postfix ] || missing+=(postfix)
 [ -x /usr/sbin/dovecot ] || missing+=(dovecot-core)

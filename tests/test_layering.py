@@ -28,7 +28,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
         {"analysis", "collect", "engine", "experiments", "profiles", "spec", "store", "units", "workloads"}
     ),
     "report": frozenset({"analysis", "collect", "engine", "store", "units"}),
-    "profiles": frozenset({"units"}),
+    "profiles": frozenset({"_engine", "units"}),
     "workloads": frozenset(),
     "systems": frozenset(),
     "studies": frozenset(),

@@ -10,6 +10,8 @@ compile_error!("caplab's load engine runs on Linux only: it needs timerfd and RU
 pub mod cpu;
 pub mod driver;
 pub mod executor;
+#[cfg(target_os = "linux")]
+pub mod link_delay;
 pub mod plan;
 pub mod result;
 pub mod run;

@@ -94,11 +94,48 @@ fn summarize_histogram(encoded: &str) -> PyResult<String> {
     Ok(serde_json::to_string(&Summary::of(&h)).expect("summaries serialise"))
 }
 
+/// Holds each packet NFQUEUE ``queue_num`` receives for ``delay_us`` microseconds, then lets it
+/// through: a link's latency (see ``link_delay``). ``on_ready`` is called once the queue is bound.
+/// Runs until Ctrl-C (KeyboardInterrupt) or another signal's exception; returns nothing, since a
+/// delay is only ever stopped that way — its figures are the link's measured round trip.
+#[pyfunction]
+fn delay_link(py: Python<'_>, queue_num: u16, delay_us: u64, on_ready: Py<PyAny>) -> PyResult<()> {
+    let failed: Mutex<Option<PyErr>> = Mutex::new(None);
+    let mut checked = std::time::Instant::now();
+    let outcome = py.detach(|| {
+        let ready = || {
+            if let Err(e) = Python::attach(|py| on_ready.call0(py)) {
+                *failed.lock().expect("not poisoned") = Some(e);
+            }
+        };
+        let stop = || {
+            if failed.lock().expect("not poisoned").is_some() {
+                return true;
+            }
+            // The GIL only ten times a second: the loop runs every 100 µs while packets flow.
+            if checked.elapsed() < std::time::Duration::from_millis(100) {
+                return false;
+            }
+            checked = std::time::Instant::now();
+            let signalled = Python::attach(|py| py.check_signals().err());
+            let stopping = signalled.is_some();
+            *failed.lock().expect("not poisoned") = signalled;
+            stopping
+        };
+        crate::link_delay::delay_packets(queue_num, std::time::Duration::from_micros(delay_us), ready, stop)
+    });
+    if let Some(e) = failed.into_inner().expect("not poisoned") {
+        return Err(e);
+    }
+    outcome.map(|_| ()).map_err(|e| PyRuntimeError::new_err(format!("NFQUEUE {queue_num}: {e}")))
+}
+
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_plan, m)?)?;
     m.add_function(wrap_pyfunction!(merge_histograms, m)?)?;
     m.add_function(wrap_pyfunction!(summarize_histogram, m)?)?;
+    m.add_function(wrap_pyfunction!(delay_link, m)?)?;
     m.add("PlanError", m.py().get_type::<PlanError>())?;
     m.add("TargetUnreachable", m.py().get_type::<TargetUnreachable>())?;
     m.add("WorkerFailed", m.py().get_type::<WorkerFailed>())?;

@@ -633,6 +633,8 @@ class VolumeSpec(Strict):
 class LinkSpec(Strict):
     rate: Annotated[int, BeforeValidator(_rate), Field(ge=8000)]
     mtu: int = Field(default=1500, ge=576, le=65535)
+    rtt: Annotated[Seconds, Field(le=1.0)] = 0.0
+    """The round-trip time the link adds (half each way): a longer cable, a switch or two."""
 
 
 class ConsolidationSpec(Strict):
@@ -779,7 +781,7 @@ class StudyConfig(Strict):
     def hardware(self) -> dict[str, Profile]:
         """``{role: Profile}`` for every role the SUT puts on a profile (checked at load time)."""
         volume_classes = {n: VolumeClass(**v.model_dump()) for n, v in self.volumes.items()}
-        link_classes = {n: LinkClass(v.rate, v.mtu) for n, v in self.links.items()}
+        link_classes = {n: LinkClass(v.rate, v.mtu, v.rtt * 1000.0) for n, v in self.links.items()}
         out: dict[str, Profile] = {}
         for role, name in self.role_profiles().items():
             p = self.profiles[name]

@@ -210,3 +210,21 @@ def test_a_link_reports_its_round_trip_time(tmp_path: Path, require: Callable[..
         kernel = kernel_srtt_ms(hw, "app")
         assert probed is not None and probed > 0 and kernel > 0
         assert abs(probed - kernel) <= 0.5, (probed, kernel)
+
+
+def test_a_link_with_an_added_round_trip_delays_every_exchange_by_it(
+    tmp_path: Path, require: Callable[..., None]
+) -> None:
+    """A 1 Gbit link with ``rtt: 4ms``: the kernel's own smoothed RTT of a connection across it
+    reads 4 ms and a little (the delay process wakes within ~0.1 ms of each packet's time), the
+    probe the limit analysis uses reads the same, and an idle link without it stays far under."""
+    links = {"far": LinkClass.parse("1gbit", rtt_ms=4.0), "near": LinkClass.parse("1gbit")}
+    far = Profile.build("far", link="far", link_classes=links)
+    near = Profile.build("near", link="near", link_classes=links)
+    require(far)
+    with CellHardware(tmp_path, {"db": far, "app": near}) as hw:
+        kernel = kernel_srtt_ms(hw, "db")
+        assert 4.0 <= kernel <= 5.5, kernel
+        probed = probe_rtt_ms(hw.addresses["db"], probes=5)
+        assert probed is not None and abs(probed - kernel) <= 1.0, (probed, kernel)
+        assert kernel_srtt_ms(hw, "app") < 1.0, "the delay is the far link's alone"

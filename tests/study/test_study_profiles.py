@@ -432,6 +432,47 @@ def test_a_role_with_a_link_is_reached_at_its_address(tmp_path: Path) -> None:
     assert left_behind(before) == []
 
 
+def test_a_server_across_a_far_link_is_bound_by_its_round_trips(tmp_path: Path) -> None:
+    """knownserver answering at once across a 1 Gbit link that adds 5 ms a round trip, through 4
+    connections: each carries one request per round trip, so the four carry at most 4 / 5 ms =
+    800/s, with the link's bandwidth and every CPU nearly idle. The search finds capacity under
+    that bound, and the limit is the network's round trips with their figures, not ``software``."""
+    port = free_port()
+    study = {
+        "name": "far",
+        "target": {"http": {"url": f"http://{{address.server}}:{port}/"}},
+        "profiles": {"web": {"link": "far"}},
+        "links": {"far": {"rate": "1gbit", "rtt": "5ms"}},
+        "sut": {
+            "start": f"exec {knownserver(port)} --host {{address.server}}",
+            "ready": {"port": port, "host": "{address.server}", "timeout": "20s"},
+            "roles": {"server": {"match": f"knownserver --port {port}", "profile": "web"}},
+        },
+        "load": {"connections": 4, "duration": "2s", "warmup": "500ms"},
+        "slo": ["p99<=100ms"],
+        "search": {"precision": "10%", "trial": "1s", "repeats": 1, "start": 200},
+    }
+    links = {"far": LinkClass.parse("1gbit", rtt_ms=5.0)}
+    require(Profile.build("web", link="far", link_classes=links))
+    before = set(leftovers())
+    done = caplab(
+        "run", write_study(tmp_path / "s.yaml", study), "--db", f"sqlite:///{tmp_path / 'c.db'}",
+        "--json", "-o", tmp_path / "r", timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    [cell] = json_out(done)["cells"]
+    capacity = cell["metrics"]["capacity"]["capacity_rps"]
+    assert 0.5 * 800 <= capacity <= 800, capacity
+    link = cell["resources"]["link:server"]
+    assert 5.0 <= link["rtt_ms"] <= 7.0, link
+    limit = cell["metrics"]["limit"]
+    assert limit["resource"] == "network round trips", limit["summary"]
+    [trips] = [s for s in limit["evidence"]["signals"] if "round trips per message × RTT" in s]
+    per_message = float(re.search(r"([\d.]+) round trips per message", trips).group(1))  # type: ignore[union-attr]
+    assert 0.9 <= per_message <= 2.5, trips  # a request and its reply; ACKs ride on the next request
+    assert left_behind(before) == []
+
+
 def test_ctrl_c_mid_cell_removes_the_cells_hardware(tmp_path: Path) -> None:
     """Ctrl-C during a trial: the study stops (exit 130) and the cell's cgroup, volume and
     namespace are gone with it."""

@@ -131,6 +131,7 @@ class RoundTrips:
             f"{self.scope}: {self.per_message:.2f} round trips per message × RTT {self.rtt_ms:.3f} ms = "
             f"{self.network_ms:.3f} ms against {self.time_per_message_ms:.3f} ms measured per message "
             f"(1/throughput): {self.share:.0%} of it waiting on the network"
+            + (f" (≈ {self.share:.1f} exchanges in flight at once)" if self.share > 1.0 else "")
         )
 
 

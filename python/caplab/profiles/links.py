@@ -4,6 +4,11 @@ directions, at the class's MTU. Nothing is routed outside the machine: the names
 its /30 and the 10.203.0.0/16 of the other roles, which the host forwards between role veths
 (forwarding is enabled on those interfaces alone). Traffic between two roles crosses both links.
 
+A link class with an added round trip (``rtt``) gets it without netem, which this kernel may lack:
+iptables rules in the role's namespace queue every packet leaving or entering its interface to a
+`delay` process in the namespace (NFQUEUE), which holds each for half the round trip. The rules
+and the process go with the namespace.
+
 A running process cannot be moved into a namespace from outside (``setns`` acts on the caller),
 so a role with a link must be started under ``enter_argv``; ``attach`` only checks that it was.
 """
@@ -15,8 +20,11 @@ import ipaddress
 import os
 import re
 import secrets
+import select
 import socket
 import statistics
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -99,6 +107,19 @@ def tbf_args(link: LinkClass) -> list[str]:
     return ["tbf", "rate", f"{link.rate_bits}bit", "burst", str(burst), "latency", "20ms"]
 
 
+DELAY_READY_S = 10.0
+"""How long the delay process may take to bind its queue (an interpreter start, mostly)."""
+
+
+def delay_rules(action: str) -> list[list[str]]:
+    """iptables (in the role's namespace) queueing what leaves and what enters the role's interface
+    to the delay process: ``-A`` adds the rules, ``-D`` removes them."""
+    return [
+        ["iptables", "-t", "mangle", action, chain, flag, _ROLE_IFACE, "-j", "NFQUEUE", "--queue-num", "0"]
+        for chain, flag in (("OUTPUT", "-o"), ("PREROUTING", "-i"))
+    ]
+
+
 class NamespaceLink:
     """Role ``role``'s namespace ``netns`` and its link of class ``link``."""
 
@@ -110,6 +131,7 @@ class NamespaceLink:
         self.host_iface = "caplab-" + secrets.token_hex(4)  # 15 characters: the kernel's limit
         self.block: int | None = None
         self._created_netns = False
+        self._delay: subprocess.Popen[str] | None = None
 
     @property
     def host_address(self) -> str:
@@ -151,6 +173,39 @@ class NamespaceLink:
             forwarding.write_text("1")
         except OSError as exc:
             raise ProfileError(f"{what}: cannot enable forwarding on {host}: {exc.strerror}") from exc
+        if self.link.rtt_ms:
+            self._start_delay()
+
+    def _start_delay(self) -> None:
+        """The delay process in the namespace, then the rules that feed it (a rule with nothing
+        bound to its queue drops what it matches, so the process comes first)."""
+        what = f"link {self.netns}: the {self.link.rtt_ms:g} ms round trip"
+        argv = [*self.enter_argv(), sys.executable, "-m", "caplab.profiles.delay"]
+        argv += ["--delay-us", str(round(self.link.rtt_ms * 500))]  # half each way
+        self._delay = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
+        assert self._delay.stdout is not None
+        ready, _, _ = select.select([self._delay.stdout], [], [], DELAY_READY_S)
+        line = self._delay.stdout.readline().strip() if ready else ""
+        if line != "ready":
+            self._stop_delay()
+            assert self._delay.stderr is not None
+            why = self._delay.stderr.read().strip() or f"no ready line within {DELAY_READY_S:g}s"
+            raise ProfileError(f"{what}: the delay process did not start: {why}")
+        for rule in delay_rules("-A"):
+            run_tool(["ip", "netns", "exec", self.netns, *rule], f"{what}: queueing the link's packets")
+
+    def _stop_delay(self) -> None:
+        if self._delay is None:
+            return
+        if self._delay.poll() is None:
+            self._delay.terminate()
+            try:
+                self._delay.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._delay.kill()
+                self._delay.wait()
 
     def procs_files(self) -> list[Path]:
         return []
@@ -193,6 +248,7 @@ class NamespaceLink:
 
     def remove(self) -> None:
         errors = []
+        self._stop_delay()  # its rules go with the namespace
         if Path("/sys/class/net", self.host_iface).exists():
             try:
                 run_tool(["ip", "link", "del", self.host_iface], f"link {self.netns}: removing the veth pair")

@@ -189,23 +189,28 @@ class VolumeClass:
 
 @dataclass(frozen=True)
 class LinkClass:
-    """A network link: a rate ceiling in bits per second each way, and the MTU."""
+    """A network link: a rate ceiling in bits per second each way, the MTU, and the round-trip
+    time it adds (distance, switches: what a direct cable saves), in milliseconds."""
 
     rate_bits: int
     mtu: int = 1500
+    rtt_ms: float = 0.0
 
     def __post_init__(self) -> None:
         if self.rate_bits < 8000:
             raise ValueError(f"link rate must be at least 8kbit, got {self.rate_bits} bit/s")
         if not 576 <= self.mtu <= 65535:
             raise ValueError(f"mtu must be within 576..65535, got {self.mtu}")
+        if not 0 <= self.rtt_ms <= 1000:
+            raise ValueError(f"rtt must be within 0..1s, got {self.rtt_ms:g} ms")
 
     @classmethod
-    def parse(cls, rate: str | int, mtu: int = 1500) -> LinkClass:
-        return cls(parse_rate(rate, "link rate"), mtu)
+    def parse(cls, rate: str | int, mtu: int = 1500, rtt_ms: float = 0.0) -> LinkClass:
+        return cls(parse_rate(rate, "link rate"), mtu, rtt_ms)
 
     def describe(self) -> str:
-        return f"{format_rate(self.rate_bits)} link, MTU {self.mtu}"
+        rtt = f", {self.rtt_ms:g} ms added round trip" if self.rtt_ms else ""
+        return f"{format_rate(self.rate_bits)} link, MTU {self.mtu}{rtt}"
 
 
 @dataclass(frozen=True)

@@ -61,6 +61,8 @@ def check_support(profiles: Iterable[Profile]) -> list[str]:
         problems += _missing_tools(["losetup", "mkfs.ext4", "mount", "umount"], "volumes")
     if wants_links:
         missing = _missing_tools(["ip", "tc", "nsenter"], "links")
+        if any(p.link and p.link.rtt_ms for p in profiles):
+            missing += _missing_tools(["iptables"], "a link's round trip (NFQUEUE)")
         problems += missing or _probe_netns()
     return problems
 

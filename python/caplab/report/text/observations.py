@@ -11,6 +11,7 @@ from itertools import pairwise
 from typing import Literal
 
 from caplab import units as u
+from caplab.analysis.limit import ROUND_TRIPS
 from caplab.report.model.runs import runs
 from caplab.report.model.types import CellResult, Limit, Measured, Observation
 from caplab.report.text.scaling import scaling_observations
@@ -64,6 +65,13 @@ def _limit_sentence(cell: CellResult, limit: Limit) -> str:
         bound = f"; it bounds throughput near {u.rate(limit['bound_rps'])}" if limit.get("bound_rps") else ""
         busy = f"{limit['resource']} at {u.pct(limit['utilization'])}"
         return f"{cell['label']}: {busy}{bound} ({_figure(cell)}).{evidence}"
+    if limit["resource"] == ROUND_TRIPS:
+        trips = [s for s in signals if "round trips per message" in s]
+        return (
+            f"{cell['label']}: the network's round trips, not its bandwidth, at {_figure(cell)} "
+            f"(no hardware resource near saturation; the busiest at {u.pct(limit.get('utilization'))})."
+            + (f" Evidence: {trips[0]}." if trips else evidence)
+        )
     if limit["kind"] == "software":
         busiest = limit.get("utilization")
         return (
