@@ -470,6 +470,9 @@ def test_a_server_across_a_far_link_is_bound_by_its_round_trips(tmp_path: Path) 
     [trips] = [s for s in limit["evidence"]["signals"] if "round trips per message × RTT" in s]
     per_message = float(re.search(r"([\d.]+) round trips per message", trips).group(1))  # type: ignore[union-attr]
     assert 0.9 <= per_message <= 2.5, trips  # a request and its reply; ACKs ride on the next request
+    report = (tmp_path / "r" / "report.md").read_text()
+    assert "the network's round trips, not its bandwidth, at capacity" in report
+    assert "| network round trips |" in report, "the capacity table names it, not only `software`"
     assert left_behind(before) == []
 
 

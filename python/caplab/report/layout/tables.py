@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from caplab import units as u
 from caplab.analysis.endurance import Endurance, endurance_line
+from caplab.analysis.limit import ROUND_TRIPS
 from caplab.analysis.scaling import means_by_n
 from caplab.report.layout.blocks import Column, Table, TableCell, kv_table, num_cell, text_cell
 from caplab.report.model.types import (
@@ -66,6 +67,8 @@ def _limit_text(limit: Limit | None) -> TableCell:
         return text_cell(f"{limit['resource']} {u.pct(limit['utilization'])}", "warn")
     if limit["kind"] == "not reached":
         return text_cell(f"not reached ({limit['resource']} {u.pct(limit['utilization'])})")
+    if limit["resource"] == ROUND_TRIPS:  # software, but which: the link's round trips
+        return text_cell(ROUND_TRIPS, "warn")
     return text_cell(str(limit["kind"]))
 
 
