@@ -30,11 +30,35 @@ COMMANDS = {
 exit code, is ``cmd_<name>``."""
 
 
+SUMMARIES = {
+    "load": "Drive load at a URL (HTTP(S), TCP, TLS, PostgreSQL, SMTP, IMAP) and measure it.",
+    "run": "Run a study file and write its sizing report.",
+    "demo": "Run the BizTalk scale-out study on msgbus and write its sizing report.",
+    "find-capacity": "Find the highest load URL sustains within the SLO, and what limits it.",
+    "failover": "Run a failover under load at URL and measure what the clients saw of it.",
+    "fit-usl": "Fit the Universal Scalability Law to CSV_FILE.",
+    "ls": "List the studies in the results store, oldest first.",
+    "show": "Show a study: STUDY is an id, a name or `latest`.",
+    "export": "Export a study's cells, trials, intervals and resource samples.",
+    "report": "Write the sizing report of a study.",
+    "systems": "The reference systems caplab ships: real servers to size, with built-in studies.",
+    "cluster": "Ray clusters for load agents.",
+}
+"""Each command's line in ``caplab --help``, kept here so that listing them imports none of them
+(the report's and the store's commands bring pandas and scipy: 1.7 s of CPU to print a help).
+Each is the start of its command's own help (a test holds them to it)."""
+
+
 class LazyGroup(click.Group):
     """A group whose commands are imported by name on first use."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands and their summaries, from the table: nothing imported."""
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, SUMMARIES[name]) for name in sorted(COMMANDS)])
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)
