@@ -31,7 +31,7 @@ from report import Measurement
 from target import nginx_target
 
 DEFAULT_RATES = (20_000, 50_000, 80_000, 100_000)
-TITLE = "D. Open model at high rates: caplab vs oha"
+TITLE = "F. Open model at high rates: caplab vs oha"
 HELD_SHARE = 0.99  # achieved / offered at or above this counts as holding the rate
 PINNING = f"generator on CPU {GENERATOR_CPU}, nginx (one worker) on CPU {SERVER_CPU} via taskset"
 
