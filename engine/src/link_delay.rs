@@ -16,14 +16,6 @@ use std::time::{Duration, Instant};
 /// The longest wait between two looks at `stop`: how soon a stop request is noticed.
 pub const STOP_CHECK: Duration = Duration::from_millis(100);
 
-/// What the delay did while it ran: packets let through and how late the latest one was.
-#[derive(Debug, Default, Clone, Copy, PartialEq)]
-pub struct DelayStats {
-    pub packets: u64,
-    /// The largest time a packet was held beyond its delay (the wake-up's lateness).
-    pub late_max: Duration,
-}
-
 /// Binds NFQUEUE `queue_num` in the caller's network namespace, calls `ready` once bound (the
 /// rules that feed it may be added then: a rule with no listener drops what it matches), and
 /// holds each packet for `delay` before accepting it, until `stop` returns true. The thread
@@ -33,7 +25,7 @@ pub fn delay_packets(
     delay: Duration,
     ready: impl FnOnce(),
     mut stop: impl FnMut() -> bool,
-) -> io::Result<DelayStats> {
+) -> io::Result<()> {
     let before = open_sockets()?;
     let mut queue = Queue::open()?;
     let fd = new_socket(&before)?;
@@ -43,7 +35,6 @@ pub fn delay_packets(
     fine_timer_slack();
     ready();
     let mut held: VecDeque<(Instant, nfq::Message)> = VecDeque::new();
-    let mut stats = DelayStats::default();
     while !stop() {
         loop {
             match queue.recv() {
@@ -61,16 +52,13 @@ pub fn delay_packets(
             if *due > now {
                 break;
             }
-            let late = now - *due;
             let (_, msg) = held.pop_front().expect("front exists");
             queue.verdict(msg)?;
-            stats.packets += 1;
-            stats.late_max = stats.late_max.max(late);
         }
         let wait = held.front().map_or(STOP_CHECK, |(due, _)| due.saturating_duration_since(now));
         wait_readable(fd, wait.min(STOP_CHECK))?;
     }
-    Ok(stats)
+    Ok(())
 }
 
 /// The process's open sockets: descriptor and inode, from /proc/self/fd. (Reading the directory

@@ -96,8 +96,8 @@ fn summarize_histogram(encoded: &str) -> PyResult<String> {
 
 /// Holds each packet NFQUEUE ``queue_num`` receives for ``delay_us`` microseconds, then lets it
 /// through: a link's latency (see ``link_delay``). ``on_ready`` is called once the queue is bound.
-/// Runs until Ctrl-C (KeyboardInterrupt) or another signal's exception; returns nothing, since a
-/// delay is only ever stopped that way — its figures are the link's measured round trip.
+/// Runs until Ctrl-C (KeyboardInterrupt) or another signal's exception; what the delay did is
+/// read off the link itself (its measured round trip).
 #[pyfunction]
 fn delay_link(py: Python<'_>, queue_num: u16, delay_us: u64, on_ready: Py<PyAny>) -> PyResult<()> {
     let failed: Mutex<Option<PyErr>> = Mutex::new(None);
@@ -112,7 +112,7 @@ fn delay_link(py: Python<'_>, queue_num: u16, delay_us: u64, on_ready: Py<PyAny>
             if failed.lock().expect("not poisoned").is_some() {
                 return true;
             }
-            // The GIL only ten times a second: the loop runs every 100 µs while packets flow.
+            // The GIL only ten times a second: the loop wakes for every packet.
             if checked.elapsed() < std::time::Duration::from_millis(100) {
                 return false;
             }
@@ -127,7 +127,7 @@ fn delay_link(py: Python<'_>, queue_num: u16, delay_us: u64, on_ready: Py<PyAny>
     if let Some(e) = failed.into_inner().expect("not poisoned") {
         return Err(e);
     }
-    outcome.map(|_| ()).map_err(|e| PyRuntimeError::new_err(format!("NFQUEUE {queue_num}: {e}")))
+    outcome.map_err(|e| PyRuntimeError::new_err(format!("NFQUEUE {queue_num}: {e}")))
 }
 
 #[pymodule]

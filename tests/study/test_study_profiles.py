@@ -127,6 +127,33 @@ def two_roles(tmp_path: Path, port: int, helper: str, helper_role: dict[str, Any
     }
 
 
+def run_here(tmp_path: Path, study: dict[str, Any], timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``caplab run --json`` of ``study``, written to tmp_path/s.yaml, into tmp_path/c.db with its
+    report in tmp_path/r."""
+    path = write_study(tmp_path / "s.yaml", study)
+    db = f"sqlite:///{tmp_path / 'c.db'}"
+    return caplab("run", path, "--db", db, "--json", "-o", tmp_path / "r", timeout=timeout)
+
+
+def knownserver_study(
+    name: str, port: int, profile: tuple[str, dict[str, Any]], *server_args: str, linked: bool = False
+) -> dict[str, Any]:
+    """A study of knownserver (``server_args``) as the role ``server`` on one profile; ``linked``:
+    the profile has a link, so the server listens, is checked and is loaded at ``{address.server}``."""
+    host = "{address.server}" if linked else "127.0.0.1"
+    start = f"exec {knownserver(port, *server_args)}" + (" --host {address.server}" if linked else "")
+    return {
+        "name": name,
+        "target": {"http": {"url": f"http://{host}:{port}/"}},
+        "profiles": {profile[0]: profile[1]},
+        "sut": {
+            "start": start,
+            "ready": {"port": port, **({"host": host} if linked else {}), "timeout": "20s"},
+            "roles": {"server": {"match": f"knownserver --port {port}", "profile": profile[0]}},
+        },
+    }
+
+
 def test_roles_of_one_start_command_are_attached_to_their_profiles(tmp_path: Path) -> None:
     """Each role's processes are moved onto its profile as they appear (and the results say they
     ran outside it until then); the volume's IO is reported under its name, the role's memory
@@ -136,16 +163,7 @@ def test_roles_of_one_start_command_are_attached_to_their_profiles(tmp_path: Pat
     study["storage_baseline"] = {"size": "4M", "runtime": "1s", "jobs": 2, "depth": 8}
     require(Profile.build("disk", memory="64M", volumes={"log": "slow"}, volume_classes={"slow": _slow()}))
     before = set(leftovers())
-    done = caplab(
-        "run",
-        write_study(tmp_path / "s.yaml", study),
-        "--db",
-        f"sqlite:///{tmp_path / 'c.db'}",
-        "--json",
-        "-o",
-        tmp_path / "r",
-        timeout=120,
-    )
+    done = run_here(tmp_path, study)
     assert done.returncode == 0, done.stderr[-3000:]
     cell = json_out(done)["cells"][0]
     hardware = cell["metrics"]["hardware"]
@@ -193,16 +211,7 @@ def test_an_oom_kill_fails_the_cell_with_that_reason(tmp_path: Path) -> None:
     study = two_roles(tmp_path, port, HOG, {"match": "helper.py", "profile": "disk"})
     require(Profile.build("disk", memory="64M", volumes={"log": "slow"}, volume_classes={"slow": _slow()}))
     before = set(leftovers())
-    done = caplab(
-        "run",
-        write_study(tmp_path / "s.yaml", study),
-        "--db",
-        f"sqlite:///{tmp_path / 'c.db'}",
-        "--json",
-        "-o",
-        tmp_path / "r",
-        timeout=120,
-    )
+    done = run_here(tmp_path, study)
     assert done.returncode == 1, done.stderr[-3000:]
     cell = json_out(done)["cells"][0]
     assert cell["status"] == "failed"
@@ -215,23 +224,11 @@ def test_a_server_that_keeps_memory_per_request_is_stopped_by_its_memory_limit(t
     its CPU (2 ms a request of a whole core) nor its software, ends the cell — the OOM killer at
     the profile's limit, reported as the cell's reason."""
     port = free_port()
-    study = {
-        "name": "leak",
-        "target": {"http": {"url": f"http://127.0.0.1:{port}/"}},
-        "profiles": {"box": {"cpus": 1, "memory": "256M"}},
-        "sut": {
-            "start": f"exec {knownserver(port, '--alloc-kb', '1024')}",
-            "ready": {"port": port, "timeout": "20s"},
-            "roles": {"server": {"match": f"knownserver --port {port}", "profile": "box"}},
-        },
-        "load": {"rate": 100, "duration": "10s"},
-    }
+    study = knownserver_study("leak", port, ("box", {"cpus": 1, "memory": "256M"}), "--alloc-kb", "1024")
+    study["load"] = {"rate": 100, "duration": "10s"}
     require(Profile.build("box", cpus=1, memory="256M"))
     before = set(leftovers())
-    done = caplab(
-        "run", write_study(tmp_path / "s.yaml", study), "--db", f"sqlite:///{tmp_path / 'c.db'}",
-        "--json", "-o", tmp_path / "r", timeout=120,
-    )  # fmt: skip
+    done = run_here(tmp_path, study)
     assert done.returncode == 1, done.stderr[-3000:]
     [cell] = json_out(done)["cells"]
     assert cell["status"] == "failed" and cell["metrics"]["hardware"]["launched_under"] == "server"
@@ -252,25 +249,15 @@ def test_a_search_takes_an_oom_kill_as_that_loads_failure_and_goes_on_below(tmp_
     killer ends fails at its load, the server is started afresh, the search goes on below it, and
     the limit is the role's memory."""
     port = free_port()
-    study = {
-        "name": "sessions",
-        "target": {"http": {"url": f"http://127.0.0.1:{port}/"}},
-        "profiles": {"box": {"cpus": 1, "memory": "96M"}},
-        "sut": {
-            "start": f"exec {knownserver(port, '--hold-kb', '2048', '--sleep-ms', '100')}",
-            "ready": {"port": port, "timeout": "20s"},
-            "roles": {"server": {"match": f"knownserver --port {port}", "profile": "box"}},
-        },
+    hold = ("--hold-kb", "2048", "--sleep-ms", "100")
+    study = knownserver_study("sessions", port, ("box", {"cpus": 1, "memory": "96M"}), *hold) | {
         "load": {"users": 8, "duration": "2s", "warmup": "500ms"},
         "slo": ["p99<=2s", "errors<=0%"],
         "search": {"precision": "10%", "trial": "1s", "repeats": 1},
     }
     require(Profile.build("box", cpus=1, memory="96M"))
     before = set(leftovers())
-    done = caplab(
-        "run", write_study(tmp_path / "s.yaml", study), "--db", f"sqlite:///{tmp_path / 'c.db'}",
-        "--json", "-o", tmp_path / "r", timeout=300,
-    )  # fmt: skip
+    done = run_here(tmp_path, study, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     [cell] = json_out(done)["cells"]
     trials = cell["metrics"]["search_trials"]
@@ -395,30 +382,13 @@ def test_a_role_with_a_link_is_reached_at_its_address(tmp_path: Path) -> None:
     """The start command runs in the role's namespace; the ready check and the target reach it at
     ``{address.ROLE}`` through the shaped link; the namespace goes with the cell."""
     port = free_port()
-    study = {
-        "name": "link",
-        "target": {"http": {"url": f"http://{{address.server}}:{port}/"}},
-        "profiles": {"web": {"link": "lan"}},
+    study = knownserver_study("link", port, ("web", {"link": "lan"}), linked=True) | {
         "links": {"lan": {"rate": "100mbit", "mtu": 1500}},
-        "sut": {
-            "start": f"exec {knownserver(port)} --host {{address.server}}",
-            "ready": {"port": port, "host": "{address.server}", "timeout": "20s"},
-            "roles": {"server": {"match": f"knownserver --port {port}", "profile": "web"}},
-        },
         "load": {"rate": 20, "duration": "1s"},
     }
     require(Profile.build("web", link="lan", link_classes={"lan": LinkClass.parse("100mbit")}))
     before = set(leftovers())
-    done = caplab(
-        "run",
-        write_study(tmp_path / "s.yaml", study),
-        "--db",
-        f"sqlite:///{tmp_path / 'c.db'}",
-        "--json",
-        "-o",
-        tmp_path / "r",
-        timeout=120,
-    )
+    done = run_here(tmp_path, study)
     assert done.returncode == 0, done.stderr[-3000:]
     cell = json_out(done)["cells"][0]
     assert cell["metrics"]["errors"] == 0 and cell["metrics"]["sent"] >= 15, cell["metrics"]
@@ -438,16 +408,8 @@ def test_a_server_across_a_far_link_is_bound_by_its_round_trips(tmp_path: Path) 
     800/s, with the link's bandwidth and every CPU nearly idle. The search finds capacity under
     that bound, and the limit is the network's round trips with their figures, not ``software``."""
     port = free_port()
-    study = {
-        "name": "far",
-        "target": {"http": {"url": f"http://{{address.server}}:{port}/"}},
-        "profiles": {"web": {"link": "far"}},
+    study = knownserver_study("far", port, ("web", {"link": "far"}), linked=True) | {
         "links": {"far": {"rate": "1gbit", "rtt": "5ms"}},
-        "sut": {
-            "start": f"exec {knownserver(port)} --host {{address.server}}",
-            "ready": {"port": port, "host": "{address.server}", "timeout": "20s"},
-            "roles": {"server": {"match": f"knownserver --port {port}", "profile": "web"}},
-        },
         "load": {"connections": 4, "duration": "2s", "warmup": "500ms"},
         "slo": ["p99<=100ms"],
         "search": {"precision": "10%", "trial": "1s", "repeats": 1, "start": 200},
@@ -455,10 +417,7 @@ def test_a_server_across_a_far_link_is_bound_by_its_round_trips(tmp_path: Path) 
     links = {"far": LinkClass.parse("1gbit", rtt_ms=5.0)}
     require(Profile.build("web", link="far", link_classes=links))
     before = set(leftovers())
-    done = caplab(
-        "run", write_study(tmp_path / "s.yaml", study), "--db", f"sqlite:///{tmp_path / 'c.db'}",
-        "--json", "-o", tmp_path / "r", timeout=300,
-    )  # fmt: skip
+    done = run_here(tmp_path, study, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     [cell] = json_out(done)["cells"]
     capacity = cell["metrics"]["capacity"]["capacity_rps"]

@@ -15,8 +15,7 @@ import signal
 import sys
 
 from caplab._engine import delay_link
-
-READY = "ready"
+from caplab.profiles.links import DELAY_READY
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # stop between two looks at the queue
     try:
-        delay_link(args.queue, args.delay_us, lambda: print(READY, flush=True))
+        delay_link(args.queue, args.delay_us, lambda: print(DELAY_READY, flush=True))
     except KeyboardInterrupt:
         return 0
     except RuntimeError as exc:

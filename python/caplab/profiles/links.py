@@ -111,11 +111,15 @@ DELAY_READY_S = 10.0
 """How long the delay process may take to bind its queue (an interpreter start, mostly)."""
 
 
-def delay_rules(action: str) -> list[list[str]]:
+DELAY_READY = "ready"
+"""The line the delay process prints once its queue is bound."""
+
+
+def delay_rules() -> list[list[str]]:
     """iptables (in the role's namespace) queueing what leaves and what enters the role's interface
-    to the delay process: ``-A`` adds the rules, ``-D`` removes them."""
+    to the delay process. Never removed: they go with the namespace."""
     return [
-        ["iptables", "-t", "mangle", action, chain, flag, _ROLE_IFACE, "-j", "NFQUEUE", "--queue-num", "0"]
+        ["iptables", "-t", "mangle", "-A", chain, flag, _ROLE_IFACE, "-j", "NFQUEUE", "--queue-num", "0"]
         for chain, flag in (("OUTPUT", "-o"), ("PREROUTING", "-i"))
     ]
 
@@ -188,12 +192,12 @@ class NamespaceLink:
         assert self._delay.stdout is not None
         ready, _, _ = select.select([self._delay.stdout], [], [], DELAY_READY_S)
         line = self._delay.stdout.readline().strip() if ready else ""
-        if line != "ready":
+        if line != DELAY_READY:
             self._stop_delay()
             assert self._delay.stderr is not None
             why = self._delay.stderr.read().strip() or f"no ready line within {DELAY_READY_S:g}s"
             raise ProfileError(f"{what}: the delay process did not start: {why}")
-        for rule in delay_rules("-A"):
+        for rule in delay_rules():
             run_tool(["ip", "netns", "exec", self.netns, *rule], f"{what}: queueing the link's packets")
 
     def _stop_delay(self) -> None:

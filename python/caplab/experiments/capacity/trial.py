@@ -190,9 +190,8 @@ class TrialProber:
         )
         fault = self.on_trial(record, probe) if self.on_trial is not None else None
         if fault is not None:
-            # The system gave out at this load (and was started again): a failed trial whose
-            # figures, cut short, say nothing about what it would have sustained.
-            # Its own verdicts (too few requests, interrupted) are the kill's consequences.
+            # The system gave out at this load (and was started again): a failed trial whose figures,
+            # cut short, say nothing of what it would sustain; its own verdicts are the kill's doing.
             details["failed_resource"] = fault.resource
             probe = replace(probe, passed=False, reasons=[fault.reason], sustainable=None)
             stalled = None
