@@ -20,6 +20,7 @@ from caplab.collect.host import HostCollector
 from caplab.collect.network import NetworkCollector
 from caplab.collect.node_exporter import NodeExporterCollector
 from caplab.collect.postgres import PostgresCollector
+from caplab.collect.proctable import ProcessTable
 from caplab.collect.profile import ProfileCollector, ProfileSource
 from caplab.collect.prometheus import MetricsSource, PrometheusCollector
 from caplab.collect.roles import RoleCollector, RoleSpec
@@ -128,6 +129,7 @@ def default_collectors(
         NodeExporterCollector(name, url, [r.name for r in roles if r.host == name])
         for name, url in (hosts or {}).items()
     ]
-    local = [RoleCollector(spec) for spec in roles if spec.host is None]
+    table = ProcessTable()  # one pass over /proc per sample, whatever the number of roles
+    local = [RoleCollector(spec, table) for spec in roles if spec.host is None]
     profiles = [ProfileCollector(s.name, s.profile) for s in roles if s.profile is not None]
     return CollectorSet([*base, *local, *profiles, *remote, *app])

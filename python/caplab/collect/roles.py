@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import time
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +31,7 @@ from pathlib import Path
 import psutil
 
 from caplab.collect.base import ResourceSample
+from caplab.collect.proctable import CLOCK_TICKS, ProcessTable, ProcStat, Snapshot
 from caplab.collect.profile import ProfileSource
 
 __all__ = ["RoleCollector", "RoleSpec", "cgroup_dir"]
@@ -41,7 +42,6 @@ RESERVED_NAMES = frozenset({"host", "generator"})
 """Keys ``cell_resources`` uses for other scopes; a role may not take them."""
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 @dataclass(frozen=True)
@@ -137,25 +137,6 @@ class _Reading:
 _NO_CPU = _Cpu()
 
 
-def _since_boot_now() -> float:
-    """Now on the clock process start times use (Linux: CLOCK_BOOTTIME; elsewhere the wall clock)."""
-    if psutil.LINUX:
-        return time.clock_gettime(time.CLOCK_BOOTTIME)
-    return time.time()
-
-
-def _started_s(p: psutil.Process) -> float:
-    """Creation time in seconds since boot, to the kernel's tick: the ``starttime`` field of
-    ``/proc/PID/stat``. (psutil adds a boot time rounded to the second, too coarse to tell whether
-    a process started before or after the previous sample.)"""
-    if not psutil.LINUX:
-        return p.create_time()
-    with open(f"/proc/{p.pid}/stat", "rb") as f:
-        data = f.read()
-    # Fields after the parenthesised command name start at field 3 (state); starttime is field 22.
-    return int(data[data.rindex(b")") + 2 :].split()[19]) / CLOCK_TICKS
-
-
 def _thread_stats(pid: int) -> dict[int, tuple[int, float]] | None:
     """Per live thread: context switches (voluntary + involuntary) and CPU seconds (user + system).
     None where /proc has no tasks. The CPU per thread shows a single-threaded bottleneck that the
@@ -169,7 +150,7 @@ def _thread_stats(pid: int) -> dict[int, tuple[int, float]] | None:
     for tid in tids:
         try:
             with open(f"{task_dir}/{tid}/status", "rb") as f:
-                ctx = sum(int(line.split()[1]) for line in f if b"ctxt_switches:" in line)
+                ctx = _ctx_switches(f.read())
             with open(f"{task_dir}/{tid}/stat", "rb") as f:
                 data = f.read()
             fields = data[data.rindex(b")") + 2 :].split()
@@ -193,8 +174,11 @@ class RoleCollector:
     system_percent, rss_mb, read_mb_s, write_mb_s, threads, ctx_switches_s, max_thread_cpu_percent
     (the busiest single thread, 100 = a whole core), processes."""
 
-    def __init__(self, spec: RoleSpec) -> None:
+    def __init__(self, spec: RoleSpec, table: ProcessTable | None = None) -> None:
         self.spec = spec
+        self._table = table or ProcessTable()
+        self._shared = table is not None
+        """A table shared with other roles is read once per sample time; a role's own, at every call."""
         self.name = f"role:{spec.name}"
         self.pids: frozenset[int] = frozenset()
         """The processes found at the last reading (roots and descendants)."""
@@ -208,7 +192,6 @@ class RoleCollector:
         self._samples = 0
         self._empty_samples = 0
         self._io_denied: set[int] = set()
-        self._procs: dict[int, psutil.Process] = {}
 
     @property
     def warning(self) -> str | None:
@@ -227,17 +210,17 @@ class RoleCollector:
         return "; ".join(notes) or None
 
     def start(self) -> None:
-        # Clocks are read just before the counters, here and in sample(), so the wall time and
-        # the counter deltas cover the same span.
-        self.sampled_at = time.monotonic()
-        self._last_boot_s = _since_boot_now()
-        self._prev = self._read_all()
+        # The snapshot's clocks were read just before its counters, here and in sample(), so the
+        # wall time and the counter deltas cover the same span.
+        snapshot = self._table.at(None)
+        self.sampled_at, self._last_boot_s = snapshot.monotonic_s, snapshot.boot_s
+        self._prev = self._read_all(snapshot)
         self._pending = {}
 
     def sample(self, t: float) -> list[ResourceSample]:
-        now_wall = time.monotonic()
-        now_boot = _since_boot_now()
-        readings = self._read_all()
+        snapshot = self._table.at(t if self._shared else None)
+        now_wall, now_boot = snapshot.monotonic_s, snapshot.boot_s
+        readings = self._read_all(snapshot)
         wall = max(now_wall - self.sampled_at, 1e-9)
         user, system = self._cpu_delta(readings)
         read_b = write_b = ctx = 0
@@ -323,55 +306,50 @@ class RoleCollector:
         self._pending = {pid: p for pid, p in self._pending.items() if pid in live}
         return user, system
 
-    def _read_all(self) -> dict[tuple[int, float], _Reading]:
-        """Reads every process of the role, keyed by (pid, create time) so a reused pid is a new process."""
-        procs = self._resolve()
+    def _read_all(self, snapshot: Snapshot) -> dict[tuple[int, float], _Reading]:
+        """Reads every process of the role, keyed by (pid, create time) so a reused pid is a new
+        process. CPU, parent, start and resident set come from the snapshot; IO and context switches
+        from each process's own files (a single-threaded process's are its status's, the busiest
+        thread its own CPU)."""
         out: dict[tuple[int, float], _Reading] = {}
-        for p in procs:
+        for p in self._resolve(snapshot):
             try:
-                with p.oneshot():
-                    times = p.cpu_times()
-                    started = _started_s(p)
-                    ppid = p.ppid()
-                    rss = p.memory_info().rss
-                    threads = p.num_threads()
-                    read_bytes, write_bytes = self._io(p)
-                    per_thread = _thread_stats(p.pid)
-                    if per_thread is None:
-                        c = p.num_ctx_switches()
-                        per_thread = {p.pid: (c.voluntary + c.involuntary, times.user + times.system)}
-            except (psutil.NoSuchProcess, psutil.AccessDenied, OSError):
-                continue  # gone mid-read (or not ours to read): it simply is not in this sample
-            cpu = _Cpu(
-                times.user, times.system, times.children_user, times.children_system, read_bytes, write_bytes
-            )
+                read_bytes, write_bytes = self._io(p.pid)
+                per_thread = _thread_stats(p.pid) if p.threads > 1 else _single_thread(p)
+            except OSError:
+                continue  # gone mid-read: it simply is not in this sample
+            if per_thread is None:
+                continue
+            cpu = _Cpu(p.user_s, p.system_s, p.children_user_s, p.children_system_s, read_bytes, write_bytes)
             ctx = {tid: n for tid, (n, _) in per_thread.items()}
             thread_cpu = {tid: c for tid, (_, c) in per_thread.items()}
-            out[(p.pid, started)] = _Reading(ppid, started, cpu, ctx, thread_cpu, rss, threads)
+            reading = _Reading(p.ppid, p.started_s, cpu, ctx, thread_cpu, p.rss_bytes, p.threads)
+            out[(p.pid, p.started_s)] = reading
         self.pids = frozenset(pid for pid, _ in out)
         return out
 
-    def _io(self, p: psutil.Process) -> tuple[int, int]:
+    def _io(self, pid: int) -> tuple[int, int]:
+        """Bytes the process made storage read and write; zeros where /proc/PID/io is not ours to read."""
         try:
-            io = p.io_counters()
-        except psutil.AccessDenied:
-            self._io_denied.add(p.pid)
+            with open(f"/proc/{pid}/io", "rb") as f:
+                text = f.read()
+        except PermissionError:
+            self._io_denied.add(pid)
             return 0, 0
-        except (AttributeError, NotImplementedError):
-            return 0, 0
-        return io.read_bytes, io.write_bytes
+        read = _READ_BYTES.search(text)
+        write = _WRITE_BYTES.search(text)
+        return int(read[1]) if read else 0, int(write[1]) if write else 0
 
-    def _resolve(self) -> list[psutil.Process]:
-        """The role's processes now: the roots the spec names, then all their descendants.
-
-        Sampled on the load's clock in the generator's own process, so it must be cheap: the
-        process tree comes from one pass over /proc/PID/stat, not a psutil object per process."""
-        parents = _ppid_map()
+    def _resolve(self, snapshot: Snapshot) -> list[ProcStat]:
+        """The role's processes now: the roots the spec names, then all their descendants, from
+        the shared snapshot of /proc (sampled on the load's clock in the generator's own process,
+        so it must be cheap)."""
+        procs = snapshot.procs
         children: dict[int, list[int]] = defaultdict(list)
-        for pid, ppid in parents.items():
-            children[ppid].append(pid)
+        for p in procs.values():
+            children[p.ppid].append(p.pid)
         seen: set[int] = set()
-        stack = [pid for pid in self._roots(parents) if pid in parents]
+        stack = [pid for pid in self._roots(snapshot) if pid in procs]
         while stack:
             pid = stack.pop()
             if pid in seen:
@@ -380,51 +358,43 @@ class RoleCollector:
             stack.extend(children.get(pid, ()))
         # The observer is never part of what it observes (its own figures are the generator scope).
         seen.discard(os.getpid())
-        procs = []
-        for pid in sorted(seen):
-            p = self._procs.get(pid)
-            try:
-                if p is None or not p.is_running():
-                    p = psutil.Process(pid)
-            except psutil.Error:
-                continue
-            procs.append(p)
-        self._procs = {p.pid: p for p in procs}
-        return procs
+        return [procs[pid] for pid in sorted(seen)]
 
-    def _roots(self, parents: dict[int, int]) -> list[int]:
+    def _roots(self, snapshot: Snapshot) -> list[int]:
         spec = self.spec
         if spec.pid is not None:
             return [spec.pid]
         if spec.match is not None:
             needle = spec.match
-            return [pid for pid in parents if pid not in self._excluded and needle in _cmdline(pid)]
+            return [
+                p.pid
+                for p in snapshot.procs.values()
+                if p.pid not in self._excluded and needle in self._table.cmdline(p, snapshot.boot_s)
+            ]
         assert spec.cgroup is not None
         directory = cgroup_dir(spec.cgroup)
         return sorted(_cgroup_pids(directory)) if directory is not None else []
 
 
-def _ppid_map() -> dict[int, int]:
-    """pid → parent pid of every process, from /proc (processes that vanish mid-scan are skipped)."""
-    out: dict[int, int] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                data = f.read()
-            out[int(name)] = int(data[data.rindex(b")") + 2 :].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-    return out
-
-
-def _cmdline(pid: int) -> str:
+def _single_thread(p: ProcStat) -> dict[int, tuple[int, float]] | None:
+    """A single-threaded process's context switches (its status) and CPU (its stat's, already read)."""
     try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().replace(b"\0", b" ").decode(errors="replace").strip()
-    except OSError:
-        return ""
+        with open(f"/proc/{p.pid}/status", "rb") as f:
+            ctx = _ctx_switches(f.read())
+    except (OSError, ValueError):
+        return None
+    return {p.pid: (ctx, p.user_s + p.system_s)}
+
+
+_READ_BYTES = re.compile(rb"^read_bytes: (\d+)", re.M)
+_WRITE_BYTES = re.compile(rb"^write_bytes: (\d+)", re.M)
+_CTX = re.compile(rb"ctxt_switches:\s*(\d+)")
+
+
+def _ctx_switches(status: bytes) -> int:
+    """Voluntary + involuntary context switches from a status file (its last lines: found by a
+    regular expression, not a Python loop over its fifty)."""
+    return sum(int(n) for n in _CTX.findall(status))
 
 
 def _depth(pid: int, gone: dict[int, _Reading]) -> int:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any
 import psutil
 
 from caplab.collect import ProfileSource, RoleSpec
+from caplab.collect.proctable import YOUNG_S, boot_clock, cmdline, list_pids, read_stat
 from caplab.profiles import CellHardware, Profile, ProfileError, check_support, sweep_leftovers
 from caplab.profiles.placeholders import fill
 from caplab.spec import Study, StudyConfig
@@ -170,7 +170,13 @@ def oom_kills(hw: CellHardware) -> dict[str, int]:
 
 class Attacher:
     """Puts the processes each role's ``match`` finds into the role's profile, polling every
-    100 ms until stopped; remembers how long each ran outside it first."""
+    100 ms until stopped; remembers how long each ran outside it first.
+
+    A pass reads only what is new: processes it has not settled yet (a process is settled once it
+    is on a profile, or old enough not to exec into a match, ``YOUNG_S``). Children are born in
+    their parent's cgroup, so after the first pass there is rarely anything to attach — but a mail
+    server forks a process per session, and a pass that read every command line ten times a second
+    cost the system under test a quarter of the host."""
 
     def __init__(self, hw: CellHardware, matches: dict[str, str]) -> None:
         self.hw = hw
@@ -178,7 +184,7 @@ class Attacher:
         self.outside: dict[str, dict[str, float]] = {}
         """``{role: {"processes": n, "longest_s": s}}`` of processes found outside their profile."""
         self.errors: list[str] = []
-        self._done: set[int] = set()
+        self._settled: set[int] = set()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="caplab-attach", daemon=True)
         self._skip = {os.getpid(), *(p.pid for p in psutil.Process().parents())}
@@ -198,29 +204,50 @@ class Attacher:
 
     def attach_now(self) -> None:
         """One pass: every matching process not yet on its role's profile is attached."""
-        procs = list(psutil.process_iter(["pid", "cmdline", "create_time"]))
-        for role, match in self.matches.items():
-            try:
-                inside = set(self.hw.pids(role))
-            except (ProfileError, OSError):
+        live = list_pids()
+        self._settled &= live  # a pid that ended may come back as another process
+        fresh = live - self._settled - self._skip
+        if not fresh:
+            return
+        now = boot_clock()
+        found: dict[int, tuple[str, float]] = {}
+        for pid in fresh:
+            stat = read_stat(pid)
+            if stat is None:
                 continue
-            for p in procs:
-                pid, cmdline = p.info["pid"], " ".join(p.info["cmdline"] or ())
-                if pid in self._skip or pid in inside or pid in self._done or match not in cmdline:
-                    continue
-                self._attach(role, pid, float(p.info["create_time"] or time.time()))
+            line = cmdline(pid)
+            role = next((r for r, m in self.matches.items() if m in line), None)
+            if role is not None:
+                found[pid] = (role, stat.started_s)
+            elif now - stat.started_s >= YOUNG_S:
+                self._settled.add(pid)
+        # A role's processes are read only when something matched it: a cgroup's list is slow to read.
+        inside: dict[str, set[int] | None] = {}
+        for pid, (role, started_s) in found.items():
+            if role not in inside:
+                try:
+                    inside[role] = set(self.hw.pids(role))
+                except (ProfileError, OSError):
+                    inside[role] = None  # the role's profile is not there (yet): try next pass
+            members = inside[role]
+            if members is None:
+                continue
+            if pid in members:
+                self._settled.add(pid)
+            else:
+                self._attach(role, pid, started_s, now)
 
-    def _attach(self, role: str, pid: int, created: float) -> None:
+    def _attach(self, role: str, pid: int, started_s: float, now_s: float) -> None:
         try:
             self.hw.attach(role, pid)
         except (ProfileError, OSError) as exc:
             if psutil.pid_exists(pid) and len(self.errors) < 10:
                 self.errors.append(f"role {role}: {exc}")
             return
-        self._done.add(pid)
+        self._settled.add(pid)
         seen = self.outside.setdefault(role, {"processes": 0, "longest_s": 0.0})
         seen["processes"] += 1
-        seen["longest_s"] = max(seen["longest_s"], max(0.0, time.time() - created))
+        seen["longest_s"] = max(seen["longest_s"], max(0.0, now_s - started_s))
 
 
 def describe(
