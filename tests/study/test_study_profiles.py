@@ -378,6 +378,58 @@ def test_roles_on_one_machine_share_it_and_a_machine_holds_one_profile(tmp_path:
         assert str(caught.value) == f"{path}{expected}"
 
 
+WHERE_AM_I = (
+    "import sys, time\n"
+    "for _ in range(600):\n"
+    "    line = next(l for l in open('/proc/self/cgroup') if ':memory:' in l or l.startswith('0::'))\n"
+    "    open(sys.argv[2], 'w').write(line)\n"
+    "    time.sleep(0.1)\n"
+)
+"""A process that keeps writing which memory cgroup it is in (argv[2]) for a minute; argv[1] names it."""
+
+
+def test_a_role_off_the_combined_machine_is_not_born_on_it(tmp_path: Path) -> None:
+    """Two roles on one machine and a third on none (a mail system's mailbox beside its combined
+    transport and access): one start command launches all three, so it must not run inside the
+    machine's cgroup — the third would be born there and share the machine's CPU and memory."""
+    require(Profile.build("small", cpus=1, memory="256M"))
+    port = free_port()
+    script = tmp_path / "where.py"
+    script.write_text(WHERE_AM_I)
+    on_box, outside = tmp_path / "on-box", tmp_path / "outside"
+    py = shlex.join([sys.executable, str(script)])
+    # A launcher stays the parent of all three, as a mail system's supervisor is (and, a script,
+    # its command line names none of them).
+    launcher = tmp_path / "launch.sh"
+    launcher.write_text(
+        f"{py} box-helper {on_box} &\n{py} outsider {outside} &\n{knownserver(port)} &\nwait\n"
+    )
+    study = {
+        "name": "one machine and a role beside it",
+        "target": {"http": {"url": f"http://127.0.0.1:{port}/"}},
+        "profiles": {"small": {"cpus": 1, "memory": "256M"}},
+        "sut": {
+            "start": f"exec sh {launcher}",
+            "ready": {"port": port, "timeout": "20s"},
+            "roles": {
+                "server": {"match": f"knownserver --port {port}", "profile": "small", "machine": "box"},
+                "helper": {"match": "where.py box-helper", "profile": "small", "machine": "box"},
+                "outsider": {"match": "where.py outsider"},
+            },
+        },
+        "load": {"rate": 20, "duration": "2s"},
+    }
+    before = set(leftovers())
+    done = run_here(tmp_path, study)
+    assert done.returncode == 0, done.stderr[-3000:]
+    hardware = json_out(done)["cells"][0]["metrics"]["hardware"]
+    assert "launched_under" not in hardware
+    assert set(hardware["ran_outside"]) == {"server", "helper"}, hardware
+    assert "caplab-" in on_box.read_text(), "the role on the machine was attached to it"
+    assert "caplab-" not in outside.read_text(), f"the role off the machine ran in {outside.read_text()}"
+    assert left_behind(before) == []
+
+
 def test_a_role_with_a_link_is_reached_at_its_address(tmp_path: Path) -> None:
     """The start command runs in the role's namespace; the ready check and the target reach it at
     ``{address.ROLE}`` through the shaped link; the namespace goes with the cell."""

@@ -3,10 +3,11 @@ starts and removed after it stops (also on failure and Ctrl-C), the SUT's comman
 bound to the cell's volumes and addresses, and the processes of each role put into its profile.
 
 How processes get there: when one role is plainly the one the start command launches (the only
-role, or the only one with a link), the command runs under that role's launch prefix, so every
-process is on the profile from its first instruction. Otherwise each role's ``match`` is polled
-every 100 ms during the cell and what it finds is attached (its children follow from fork); the
-results say how long a process ran outside its profile before that.
+role, the only one with a link, or one machine all the local roles share), the command runs under
+that role's launch prefix, so every process is on the profile from its first instruction.
+Otherwise each role's ``match`` is polled every 100 ms during the cell and what it finds is
+attached (its children follow from fork); the results say how long a process ran outside its
+profile before that.
 """
 
 from __future__ import annotations
@@ -123,9 +124,13 @@ def launched_role(config: StudyConfig, hw: CellHardware) -> str | None:
     declared = config.sut.roles if config.sut else {}
     if len(hw.profiles) == 1 and len(declared) <= 1:
         return next(iter(hw.profiles))
-    machines = set(config.shared_machines().values())
-    if len(machines) == 1 and set(config.shared_machines()) == set(hw.profiles):
-        return next(iter(hw.profiles))  # one combined server: the start command runs on it whole
+    shared = config.shared_machines()
+    local = {name for name, role in declared.items() if role.host is None}
+    if len(set(shared.values())) == 1 and set(shared) == set(hw.profiles) and local <= set(shared):
+        # One combined server and nothing else: the start command runs on it whole. A role off the
+        # machine (a mail system's mailbox beside a combined transport and access) must not be
+        # born inside its cgroup, so then each role's processes are attached by their match.
+        return next(iter(hw.profiles))
     return None
 
 
