@@ -15,7 +15,8 @@ from rich.text import Text
 from caplab.cli import consoles
 from caplab.cli.render import fmt_ms
 from caplab.collect.base import ResourceSample
-from caplab.engine import IntervalSnapshot, OpenLoad, Plan
+from caplab.collect.summary import summarize
+from caplab.engine import IntervalSnapshot, OpenLoad, Plan, RunResult
 from caplab.spec import Cell, Study
 from caplab.store import CellRow
 from caplab.store.urls import scrub
@@ -63,6 +64,24 @@ class StudyProgress:
         )
         self.trial = f"trial {index + 1}/{repeat} at {load}"
         self._show(Text(f"{self.header} {self.trial}"))
+
+    def trial_finished(self, kind: str, result: RunResult, samples: list[ResourceSample]) -> None:
+        """One line per trial that stays on screen and in a log: what load, what it carried,
+        its p99 and errors, and each role's CPU over the measured window."""
+        load = f"{result.users:,} users" if result.users else f"{result.offered_rate or 0:,.0f}/s offered"
+        window = (result.warmup_s, result.warmup_s + result.duration_s)
+        cpu = summarize((x for x in samples if x.metric == "cpu_percent"), *window)
+        roles = " ".join(
+            f"{scope.removeprefix('role:')} {use['cpu_percent']:.0f}%"
+            for scope, use in sorted(cpu.items(), key=lambda kv: kv[0] == "host")
+            if scope.startswith("role:") or scope == "host"
+        )
+        line = Text(f"{self.header} {kind} at {load}: {result.throughput:,.1f}/s, p99 ")
+        line.append(fmt_ms(result.latency_ms.p99 or result.latency_ms.max))
+        line.append(f", errors {result.errors:,}")
+        if roles:
+            line.append(f", cpu {roles}")
+        self.console.print(line, soft_wrap=True)  # one line per trial, for a log to grep
 
     def interval(self, s: IntervalSnapshot, samples: list[ResourceSample]) -> None:
         roles = " ".join(

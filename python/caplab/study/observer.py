@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from caplab.collect.base import ResourceSample
-from caplab.engine import IntervalSnapshot, Plan
+from caplab.engine import IntervalSnapshot, Plan, RunResult
 from caplab.spec import Cell, Study
 from caplab.store import CellRow
 
@@ -23,6 +23,10 @@ class StudyObserver(Protocol):
     def cell_started(self, cell: Cell) -> None: ...
 
     def trial_started(self, index: int, repeat: int, plan: Plan) -> None: ...
+
+    def trial_finished(self, kind: str, result: RunResult, samples: list[ResourceSample]) -> None:
+        """A trial was stored: what it carried, for a line that stays (a log has no live view)."""
+        ...
 
     def interval(self, s: IntervalSnapshot, samples: list[ResourceSample]) -> None: ...
 
@@ -52,6 +56,9 @@ class Silent:
         pass
 
     def trial_started(self, index: int, repeat: int, plan: Plan) -> None:
+        pass
+
+    def trial_finished(self, kind: str, result: RunResult, samples: list[ResourceSample]) -> None:
         pass
 
     def interval(self, s: IntervalSnapshot, samples: list[ResourceSample]) -> None:

@@ -365,6 +365,7 @@ class CellRun:
         store = self.runner.store
         store.save_trial(self.row.id, index, record.result, record.samples, kind=record.kind, status=status)
         self.records.append(record)
+        self.progress.trial_finished(record.kind, record.result, record.samples)
         if interrupted:
             raise Interrupted()
         if oom is not None:
