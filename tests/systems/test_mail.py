@@ -11,6 +11,7 @@ import poplib
 import shutil
 import smtplib
 import ssl
+import subprocess
 import tempfile
 import time
 from collections import Counter
@@ -245,6 +246,18 @@ def test_max_connections_is_how_many_sessions_each_role_holds_at_once(start_mail
     ``max_connections=10`` the 11th SMTP client is not greeted while ten are held."""
     users, held = 16, 120  # Dovecot allows 10 sessions per user and address: 7 or 8 each here
     system, status = start_mail(users=users, max_connections=150)
+    # Dovecot's own reading of the configuration: every per-session service is allowed that many
+    # processes (its imap and pop3 services carry a built-in limit of 1,024 of their own).
+    for role in ("mailbox", "access"):
+        conf = status["roles"][role]["match"]
+        for service in ("imap", "pop3"):
+            shown = subprocess.run(
+                ["doveconf", "-c", conf, "-h", f"service/{service}/process_limit"],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            assert shown.stdout.strip() == "150", (role, service, shown.stdout)
     passwords = read_passwords(system.passwords_file)
     imap: list[imaplib.IMAP4] = []
     smtp: list[smtplib.SMTP] = []

@@ -72,7 +72,9 @@ def _common(
 ) -> str:
     """What both instances share: paths, the service user everywhere, no brute-force delays, and
     ``clients`` sessions at once (each one an imap or pop3 process on the mailbox instance; the
-    internal services that count processes — anvil, auth, stats — sized for all of them)."""
+    internal services that count processes — anvil, auth, stats — sized for all of them). The imap
+    and pop3 services carry a process limit of their own (1,024 in Dovecot's built-in settings,
+    which ``default_process_limit`` does not lift): the 1,025th user holding a session was refused."""
     ssl = f"ssl = yes\nssl_cert = <{tls.cert}\nssl_key = <{tls.key}\n" if tls else "ssl = no\n"
     return f"""# written by caplab.systems.mail ({role} role); regenerated at every start
 instance_name = caplab-{role}
@@ -96,6 +98,12 @@ login_greeting = caplab {role} ready.
 login_trusted_networks = 127.0.0.0/8
 default_process_limit = {clients}
 default_client_limit = {4 * clients}
+service imap {{
+  process_limit = {clients}
+}}
+service pop3 {{
+  process_limit = {clients}
+}}
 service anvil {{
   chroot =
   unix_listener anvil-auth-penalty {{
