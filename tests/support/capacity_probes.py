@@ -49,19 +49,32 @@ def interval(
     length: float = 1.0,
     start: float | None = None,
     in_flight: int = 1,
+    sent_rate: float | None = None,
 ) -> IntervalSnapshot:
+    """``sent_rate``: sends per second in the interval (default: as many as completed)."""
     begin = index * length if start is None else start
     done = round(throughput * length)
+    sent = done if sent_rate is None else round(sent_rate * length)
     return IntervalSnapshot(
-        index, begin, begin + length, warmup, done, done, 0, 0, in_flight, throughput, latency(p50)
+        index, begin, begin + length, warmup, sent, done, 0, 0, in_flight, throughput, latency(p50)
     )
 
 
 def series(
-    throughputs: list[float], p50s: list[float] | None = None, length: float = 1.0
+    throughputs: list[float],
+    p50s: list[float] | None = None,
+    length: float = 1.0,
+    sends: list[float] | float | None = None,
+    in_flight: int = 1,
 ) -> list[IntervalSnapshot]:
+    """Intervals of these throughputs; ``sends``: the sends per second of each (one figure: a
+    schedule's constant rate; default: as many as completed, sends that kept pace)."""
     p50s = p50s or [5.0] * len(throughputs)
-    return [interval(i, x, p, length=length) for i, (x, p) in enumerate(zip(throughputs, p50s, strict=True))]
+    rates = sends if isinstance(sends, list) else [sends] * len(throughputs)
+    return [
+        interval(i, x, p, length=length, in_flight=in_flight, sent_rate=r)
+        for i, (x, p, r) in enumerate(zip(throughputs, p50s, rates, strict=True))
+    ]
 
 
 def run_result(

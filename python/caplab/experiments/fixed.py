@@ -6,11 +6,11 @@ from caplab.experiments.base import CellContext, TrialRecord
 
 
 class FixedLoad:
-    """Runs the cell's plan ``repeat`` times; each run is a trial of the cell."""
+    """Runs the cell's plan ``repeat`` times; each run is a trial of the cell, built afresh so that
+    each draws its own arrivals (a repeat of one realisation would measure nothing new of them)."""
 
     def __init__(self, repeat: int) -> None:
         self.repeat = repeat
 
     def run(self, ctx: CellContext) -> list[TrialRecord]:
-        plan = ctx.plan()
-        return [ctx.trial(plan, i, "fixed") for i in range(self.repeat)]
+        return [ctx.trial(ctx.plan(), i, "fixed") for i in range(self.repeat)]

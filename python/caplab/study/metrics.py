@@ -21,7 +21,7 @@ def cell_metrics(trials: list[RunResult]) -> dict[str, Any]:
     sent = sum(t.sent for t in trials)
     errors = sum(t.errors for t in trials)
     offered = [t.offered_rate for t in trials if t.offered_rate is not None]
-    judged = [steadiness(t.intervals, t.warmup_s + t.duration_s) for t in trials]
+    judged = [steadiness(t.intervals, t.warmup_s + t.duration_s, t.users) for t in trials]
     cv = statistics.fmean(j.throughput_cv for j in judged)
     last = trials[-1]
     return {

@@ -220,7 +220,9 @@ class CellRun:
             self.sut.stop()
 
     def load_spec(self) -> LoadSpec:
-        return load_spec_for(self.config, self.runner.study.directory)
+        """The cell's load, seeded by the trial's place in the cell (across its replicates): each
+        trial draws its own Poisson arrivals and mix, and a rerun of the study draws the same."""
+        return replace(load_spec_for(self.config, self.runner.study.directory), seed=len(self.records))
 
     def oom_killed(self) -> str | None:
         """Why the trial failed if the OOM killer killed a process of a role on a memory limit."""

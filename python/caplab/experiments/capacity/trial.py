@@ -97,7 +97,10 @@ class TrialProber:
         shape = self.full if phase == "confirm" else self.short
         # An open-model trial must hold enough requests for its SLO's percentiles (p99: 100).
         duration = shape.duration_s if self.closed else max(shape.duration_s, min(self.needed / load, 60.0))
-        common = {"duration_s": duration, "warmup_s": shape.warmup_s, "interval_s": 0.5}
+        # Each trial its own arrivals (a search's repeated confirmations must not all judge one
+        # realisation of the Poisson sends), the same in a rerun.
+        seed = self.base.seed + len(self.records)
+        common = {"duration_s": duration, "warmup_s": shape.warmup_s, "interval_s": 0.5, "seed": seed}
         if self.closed:
             return replace(self.base, rate=None, users=int(load), **common)  # type: ignore[arg-type]
         return replace(self.base, rate=load, users=None, think_s=0.0, **common)  # type: ignore[arg-type]
@@ -136,7 +139,7 @@ class TrialProber:
             r.offered_rate, r.throughput, r.sent, r.errors, r.latency_ms.__dict__, resources, cores, machines
         )
         verdicts = evaluate(self.slos, trial)
-        steady = steadiness(r.intervals, r.warmup_s + r.duration_s)
+        steady = steadiness(r.intervals, r.warmup_s + r.duration_s, r.users)
         reasons = [v.reason for v in verdicts if not v.passed]
         if not steady.steady:
             reasons.append(f"not steady: {steady.reason}")
@@ -220,7 +223,7 @@ class TrialProber:
             actions=action_figures(results),
             per_user=per_user(self.base.usage, results) if self.base.usage else None,
             limit=limit,
-            consistency=steadiness(rec.intervals, rec.warmup_s + rec.duration_s).consistency,
+            consistency=steadiness(rec.intervals, rec.warmup_s + rec.duration_s, rec.users).consistency,
             littles_law=littles_law(
                 rec.throughput, rec.latency_ms.mean, rec.intervals, rec.warmup_s + rec.duration_s
             ),
