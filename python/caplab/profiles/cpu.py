@@ -3,6 +3,7 @@ an optional cpuset; usage from ``cpuacct.usage`` (v1) or ``cpu.stat`` (v2)."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from caplab.profiles.cgroup import Cgroup, read_keyed
@@ -13,8 +14,15 @@ PERIOD_US = 10_000
 """The quota's accounting period. A role over its quota waits for the next period, so the period
 bounds the stall it sees: the kernel's default 100 ms would add up to 100 ms to a request's
 latency at any load, where a slower CPU adds a little to each. 10 ms keeps the stall near a
-request's scale at a modest accounting cost (a quota of at least 1 ms: 0.1 host CPUs)."""
-_MIN_QUOTA_US = 1_000  # the kernel's floor for a quota
+request's scale at a modest accounting cost."""
+MIN_QUOTA_US = 1_000
+"""The kernel's floor for a quota: a share below 0.1 host CPUs gets a longer period instead (a
+sixteenth of a CPU: 1 ms every 16 ms), never a larger share."""
+
+
+def period_us(host_cpus: float) -> int:
+    """The period for a quota of ``host_cpus``: 10 ms, or as long as the quota's 1 ms floor needs."""
+    return max(PERIOD_US, math.ceil(MIN_QUOTA_US / host_cpus)) if host_cpus > 0 else PERIOD_US
 
 
 def controllers_for(limit: CpuLimit, version: int) -> set[str]:
@@ -34,14 +42,15 @@ class CpuQuota:
         self.limit = limit
         self.scale = scale
         self.host_cpus = limit.host_cpus(scale)
-        self.quota_us = max(_MIN_QUOTA_US, round(self.host_cpus * PERIOD_US))
+        self.period_us = period_us(self.host_cpus)
+        self.quota_us = max(MIN_QUOTA_US, round(self.host_cpus * self.period_us))
 
     def create(self) -> None:
         if self.group.layout.version == 1:
-            self.group.write("cpu", "cpu.cfs_period_us", str(PERIOD_US))
+            self.group.write("cpu", "cpu.cfs_period_us", str(self.period_us))
             self.group.write("cpu", "cpu.cfs_quota_us", str(self.quota_us))
         else:
-            self.group.write("cpu", "cpu.max", f"{self.quota_us} {PERIOD_US}")
+            self.group.write("cpu", "cpu.max", f"{self.quota_us} {self.period_us}")
         if self.limit.cpuset:
             self.group.write("cpuset", "cpuset.cpus", self.limit.cpuset)
 
@@ -68,7 +77,8 @@ class CpuQuota:
             "periods": stat.get("nr_periods", 0),
             "throttled_periods": stat.get("nr_throttled", 0),
             "throttled_seconds": throttled,
-            "quota_host_cpus": self.quota_us / PERIOD_US,
+            "quota_host_cpus": self.quota_us / self.period_us,
+            "period_us": self.period_us,
             "profile_cpus": self.limit.cpus,
         }
 
