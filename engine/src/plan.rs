@@ -249,6 +249,13 @@ pub enum Load {
         users: u32,
         #[serde(default)]
         think: Think,
+        /// Users open their sessions over the first `logon_s` seconds of the run: each user's
+        /// first request falls at a uniform time in it, its later ones after its think times. With
+        /// sessions kept (a mail login, a TLS connection), the measured window then sees sessions
+        /// in use instead of one user in three still logging on. 0: each user first waits a think
+        /// time (the population's steady state, for requests that need no session).
+        #[serde(default)]
+        logon_s: f64,
     },
 }
 
@@ -436,7 +443,17 @@ impl Plan {
                     return Err(err("load.profile", "rate must be > 0 somewhere"));
                 }
             }
-            Load::Closed { users, think } => {
+            Load::Closed { users, think, logon_s } => {
+                non_negative("load.logon_s", *logon_s)?;
+                if *logon_s > self.warmup_s {
+                    return Err(err(
+                        "load.logon_s",
+                        format!(
+                            "{logon_s} s of logons outlast the {} s warm-up: they would be measured",
+                            self.warmup_s
+                        ),
+                    ));
+                }
                 if *users == 0 {
                     return Err(err("load.users", "must be >= 1"));
                 }
@@ -796,6 +813,10 @@ mod tests {
         assert_eq!(e.field, "load.users");
         let e = Plan::from_json(&plan(r#"{"model": "closed", "users": 1, "thinks": 1}"#)).unwrap_err();
         assert!(e.to_string().contains("thinks"), "{e}");
+        // Logons longer than the warm-up would be measured.
+        let e = Plan::from_json(&plan(r#"{"model": "closed", "users": 1, "logon_s": 2}"#)).unwrap_err();
+        assert_eq!(e.field, "load.logon_s");
+        assert!(e.message.contains("outlast the 0 s warm-up"), "{e}");
         let e = Plan::from_json(
             r#"{"target": {"url": "tcp://127.0.0.1:9"}, "load": {"model": "closed", "users": 1}, "duration_s": 1}"#,
         )

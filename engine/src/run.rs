@@ -370,11 +370,12 @@ fn share_for(plan: &Plan, index: usize, threads: usize, max_in_flight: Option<u6
                 slack,
             }
         }
-        Load::Closed { users, think } => {
+        Load::Closed { users, think, logon_s } => {
             // User u runs on thread u mod threads and sends to target u mod targets.
             let targets = plan.target_count();
             let user_targets = (index..*users as usize).step_by(threads).map(|u| u % targets).collect();
-            Share::Closed { user_targets, users: *users as usize, think: *think }
+            let logon = Duration::from_secs_f64(*logon_s);
+            Share::Closed { user_targets, users: *users as usize, think: *think, logon }
         }
     }
 }

@@ -3,7 +3,8 @@
 //! refused a connection waits the plan's back-off and tries again; the time spent reconnecting
 //! counts in the latency of the request that gets through. Users who think do not all send at
 //! the run start: each first waits its `first_send_offset`, so the population opens in its
-//! steady state instead of with a burst of every user at once.
+//! steady state instead of with a burst of every user at once — or, given a logon window, each
+//! first sends at a uniform time in it, opening its session before the measured window.
 
 use super::Worker;
 use crate::driver::{Driver, ErrorKind};
@@ -14,14 +15,24 @@ use std::time::{Duration, Instant};
 
 /// Starts one task per user, each sending to its own target (`user_targets`, by target number).
 /// This thread's users are users `index`, `index + threads` … of the plan's `users`.
-pub async fn run<D>(w: Rc<Worker<D>>, user_targets: Vec<usize>, users: usize, think: Think, seed: u64)
-where
+pub async fn run<D>(
+    w: Rc<Worker<D>>,
+    user_targets: Vec<usize>,
+    users: usize,
+    think: Think,
+    logon: Duration,
+    seed: u64,
+) where
     D: Driver + 'static,
     D::Conn: 'static,
 {
     for (u, target) in user_targets.into_iter().enumerate() {
         let mut rng = Rng::new(seed.wrapping_add(u as u64 * 7919));
-        let first = first_send_offset(&think, w.index + u * w.threads, users, &mut rng);
+        let first = if logon.is_zero() {
+            first_send_offset(&think, w.index + u * w.threads, users, &mut rng)
+        } else {
+            logon.mul_f64(rng.unit())
+        };
         w.spawn(user(w.clone(), target, think, first, rng));
     }
     let end = w.clock.window_end;

@@ -112,6 +112,8 @@ pub enum Share {
         user_targets: Vec<usize>,
         users: usize,
         think: Think,
+        /// The window the users' first requests are spread over (zero: a think time each).
+        logon: Duration,
     },
 }
 
@@ -376,8 +378,8 @@ where
             Share::Open { schedule, max_in_flight, slack } => {
                 open::run(worker.clone(), schedule, max_in_flight, slack).await
             }
-            Share::Closed { user_targets, users, think } => {
-                closed::run(worker.clone(), user_targets, users, think, setup.seed).await
+            Share::Closed { user_targets, users, think, logon } => {
+                closed::run(worker.clone(), user_targets, users, think, logon, setup.seed).await
             }
         }
     });

@@ -4,6 +4,7 @@
 use super::*;
 use crate::driver::{ErrorKind, Reply};
 use std::cell::Cell;
+use std::sync::atomic::AtomicU64;
 
 /// A driver with a bug: it panics on its `panics_on`-th exchange (0: never), or when dropped.
 struct Faulty {
@@ -313,4 +314,52 @@ fn the_time_spent_reconnecting_counts_in_the_latency_of_the_request_that_gets_th
     // otherwise immediate); the refusals themselves are errors, with no latency.
     let slowest = r.latency_ms.max.unwrap_or(0.0);
     assert!(slowest >= 50.0 && r.latency_ms.min.unwrap_or(0.0) < 50.0, "{:?}", r.latency_ms);
+}
+
+/// Counts each user's connections and when its first request came (µs after the first of all).
+struct Logons {
+    connects: Arc<AtomicU64>,
+}
+
+impl Driver for Logons {
+    type Conn = ();
+
+    async fn connect(&self) -> Result<(), ErrorKind> {
+        self.connects.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    async fn exchange(&self, _: &mut (), _: usize, _: u64) -> Result<Reply, ErrorKind> {
+        Ok(Reply { error: None, keep_alive: true })
+    }
+}
+
+#[test]
+fn users_log_on_during_the_warm_up_and_the_window_sees_sessions_in_use() {
+    // 200 users who think 100 s on average: without a logon window a third of them would first
+    // connect inside a 0.6 s window 0.3 s in; with one, every user has connected by its end.
+    let plan = Plan::from_json(
+        r#"{"target": {"url": "http://127.0.0.1:9/"}, "threads": 2, "interval_s": 0.1,
+            "load": {"model": "closed", "users": 200, "think": {"kind": "exponential", "mean_s": 100},
+                     "logon_s": 0.3},
+            "warmup_s": 0.3, "duration_s": 0.6}"#,
+    )
+    .unwrap();
+    let connects = Arc::new(AtomicU64::new(0));
+    let at_window = Arc::new(AtomicU64::new(u64::MAX));
+    let (c, w) = (connects.clone(), at_window.clone());
+    let mut on_interval = |s: &IntervalSnapshot| {
+        if !s.warmup && w.load(Ordering::Relaxed) == u64::MAX {
+            w.store(c.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+    };
+    let driver = |_| Ok(Logons { connects: connects.clone() });
+    let r = coordinate(&plan, driver, Hooks { on_interval: &mut on_interval, should_abort: &mut || false })
+        .unwrap();
+    assert_eq!(connects.load(Ordering::Relaxed), 200, "one session per user, opened once");
+    assert_eq!(at_window.load(Ordering::Relaxed), 200, "every session was open when measuring began");
+    let warm: u64 = r.intervals.iter().filter(|i| i.warmup).map(|i| i.sent).sum();
+    assert!(warm >= 200, "each user's first request fell in the warm-up ({warm} sent there)");
+    // In the window each user acts at its think rate only: 200 × 0.6 s / 100 s ≈ 1.2 requests.
+    assert!(r.sent < 10, "{} sent in the window", r.sent);
 }
