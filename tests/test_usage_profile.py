@@ -49,18 +49,30 @@ def test_a_studys_usage_profile_becomes_users_think_time_and_a_weighted_mix(tmp_
     assert [r.name for r in busy.requests] == ["send", "read", "poll"]
 
 
-def test_users_of_a_usage_profile_log_on_during_the_warm_up(tmp_path: Path) -> None:
-    """With a warm-up, each user's first action (the session it keeps: TLS, a mail login) falls in
-    it, so the window measures sessions in use; without one, users start in their steady state."""
+def test_users_log_on_within_the_warm_up_when_asked(tmp_path: Path) -> None:
+    """``logon:`` puts each user's first action (the session it keeps: TLS, a mail login) inside the
+    warm-up, so the window measures sessions in use; without it users start in their steady state."""
     (tmp_path / "message.eml").write_text("Subject: hi\r\n\r\nhello\r\n")
-    (tmp_path / "study.yaml").write_text(STUDY.replace("  users: 300\n", "  users: 300\n  warmup: 20s\n"))
+    (tmp_path / "study.yaml").write_text(
+        STUDY.replace("  users: 300\n", "  users: 300\n  warmup: 20s\n  logon: 15s\n")
+    )
     warmed = plan_for(load_study(tmp_path / "study.yaml").cells[0].config, tmp_path)
-    assert isinstance(warmed.load, ClosedLoad) and warmed.load.logon_s == 20.0
-    assert '"logon_s": 20.0' in warmed.to_json()
+    assert isinstance(warmed.load, ClosedLoad) and warmed.load.logon_s == 15.0
+    assert '"logon_s": 15.0' in warmed.to_json()
     (tmp_path / "study.yaml").write_text(STUDY)
     cold = plan_for(load_study(tmp_path / "study.yaml").cells[0].config, tmp_path)
     assert isinstance(cold.load, ClosedLoad) and cold.load.logon_s == 0.0
     assert "logon_s" not in cold.to_json()
+    (tmp_path / "study.yaml").write_text(
+        STUDY.replace("  users: 300\n", "  users: 300\n  warmup: 5s\n  logon: 15s\n")
+    )
+    with pytest.raises(SpecError) as caught:
+        load_study(tmp_path / "study.yaml")
+    assert "load: logon: must fall within the warm-up" in str(caught.value)
+    with pytest.raises(UsageProblem, match="--logon must fall within the warm-up"):
+        build_plan(LoadSpec(url="http://127.0.0.1:9/", users=3, logon_s=5.0))
+    with pytest.raises(UsageProblem, match="--logon applies to the closed model"):
+        build_plan(LoadSpec(url="http://127.0.0.1:9/", rate=3, logon_s=5.0, warmup_s=5.0))
 
 
 @pytest.mark.parametrize(

@@ -542,6 +542,8 @@ class LoadSpec:
     users: int | None = None
     think_s: float = 0.0
     think_dist: Literal["constant", "exponential"] = "constant"
+    logon_s: float = 0.0
+    """Closed model: the users' first requests spread evenly over this long (within the warm-up)."""
     schedule: Arrivals = "constant"
     duration_s: float = 10.0
     warmup_s: float = 0.0
@@ -590,6 +592,12 @@ def build_plan(spec: LoadSpec) -> Plan:
         raise UsageProblem("give --rate/--steps (open model) or --users (closed model), not both")
     if spec.think_s and open_model:
         raise UsageProblem("--think applies to the closed model (--users)")
+    if spec.logon_s and open_model:
+        raise UsageProblem("--logon applies to the closed model (--users)")
+    if spec.logon_s > spec.warmup_s:
+        raise UsageProblem(
+            "--logon must fall within the warm-up (--warmup at least as long): logons are not measured"
+        )
     if spec.ramp_to is not None and spec.rate is None:
         raise UsageProblem("--ramp-to needs --rate (the starting rate)")
     if spec.steps is not None and spec.rate is not None:
@@ -611,7 +619,7 @@ def build_plan(spec: LoadSpec) -> Plan:
     else:
         users = spec.users if spec.users is not None else (spec.connections or 10)
         think = Think(spec.think_dist, spec.think_s) if spec.think_s else Think()
-        load = ClosedLoad(users, think)
+        load = ClosedLoad(users, think, spec.logon_s)
     if is_postgres(spec.url):
         request = RequestClass(name=spec.workload or "transaction", body=_body(spec))
         target = Target(spec.url, None, spec.password, spec.scale)
@@ -702,10 +710,7 @@ def _usage_plan(spec: LoadSpec) -> Plan:
                     f"method is {action}, not {r.method}"
                 )
         requests = tuple(replace(r, method=action) for r in requests)
-    # Users log on during the warm-up: a user's first action opens the session it keeps (TLS, a
-    # mail login), and with think times of minutes a third of them would otherwise still be
-    # logging on in the measured window — a transient, not the population's steady state.
-    return replace(base, load=ClosedLoad(spec.users, think, logon_s=spec.warmup_s), requests=requests)
+    return replace(base, load=ClosedLoad(spec.users, think, spec.logon_s), requests=requests)
 
 
 def _tls(spec: LoadSpec) -> TlsOptions | None:

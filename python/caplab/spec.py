@@ -448,6 +448,10 @@ class LoadSection(Strict):
     users: int | None = Field(default=None, ge=1)
     think: Seconds = 0.0
     think_dist: Literal["constant", "exponential"] = "constant"
+    logon: Seconds = 0.0
+    """Closed model: the users' first requests fall evenly over this long, inside the warm-up, so
+    sessions they keep (a mail login, a TLS connection) are open before measuring; without it each
+    user first waits a think time, and with minutes of think many still log on while measured."""
     duration: Annotated[float, BeforeValidator(_seconds), Field(gt=0)] = 30.0
     warmup: Seconds = 0.0
     repeat: int = Field(default=1, ge=1)
@@ -482,6 +486,12 @@ class LoadSection(Strict):
             raise ValueError("give rate (open model) or users (closed model), not both")
         if model == "closed" and self.rate is not None:
             raise ValueError("the closed model takes users, not rate")
+        if self.logon and model == "open":
+            raise ValueError("logon: spreads users' first requests: the closed model's (users), not a rate")
+        if self.logon > self.warmup:
+            raise ValueError(
+                "logon: must fall within the warm-up (logons are not measured): give warmup: as long"
+            )
         return self
 
     @property

@@ -30,8 +30,9 @@ Models:
          requests leave on schedule whatever the replies do; latency is timed from the
          intended send time (coordinated omission corrected); when --connections requests
          are already outstanding a send is counted as dropped, never delayed.
-  closed --users N [--think 100ms --think-dist exponential]
-         N users each send, wait for the reply, think, repeat (like wrk -c N).
+  closed --users N [--think 100ms --think-dist exponential] [--logon 60s --warmup 60s]
+         N users each send, wait for the reply, think, repeat (like wrk -c N); with
+         --logon, their first requests (the sessions they keep) fall within the warm-up.
   usage  --users N --usage profile.yaml
          N users each doing the profile's actions at their rates per user-hour (or
          per_day): think time exponential with mean 3600 s / (the rates' sum), the
@@ -99,6 +100,14 @@ Exit codes: 0 done, 1 target or cluster unreachable, a TLS certificate that fail
     help="Measured window (after warm-up).",
 )
 @click.option("--warmup", "warmup_s", type=DURATION, default=0.0, help="Load before measuring; excluded.")
+@click.option(
+    "--logon",
+    "logon_s",
+    type=DURATION,
+    default=0.0,
+    help="Closed model: spread the users' first requests evenly over this long (within --warmup), "
+    "so sessions they keep are open before measuring.",
+)
 @request_options
 @click.option(
     "-n", "--max-requests", type=click.IntRange(min=1), help="Stop after this many measured requests."

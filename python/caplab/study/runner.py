@@ -85,6 +85,7 @@ def load_spec_for(config: StudyConfig, directory: Path) -> LoadSpec:
         users=None if load.open_model else (load.users or 10) * times,
         think_s=load.think,
         think_dist=load.think_dist,
+        logon_s=load.logon,
         schedule=load.schedule,
         duration_s=load.duration,
         warmup_s=load.warmup,
