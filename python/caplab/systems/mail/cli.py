@@ -159,7 +159,7 @@ def start(options: argparse.Namespace) -> int:
         if options.detach:
             return 0
         while not stop.wait(POLL_S):
-            running = {role: bool(pids) for role, pids in system.role_pids().items()}
+            running = system.roles_running()
             if not any(running.values()):
                 return 0  # `stop` from elsewhere
             if not all(running.values()):

@@ -196,6 +196,12 @@ class MailSystem:
     def role_pids(self) -> dict[str, list[int]]:
         return {role: server.pids() for role, server in self.servers().items()}
 
+    def roles_running(self) -> dict[str, bool]:
+        """Whether each role's master is alive: what the foreground loop watches twice a second.
+        Its tree is not walked — with a process per session, a thousand users made that walk a
+        tenth of a core, taken from the system under test."""
+        return {role: server.pid() is not None for role, server in self.servers().items()}
+
     def role_matches(self) -> dict[str, str]:
         """For a study's ``roles:``: a command-line substring only each role's master carries
         (its configuration path); the role then takes in the master's descendants."""
