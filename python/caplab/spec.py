@@ -571,11 +571,14 @@ class SearchSpec(Strict):
 
 
 class GoalSpec(Strict):
-    """What the report sizes for: the load to carry, and the headroom to keep above it. A job study
-    is rated by one phase's items a second (``phase``, by default its last): its ``rate`` is then in
-    items/s, and may be left out to rate the configurations without sizing for a goal."""
+    """What the report sizes for: the load to carry, and the headroom to keep above it — a rate
+    (req/s), or ``users`` for a study that searches the most users (the Exchange paper's "users a
+    server carries"). A job study is rated by one phase's items a second (``phase``, by default its
+    last): its ``rate`` is then in items/s, and may be left out to rate the configurations without
+    sizing for a goal."""
 
     rate: float | None = Field(default=None, gt=0)
+    users: int | None = Field(default=None, gt=0)
     phase: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]+$")
     headroom: Annotated[float, BeforeValidator(_percent_fraction), Field(ge=0, lt=1)] = 0.25
     for_each: list[str] = Field(default_factory=list)
@@ -584,8 +587,10 @@ class GoalSpec(Strict):
 
     @model_validator(mode="after")
     def _rate_or_phase(self) -> GoalSpec:
-        if self.rate is None and self.phase is None:
-            raise ValueError("a goal needs a rate (req/s, or for a job the items/s of its phase)")
+        if self.rate is not None and self.users is not None:
+            raise ValueError("a goal is a rate or a number of users, not both")
+        if self.rate is None and self.users is None and self.phase is None:
+            raise ValueError("a goal needs a rate (req/s, or for a job the items/s of its phase) or users")
         return self
 
 
@@ -1413,6 +1418,12 @@ def load_study(path: str | Path) -> Study:
             line = lines.get(("goal", "for_each", i), lines.get(("goal",), 1))
             known = ", ".join(names) or "none"
             raise SpecError(f"{path}:{line}: goal.for_each: {name!r} is not a factor (the factors: {known})")
+    if goal is not None and goal.users is not None and any(c.config.requests[1].open_model for c in cells):
+        line = lines.get(("goal", "users"), lines.get(("goal",), 1))
+        raise SpecError(
+            f"{path}:{line}: goal.users: the study's load is a rate (open model): give goal.rate, or "
+            "load users (a search: for the most users) to size for users"
+        )
     if goal is not None and goal.phase is not None:
         job = cells[0].config.job
         phases = [p.name for p in job.phases] if job else []

@@ -137,3 +137,23 @@ def test_a_role_the_oom_killer_stopped_above_capacity_is_the_limit_however_littl
     ]
     cpu_above = find_limit(300.0, scopes, ["access"], above=("cpu:access", 0.9))
     assert cpu_above["resource"] == "cpu:access", "another resource busy above capacity: not memory"
+
+
+def test_roles_on_one_machine_are_limited_by_the_machines_cpu_together() -> None:
+    """users.yaml's 2c/4G combined server at its capacity: transport at 47 % and access at 14 % of
+    the one quota they share, 61 % together; just above it, 97 % together. Apart, neither role was
+    busy enough to be the limit, and it read as software; together, the machine's CPU is it."""
+    quota = 0.125
+    at = {
+        "role:transport": {"cpu_percent": 47.0 * quota, "quota_cpus": quota, "mem_percent": 40.0},
+        "role:access": {"cpu_percent": 14.0 * quota, "quota_cpus": quota, "mem_percent": 40.0},
+        "host": {"cpu_percent": 60.0, "cores": 2.0},
+    }
+    above = ("cpu:transport+access", 0.97)
+    roles = ["transport", "access"]
+    apart = find_limit(10.0, at, roles, above=above)
+    assert apart["kind"] == "software"
+    together = find_limit(10.0, at, roles, above=above, machines={"transport": "server", "access": "server"})
+    assert together["resource"] == "cpu:transport+access" and together["kind"] == "hardware"
+    assert together["utilization"] == pytest.approx(0.61)
+    assert "of a core against its profile's quota of 0.125 host CPUs" in together["summary"]

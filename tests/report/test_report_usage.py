@@ -148,3 +148,43 @@ def test_cpu_per_user_compares_each_roles_cpu_per_thousand_users_with_the_first_
     assert beside is not None and [c.title for c in beside.columns][-2:] == ["paper", "paper's ratio"]
     assert [[c.text for c in row][-2:] for row in beside.rows] == [["9.0%", "1.00"], ["12%", "1.29"]]
     assert "seed 003" in beside.note
+
+
+MAIL_STUDY = """\
+name: users
+target:
+  mail:
+    smtp: smtp://127.0.0.1:2587
+    imap: imaps://127.0.0.1:2993
+    message_size: 47104
+load:
+  usage:
+    actions:
+      send: {per_hour: 16, target: smtp}
+      read: {per_hour: "{reads}", target: imap}
+search: {slo: ["cpu[transport]<=75%"], start: 500}
+"""
+
+
+def test_a_mail_usage_study_is_stated_as_users_doing_their_actions() -> None:
+    """The scenario of a study of mail users: the SMTP and IMAP targets, the message size, and a
+    closed load of users doing the profile's actions — not an open rate the search varies."""
+    from caplab.report.layout.sections import scenario as scenario_section
+    from caplab.report.model.scenario import parse_spec, scenario
+
+    s = scenario(parse_spec(MAIL_STUDY))
+    assert s["model"] == "closed"
+    assert s["target"] == {
+        "protocol": "smtp and imaps",
+        "url": "smtp://127.0.0.1:2587 · imaps://127.0.0.1:2993",
+        "method": None,
+        "framing": None,
+        "body": "messages of 47104 bytes",
+    }
+    assert s["usage"] == "send 16 an hour, read {reads} an hour"
+    section = scenario_section(cast(Results, {"scenario": s}))
+    rendered = render_markdown(Report("t", "t", [section]), lambda c: Path(c.id), "now")
+    assert (
+        "closed: the number of users the search varies, each doing send 16 an hour, read {reads} an "
+        "hour" in rendered
+    )

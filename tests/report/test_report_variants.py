@@ -376,18 +376,54 @@ def test_a_study_with_little_in_it_still_gets_a_report(
         assert results["capacity"] == [] and results["recommendation"]["choice"] is None
 
 
-def test_a_closed_model_capacity_is_in_users_and_rated_by_its_throughput(
+def _searched_users(document: dict[str, Any], users: list[int]) -> dict[str, Any]:
+    """The document as if each cell's search had found ``users`` (a closed model's capacity)."""
+    varied = copy.deepcopy(document)
+    for n, cell in zip(users, varied["cells"], strict=True):
+        cell["metrics"]["capacity"].update(model="closed", capacity_users=n)
+    return varied
+
+
+def test_a_closed_model_capacity_is_in_users_and_rated_in_users(
     study_document: dict[str, Any], study_samples: list[dict[str, Any]]
 ) -> None:
-    varied = copy.deepcopy(study_document)
-    for users, cell in enumerate(varied["cells"], start=4):
-        cell["metrics"]["capacity"].update(model="closed", capacity_users=users)
-    results = build_results(varied, study_samples)
-    for entry, cell in zip(results["capacity"], results["cells"], strict=True):
-        assert entry["unit"] == "users"
+    users = [4, 5, 6]
+    results = build_results(_searched_users(study_document, users), study_samples)
+    for entry, cell, n in zip(results["capacity"], results["cells"], users, strict=True):
+        assert entry["unit"] == "users" and entry["rated_unit"] == "users"
         assert entry["rate"] == cell["metrics"]["throughput"]
-        assert entry["rated"] == pytest.approx(0.75 * (cell["metrics"]["throughput"] or 0.0))
-    assert " users (" in results["recommendation"]["text"]  # "sustained 5 users (598/s)"
+        assert entry["rated"] == pytest.approx(0.75 * n)
+    rec = results["recommendation"]
+    assert " users (" in rec["text"]  # "sustained 6 users (598/s)"
+    assert rec["text"].endswith("rate it for 4.5 users.") or "rate it for 4.5 users" in rec["text"]
+
+
+def test_a_goal_of_users_picks_the_smallest_that_carries_them_and_names_those_to_avoid(
+    study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+) -> None:
+    """The Exchange paper's question: which server carries N users with headroom — and which not
+    to buy (too small, or held back by its memory before its cores)."""
+    varied = _searched_users(study_document, [400, 900, 2000])
+    varied["study"]["spec"] += "\ngoal: {users: 600, headroom: 25%}\n"
+    varied["cells"][2]["metrics"]["limit"] = {
+        **varied["cells"][2]["metrics"]["limit"],
+        "resource": "memory:access",
+        "kind": "hardware",
+        "summary": "memory:access: 93% of its 1,024 MB limit",
+    }
+    results = build_results(varied, study_samples)
+    assert results["goal"] == {"rate": 600.0, "unit": "users", "headroom": 0.25, "for_each": []}
+    rec = results["recommendation"]
+    choice = rec["choice"]
+    assert choice is not None and choice["label"] == "workers=2"
+    assert choice["rated"] == pytest.approx(675.0) and choice["margin"] == pytest.approx(75.0)
+    text = rec["text"]
+    assert text.startswith("Choose workers=2: it sustained 900 users")
+    assert "it carries the 600 users goal with 75 users (12%) to spare" in text, text
+    assert "Avoid — too small for the goal: workers=1 (rated for 300 users)" in text
+    assert "held back by its memory before its cores: workers=3 (memory:access)" in text
+    markdown, _ = _render(results)
+    assert "| meets 600 users |" in markdown.replace("  ", " ") or "meets 600 users" in markdown
 
 
 def test_a_chart_of_many_cells_is_drawn_one_panel_per_group(

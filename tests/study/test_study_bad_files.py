@@ -56,6 +56,16 @@ TARGET = "name: orders\ntarget:\n  http:\n    url: http://127.0.0.1:8080/\n"
             id="goal-headroom",
         ),
         pytest.param(
+            TARGET + "load:\n  rate: 1\ngoal:\n  users: 500\n",
+            "8: goal.users: the study's load is a rate (open model): give goal.rate",
+            id="goal-users-of-a-rate",
+        ),
+        pytest.param(
+            TARGET + "load:\n  users: 10\ngoal:\n  users: 500\n  rate: 20\n",
+            "7: goal: a goal is a rate or a number of users, not both",
+            id="goal-users-and-rate",
+        ),
+        pytest.param(
             TARGET
             + "factors:\n  hosts: [1, 2]\nload:\n  rate: 1\ngoal:\n  rate: 500\n  for_each: [hosts, flow]\n",
             "11: goal.for_each: 'flow' is not a factor (the factors: hosts)",

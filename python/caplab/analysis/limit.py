@@ -31,6 +31,7 @@ counts as its CPU's utilisation when it is the larger, as a volume's share of it
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypedDict
 
@@ -151,9 +152,46 @@ def round_trips(throughput: float, scopes: dict[str, dict[str, float]]) -> list[
     return sorted(out, key=lambda r: r.share, reverse=True)
 
 
-def demands(throughput: float, scopes: dict[str, dict[str, float]], roles: list[str]) -> list[Demand]:
-    """The demands table, largest first, from per-scope mean resource use at one load."""
+def _on_machines(
+    scopes: dict[str, dict[str, float]], roles: list[str], machines: Mapping[str, str]
+) -> tuple[list[str], dict[str, dict[str, float]]]:
+    """Roles sharing one machine (one combined server) as one CPU scope: their CPU summed against
+    the quota they share, counted once, and the machine's throttling and busiest thread. Returns
+    the names to judge (``transport+access`` for a machine) and the scopes with those added."""
+    groups: dict[str, list[str]] = {}
+    for role in roles:
+        groups.setdefault(machines.get(role, f"role:{role}"), []).append(role)
+    names, out = [], dict(scopes)
+    for members in groups.values():
+        present = [r for r in members if "cpu_percent" in scopes.get(f"role:{r}", {})]
+        if len(present) < 2:
+            names += members
+            continue
+        parts = [scopes[f"role:{r}"] for r in present]
+        name = "+".join(present)
+        out[f"role:{name}"] = {
+            **{k: v for k, v in parts[0].items() if k.startswith("mem_") or k == "oom_kills"},  # one cgroup
+            "cpu_percent": sum(m["cpu_percent"] for m in parts),
+            "quota_cpus": parts[0].get("quota_cpus", 0.0),
+            "max_thread_cpu_percent": max(m.get("max_thread_cpu_percent", 0.0) for m in parts),
+            "cpu_throttled_percent": max(m.get("cpu_throttled_percent", 0.0) for m in parts),
+        }
+        names.append(name)
+    return names, out
+
+
+def demands(
+    throughput: float,
+    scopes: dict[str, dict[str, float]],
+    roles: list[str],
+    machines: Mapping[str, str] | None = None,
+) -> list[Demand]:
+    """The demands table, largest first, from per-scope mean resource use at one load. Roles on
+    one machine (``machines``: role → machine) are judged by the machine's CPU, which they share:
+    each apart would read a fraction of the quota that holds them back together."""
     cores = max(scopes.get("host", {}).get("cores", 1.0), 1.0)
+    if machines:
+        roles, scopes = _on_machines(scopes, roles, machines)
     out: list[Demand] = []
     for role in roles:
         m = scopes.get(f"role:{role}", {})
@@ -265,9 +303,13 @@ def find_limit(
     roles: list[str],
     signals: list[str] | None = None,
     above: tuple[str, float] | None = None,
+    machines: Mapping[str, str] | None = None,
 ) -> Limit:
     """What bounds throughput at the capacity load, with its evidence.
-    ``above``: the busiest resource and its utilisation in the first trial that failed above it."""
+    ``above``: the busiest resource and its utilisation in the first trial that failed above it;
+    ``machines``: roles that share one machine (role → machine), judged by its CPU together."""
+    if machines:
+        roles, scopes = _on_machines(scopes, roles, machines)
     table = demands(throughput, scopes, roles)
     evidence: LimitEvidence = {"demands": [d.entry() for d in table], "signals": list(signals or [])}
     if not roles:

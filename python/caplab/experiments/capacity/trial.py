@@ -161,7 +161,7 @@ class TrialProber:
             if limited:
                 reasons.append(limited)
                 stalled = limited
-        table = demands(r.throughput, scopes, [x.name for x in self.roles])
+        table = demands(r.throughput, scopes, [x.name for x in self.roles], machines)
         details: dict[str, Any] = {
             "offered_rate": r.offered_rate,
             "users": r.users,
@@ -214,7 +214,10 @@ class TrialProber:
         scopes = summarize(samples, ran.warmup_s, ran.warmup_s + ran.duration_s)
         throughput = statistics.fmean(p.throughput for p, _ in last)
         roles = [x.name for x in self.roles]
-        limit = find_limit(throughput, scopes, roles, self._signals(outcome), self._busiest_above(outcome))
+        machines = {x.name: x.profile.machine for x in self.roles if x.profile and x.profile.machine}
+        limit = find_limit(
+            throughput, scopes, roles, self._signals(outcome), self._busiest_above(outcome), machines
+        )
         if limit["kind"] == "software" and not self.closed:
             limit = self._compare_closed_loop(limit, throughput, last[-1][1])
         rec = last[-1][1].result
@@ -293,10 +296,13 @@ class TrialProber:
                 if fail.p99_ms and ok.p99_ms and fail.p99_ms > 1.5 * ok.p99_ms
                 else ""
             )
-            out.append(
-                f"from {ok.load:,g}/s to {fail.load:,g}/s offered, {failed}{climbed}, while "
-                f"{busiest['resource']} was at {busiest['utilization']:.0%}"
+            span = (
+                f"{ok.load:,g} to {fail.load:,g} users"
+                if self.closed
+                else f"{ok.load:,g}/s to {fail.load:,g}/s offered"
             )
+            where = f"{busiest['resource']} was at {busiest['utilization']:.0%}"
+            out.append(f"from {span}, {failed}{climbed}, while {where}")
         growth = fail.throughput / ok.throughput if ok.throughput else 0.0
         if growth < 1.0 + 0.5 * (fail.load / ok.load - 1.0):
             out.append(

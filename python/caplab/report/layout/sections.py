@@ -49,8 +49,9 @@ from caplab.report.layout.tables import (
 )
 from caplab.report.layout.timeline import timeline_charts
 from caplab.report.layout.usage import actions_table, cpu_per_user_table, per_user_table
+from caplab.report.model.scenario import goal_text
 from caplab.report.model.types import Observation, Results, Scenario
-from caplab.report.text.recommend import sustained
+from caplab.report.text.recommend import rated, sustained
 
 TOPICS = {
     "limit": "Limit",
@@ -78,18 +79,16 @@ def _key_figures(results: Results) -> KeyFigures:
     items = []
     ratings = rec["ratings"]
     if ratings:
-        best = max(ratings, key=lambda r: r["rate"])
+        best = max(ratings, key=lambda r: r["rated"])
         items.append(Figure(f"best {best['basis']}", sustained(best), best["label"]))
         choices = rec.get("choices") or []
         if len(choices) == 1:
-            items.append(Figure("recommended", choices[0]["label"], f"rated {u.rate(choices[0]['rated'])}"))
+            items.append(Figure("recommended", choices[0]["label"], f"rated {rated(choices[0])}"))
         elif choices:
             per = ", ".join(goal["for_each"] if (goal := results["goal"]) else [])
             items.append(Figure("recommended", f"{len(choices)} configurations", f"one for each {per}"))
         else:
-            items.append(
-                Figure("rated for", u.rate(best["rated"]), f"{u.pct(rec['headroom'])} headroom kept")
-            )
+            items.append(Figure("rated for", rated(best), f"{u.pct(rec['headroom'])} headroom kept"))
     limits = Counter(
         "not reached" if c["limit"]["kind"] == "not reached" else str(c["limit"]["resource"])
         for c in results["cells"]
@@ -119,7 +118,7 @@ def _key_figures(results: Results) -> KeyFigures:
     items.append(Figure("cells complete", f"{done} of {results['matrix']['cells']}", others or "none failed"))
     goal = results["goal"]
     items.append(
-        Figure("goal", u.rate(goal["rate"]), f"with {u.pct(goal['headroom'])} headroom")
+        Figure("goal", goal_text(goal), f"with {u.pct(goal['headroom'])} headroom")
         if goal
         else Figure("goal", "none given", "rated with 25% headroom")
     )
@@ -170,6 +169,8 @@ def environment(results: Results) -> Section:
 def _load_text(s: Scenario) -> str:
     if s["model"] == "closed":
         think = f", thinking {u.num(s['think_s'])} s between requests" if s.get("think_s") else ""
+        if s.get("usage"):
+            think = f", each doing {s['usage']} (Poisson, think time from the rates)"
         users = "the number of users the search varies" if s.get("search") else f"{s.get('users')} users"
         return f"closed: {users}{think}"
     arrivals = f"open: {s.get('schedule', 'constant')} arrivals"

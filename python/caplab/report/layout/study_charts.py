@@ -8,6 +8,7 @@ from typing import TypedDict
 
 from caplab.analysis.slo import SloError, parse_slo
 from caplab.report.layout.charts import IDLE_DISK_PERCENT, Chart, Panel, Series, present, worth
+from caplab.report.model.scenario import goal_text
 from caplab.report.model.types import (
     CapacityEntry,
     CellResult,
@@ -193,14 +194,14 @@ def capacity_chart(results: Results) -> Chart | None:
     lows = [e["ci95"][0] for e in entries]
     highs = [e["ci95"][1] for e in entries]
     series = [Series(basis, labels, [e["value"] for e in entries], "bar", 0, low=lows, high=highs)]
-    if entries[0]["unit"] == "req/s":  # a closed model's capacity is in users; its rating is a rate
+    if entries[0]["unit"] == entries[0]["rated_unit"]:  # users rated by their throughput: another axis
         rated = _rated(results, entries)
         headroom = results["recommendation"]["headroom"]
         series.append(Series(f"rated ({headroom:.0%} headroom)", labels, rated, "bar", 2))
     lines = []
     goal = results.get("goal")
-    if goal:
-        lines.append((goal["rate"], f"goal {goal['rate']:g}/s"))
+    if goal and (goal.get("unit") == "users") == (entries[0]["unit"] == "users"):  # on this axis
+        lines.append((goal["rate"], f"goal {goal_text(goal)}"))
     unit = "users" if entries[0]["unit"] == "users" else "req/s"
     return Chart(
         "capacity",

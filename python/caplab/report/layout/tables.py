@@ -9,6 +9,7 @@ from caplab.analysis.endurance import Endurance, endurance_line
 from caplab.analysis.limit import ROUND_TRIPS
 from caplab.analysis.scaling import means_by_n
 from caplab.report.layout.blocks import Column, Table, TableCell, kv_table, num_cell, text_cell
+from caplab.report.model.scenario import goal_text
 from caplab.report.model.types import (
     CapacityEntry,
     CellResult,
@@ -20,7 +21,7 @@ from caplab.report.model.types import (
     Search,
 )
 from caplab.report.text.intervals import interval_kind
-from caplab.report.text.recommend import sustained
+from caplab.report.text.recommend import rated, sustained
 
 STATUS_TONE = {
     "complete": "good",
@@ -514,7 +515,8 @@ def capacity_table(results: Results) -> Table:
     rows = []
     for e in results["capacity"]:
         cell = by_cell[e["cell"]]
-        rated = r["rated"] if (r := ratings.get(e["cell"])) else None
+        r = ratings.get(e["cell"])
+        rated = r["rated"] if r else None
         rejected = cell["search"]["rejected"] if cell["search"] else None
         rows.append(
             [
@@ -522,7 +524,7 @@ def capacity_table(results: Results) -> Table:
                 text_cell(e["label"]),
                 num_cell(e["value"], _capacity_text(e, cell)),
                 text_cell(_interval_text(e)),
-                num_cell(rated, u.rate(rated)),
+                num_cell(rated, u.load(rated, r["rated_unit"]) if r else u.DASH),
                 num_cell(e["trials"], u.num(e["trials"])),
                 num_cell(e["search_s"], u.minutes(e["search_s"])),
                 num_cell(rejected, u.num(rejected)),
@@ -638,18 +640,19 @@ def ratings_table(results: Results) -> Table:
     goal = results["goal"]
     jobs = results["jobs"]
     job = rec["basis"] == "job"
-    unit = "items/s" if job else "req/s"
+    in_users = bool(rec["ratings"]) and rec["ratings"][0]["rated_unit"] == "users"
+    unit = "items/s" if job else "users" if in_users else "req/s"
     columns = [
         Column("configuration"),
         Column(f"{jobs['rated_by']} phase" if job and jobs else rec["basis"] or "figure", True, unit),
         Column(f"rated ({u.pct(rec['headroom'])} headroom)", True, unit),
     ]
     if goal:
-        columns.append(Column(f"meets {u.rate(goal['rate'])}"))
+        columns.append(Column(f"meets {goal_text(goal)}"))
     costs = rec.get("cost")
     if costs:
         price = costs["currency"] + (" /h" if costs["basis"] == "hour" else "")
-        per = "cost per item/s" if job else "cost per 1,000/s"
+        per = "cost per item/s" if job else "cost per 1,000 users" if in_users else "cost per 1,000/s"
         columns += [Column("cost", True, price), Column(per, True, price)]
     rows = []
     chosen = {c["cell"] for c in rec.get("choices") or []}
@@ -660,7 +663,7 @@ def ratings_table(results: Results) -> Table:
                 "good" if r["cell"] in chosen else "",
             ),
             num_cell(r["value"], sustained(r)),
-            num_cell(r["rated"], u.rate(r["rated"])),
+            num_cell(r["rated"], rated(r)),
         ]
         if goal:
             meets = r["rated"] >= goal["rate"]

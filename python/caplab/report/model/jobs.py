@@ -147,6 +147,7 @@ def _capacity(
                 "headroom": headroom,
                 "rate": rate,
                 "rated": rate * (1.0 - headroom),
+                "rated_unit": "items/s",
             }
         )
     return out

@@ -42,6 +42,14 @@ def matrix(cells: list[CellResult], naming: list[str]) -> Matrix:
     return {"factors": factors, "naming": naming, "cells": len(cells), "by_status": statuses}
 
 
+def rating_unit(unit: Unit, goal: Goal | None) -> Unit:
+    """What a configuration is rated in: the users a closed model's search found, unless the goal
+    is a rate (then the throughput at them); otherwise its capacity's own unit."""
+    if unit == "users" and goal is not None and goal.get("unit") != "users":
+        return "req/s"
+    return unit
+
+
 def capacity_entries(cells: list[CellResult], goal: Goal | None) -> list[CapacityEntry]:
     """Per cell, the figure a configuration is rated by: its capacity when searched, else its measured
     throughput (a lower bound: the load offered, not the most it can take)."""
@@ -59,9 +67,9 @@ def capacity_entries(cells: list[CellResult], goal: Goal | None) -> list[Capacit
             value, unit, basis = m["throughput"], "req/s", "throughput"
         else:
             continue
-        # A configuration is rated by a rate: a closed model's capacity in users by the throughput
-        # measured at it.
         rate = value if unit == "req/s" else m["throughput"]
+        rated_unit = rating_unit(unit, goal)
+        base = value if rated_unit == "users" else rate
         out.append(
             {
                 "cell": c["index"],
@@ -82,7 +90,8 @@ def capacity_entries(cells: list[CellResult], goal: Goal | None) -> list[Capacit
                 "limit": c["limit"]["resource"] if c["limit"] else None,
                 "headroom": headroom,
                 "rate": rate,
-                "rated": rate * (1.0 - headroom) if is_number(rate) else None,
+                "rated": base * (1.0 - headroom) if is_number(base) else None,
+                "rated_unit": rated_unit,
             }
         )
     _mark_indistinguishable(out)

@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from caplab import units as u
 from caplab.report.model.types import Goal, Scenario, SearchSettings, Target
 from caplab.units import parse_duration, scrub, varying_factors
 
@@ -48,20 +49,29 @@ def _seconds(value: Any) -> float | None:
 
 
 def goal_of(spec: dict[str, Any]) -> Goal | None:
-    """``{rate, headroom, for_each}`` from the study's ``goal:``; None when no goal (or no usable
-    rate) was given."""
+    """``{rate, headroom, for_each}`` from the study's ``goal:`` (with ``unit: users`` for a goal of
+    users); None when no goal (or no usable rate or number of users) was given."""
     goal = spec.get("goal")
     if not isinstance(goal, dict):
         return None
-    rate = goal.get("rate")
-    if not isinstance(rate, int | float) or isinstance(rate, bool) or rate <= 0:
+    users = goal.get("users")
+    amount = users if users is not None else goal.get("rate")
+    if not isinstance(amount, int | float) or isinstance(amount, bool) or amount <= 0:
         return None
     for_each = goal.get("for_each")
-    return {
-        "rate": float(rate),
+    out: Goal = {
+        "rate": float(amount),
         "headroom": _fraction(goal.get("headroom"), DEFAULT_HEADROOM),
         "for_each": [str(x) for x in for_each] if isinstance(for_each, list) else [],
     }
+    if users is not None:
+        out["unit"] = "users"
+    return out
+
+
+def goal_text(goal: Goal) -> str:
+    """The goal's load in its unit: ``500/s`` or ``5,000 users``."""
+    return u.load(goal["rate"], goal.get("unit", "req/s"))
 
 
 def _target(spec: dict[str, Any]) -> Target:
@@ -78,6 +88,19 @@ def _target(spec: dict[str, Any]) -> Target:
                 "framing": t.get("framing") if protocol == "tcp" else None,
                 "body": "from " + str(t["body_file"]) if t.get("body_file") else t.get("body"),
             }
+    mail = target.get("mail")
+    if isinstance(mail, dict):
+        urls = [str(mail[p]) for p in ("smtp", "imap") if mail.get(p)]
+        size = mail.get("message_size")
+        return {
+            "protocol": " and ".join(url.partition("://")[0] for url in urls),
+            "url": " · ".join(urls),
+            "method": None,
+            "framing": None,
+            "body": f"messages of {size} bytes"
+            if isinstance(size, int)
+            else (f"messages of {size}" if size else None),
+        }
     pg = target.get("postgres")
     if isinstance(pg, dict):
         script = (
@@ -106,7 +129,8 @@ def scenario(spec: dict[str, Any]) -> Scenario:
     search = _section(spec, "search")
     sut: dict[str, Any] = _section(spec, "sut") or {}
     slo = [str(s) for s in spec.get("slo") or []] + [str(s) for s in (search or {}).get("slo") or []]
-    closed = load.get("model") == "closed" or ("users" in load and load.get("model") != "open")
+    usage = load.get("usage") if isinstance(load.get("usage"), dict) else None
+    closed = load.get("model") == "closed" or (("users" in load or usage) and load.get("model") != "open")
     out: Scenario = {
         "description": spec.get("description"),
         "target": _target(spec),
@@ -114,6 +138,7 @@ def scenario(spec: dict[str, Any]) -> Scenario:
         "rate": load.get("rate"),
         "users": load.get("users"),
         "think_s": _seconds(load.get("think")),
+        "usage": _usage_text(usage),
         "schedule": load.get("schedule", "constant"),
         "duration_s": _seconds(load.get("duration", "30s")),
         "warmup_s": _seconds(load.get("warmup", 0)),
@@ -135,6 +160,19 @@ def scenario(spec: dict[str, Any]) -> Scenario:
         }
         out["search"] = settings
     return out
+
+
+def _usage_text(usage: dict[str, Any] | None) -> str | None:
+    """A usage profile's actions and their rates as written: ``send 16, read {reads} an hour``."""
+    actions = (usage or {}).get("actions")
+    if not isinstance(actions, dict) or not actions:
+        return None
+    parts = []
+    for name, a in actions.items():
+        if isinstance(a, dict):
+            hourly, daily = a.get("per_hour"), a.get("per_day")
+            parts.append(f"{name} {hourly} an hour" if hourly is not None else f"{name} {daily} a day")
+    return ", ".join(parts) or None
 
 
 def naming_factors(spec: dict[str, Any], cells: list[dict[str, Any]]) -> list[str]:

@@ -69,6 +69,8 @@ class Scenario(TypedDict):
     rate: float | None
     users: int | None
     think_s: float | None
+    usage: NotRequired[str | None]
+    """A usage profile's actions per user, as written (``send 16 an hour, read 40 an hour``)."""
     schedule: str
     duration_s: float | None
     warmup_s: float | None
@@ -82,7 +84,9 @@ class Scenario(TypedDict):
 
 class Goal(TypedDict):
     rate: float
-    """The load to carry, in req/s."""
+    """The load to carry, in ``unit`` (req/s unless the goal says otherwise)."""
+    unit: NotRequired[Unit]
+    """``users`` for a goal of users (the configurations are then rated in users)."""
     headroom: float
     """The fraction of capacity kept free for peaks and growth."""
     for_each: list[str]
@@ -388,6 +392,9 @@ class CapacityEntry(TypedDict):
     rate: float | None
     """The figure as a rate (a closed model's capacity in users is rated by its throughput)."""
     rated: float | None
+    rated_unit: Unit
+    """What ``rated`` is in: users where the search found users and the goal (if any) is users; else
+    the rate (a closed model's capacity rated by the throughput measured at it)."""
 
 
 class Point(TypedDict):
@@ -513,6 +520,7 @@ Rating = TypedDict(
         "ci95": Interval,
         "interval": IntervalKind | None,
         "rated": float,
+        "rated_unit": Unit,
         "for": NotRequired[Factors],
         "cost": NotRequired[float | None],
         "cost_per_1000": NotRequired[float | None],

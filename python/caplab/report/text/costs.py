@@ -8,6 +8,7 @@ from caplab import units as u
 from caplab.analysis.cost import PER, per_capacity
 from caplab.analysis.endurance import Endurance, endurance_line
 from caplab.analysis.replicates import overlap
+from caplab.report.model.scenario import goal_text
 from caplab.report.model.types import CellResult, CheapestChoice, CostSummary, EnduranceRow, Goal, Rating
 
 
@@ -18,7 +19,8 @@ def priced(ratings: list[Rating], cells: list[CellResult]) -> list[Rating]:
     for r in ratings:
         cost = costs.get(r["cell"])
         total = cost["total"] if cost else None
-        row: Rating = {**r, "cost": total, "cost_per_1000": per_capacity(total, r["rate"])}
+        capacity = r["value"] if r["rated_unit"] == "users" else r["rate"]  # per 1,000 users, or /s
+        row: Rating = {**r, "cost": total, "cost_per_1000": per_capacity(total, capacity)}
         if r["unit"] == "items/s":  # a job's rate is tens or hundreds of items/s: priced per one
             row["cost_per_1000"], row["cost_per_item_s"] = None, per_capacity(total, r["rate"], 1.0)
         out.append(row)
@@ -39,7 +41,7 @@ def cost_summary(ratings: list[Rating], goal: Goal | None, cells: list[CellResul
     ]
     if not candidates:
         text = (
-            f"No priced configuration meets the goal of {u.rate(goal['rate'])}."
+            f"No priced configuration meets the goal of {goal_text(goal)}."
             if goal
             else "No priced configuration has a capacity to price."
         )
@@ -67,7 +69,7 @@ def cost_summary(ratings: list[Rating], goal: Goal | None, cells: list[CellResul
     }
     if job:
         cheapest["cost_per_item_s"] = per
-    per_what = "item/s" if job else f"{PER:,.0f}/s of capacity"
+    per_what = "item/s" if job else f"{PER:,.0f}{per_unit_name(best)} of capacity"
     per_text = f" ({u.num(per)}{unit} per {per_what})" if per is not None else ""
     what = "Cheapest that meets the goal" if goal else "Lowest cost per capacity"
     if tied:
@@ -76,12 +78,18 @@ def cost_summary(ratings: list[Rating], goal: Goal | None, cells: list[CellResul
             "capacities' replicate intervals overlap), so they are not ranked by it; the lowest price "
             "among them decides"
         )
-    text = f"{what}: {best['label']} at {u.num(cost)}{unit}{per_text}, rated for {u.rate(best['rated'])}."
+    rated = u.load(best["rated"], best["rated_unit"])
+    text = f"{what}: {best['label']} at {u.num(cost)}{unit}{per_text}, rated for {rated}."
     others = sorted((r for r in candidates if r is not best), key=key)
     if others and not tied:
         nxt = others[0]
         text += f" Next: {nxt['label']} at {u.num(nxt.get('cost'))}{unit}."
     return {"currency": currency, "basis": basis, "cheapest": cheapest, "text": text}
+
+
+def per_unit_name(r: Rating) -> str:
+    """What a configuration's cost is per, after the thousand: ``/s`` or `` users``."""
+    return " users" if r["rated_unit"] == "users" else "/s"
 
 
 def _per_unit_range(r: Rating, per: float) -> tuple[float, float] | None:

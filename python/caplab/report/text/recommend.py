@@ -60,9 +60,10 @@ def _ratings(results: Measured, headroom: float) -> list[Rating]:
             "value": value,
             "unit": e["unit"],
             "rate": rate,
-            "ci95": e["ci95"] if e["unit"] != "users" else [None, None],
+            "ci95": e["ci95"] if e["unit"] == e["rated_unit"] else [None, None],
             "interval": e["interval"],
-            "rated": rate * (1.0 - headroom),
+            "rated": (value if e["rated_unit"] == "users" else rate) * (1.0 - headroom),
+            "rated_unit": e["rated_unit"],
         }
         for e, value, rate in entries
     ]
@@ -86,6 +87,11 @@ def _tied_with(best: Rating, ratings: list[Rating]) -> list[Rating]:
 
 def _listing(ratings: list[Rating]) -> str:
     return ", ".join(f"{r['label']} ({sustained(r)})" for r in ratings)
+
+
+def rated(r: Rating) -> str:
+    """What a configuration is rated for, in its rating's unit: ``1,250 users`` or ``450/s``."""
+    return u.load(r["rated"], r["rated_unit"])
 
 
 def sustained(r: Rating) -> str:
@@ -133,6 +139,11 @@ def _extrapolate(results: Measured, needed: float, workload: Factors) -> Extrapo
 
 def _with_goal(ratings: list[Rating], goal: Goal, results: Measured, workload: Factors) -> GoalMet:
     rate, headroom = goal["rate"], goal["headroom"]
+    unit = goal.get("unit", "req/s")
+
+    def amount(x: float | None) -> str:
+        return u.load(x, unit)
+
     needed = rate / (1.0 - headroom)
     meeting = [r for r in ratings if r["rated"] >= rate]
     chosen = _cheapest(meeting)
@@ -141,9 +152,9 @@ def _with_goal(ratings: list[Rating], goal: Goal, results: Measured, workload: F
         choice: Choice = {**chosen, "margin": margin, "margin_fraction": margin / rate}
         text = (
             f"Choose {chosen['label']}: it sustained {sustained(chosen)}; rated with "
-            f"{u.pct(headroom)} headroom for {u.rate(chosen['rated'])}, it carries the "
-            f"{u.rate(rate)} goal with "
-            f"{u.rate(margin)} ({u.pct(margin / rate)}) to spare."
+            f"{u.pct(headroom)} headroom for {amount(chosen['rated'])}, it carries the "
+            f"{amount(rate)} goal with "
+            f"{amount(margin)} ({u.pct(margin / rate)}) to spare."
         )
         dearer = [r for r in meeting[: meeting.index(chosen)] if r.get("cost") is not None]
         if dearer:
@@ -160,13 +171,13 @@ def _with_goal(ratings: list[Rating], goal: Goal, results: Measured, workload: F
                 else "its search's bracket (one run; another may land lower)"
             )
             text += (
-                f" The low end of {what} ({u.rate(low)}) would not: confirm with replicates or longer "
+                f" The low end of {what} ({amount(low)}) would not: confirm with replicates or longer "
                 "trials, or take the next size up."
             )
         smaller_ones = [r for r in ratings[: ratings.index(chosen)] if r["rated"] < rate]
         if smaller_ones:
             smaller = smaller_ones[-1]
-            text += f" The next smaller, {smaller['label']}, is rated for only {u.rate(smaller['rated'])}"
+            text += f" The next smaller, {smaller['label']}, is rated for only {amount(smaller['rated'])}"
             if _within_noise(chosen, smaller):
                 text += (
                     ", but the two capacities' intervals overlap: they are not distinguishable here, "
@@ -174,22 +185,24 @@ def _with_goal(ratings: list[Rating], goal: Goal, results: Measured, workload: F
                 )
             else:
                 text += "."
+        text += _to_avoid(ratings, chosen, rate, results)
         return {"needed": needed, "choice": choice, "extrapolated": None, "text": text}
-    best = max(ratings, key=lambda r: r["rate"])
+    best = max(ratings, key=lambda r: r["rated"])
     top = _tied_with(best, ratings)
     text = (
-        f"No tested configuration meets {u.rate(rate)} with {u.pct(headroom)} headroom (that needs "
+        f"No tested configuration meets {amount(rate)} with {u.pct(headroom)} headroom (that needs "
         "a capacity of "
-        f"{u.rate(needed)}); the best, {best['label']}, sustained "
+        f"{amount(needed)}); the best, {best['label']}, sustained "
         f"{sustained(best)} and is "
-        f"rated for {u.rate(best['rated'])}."
+        f"rated for {amount(best['rated'])}."
         if len(top) == 1
-        else f"No tested configuration meets {u.rate(rate)} with {u.pct(headroom)} headroom (that needs "
-        f"a capacity of {u.rate(needed)}). The highest — {_listing(top)} — are not distinguishable "
+        else f"No tested configuration meets {amount(rate)} with {u.pct(headroom)} headroom (that needs "
+        f"a capacity of {amount(needed)}). The highest — {_listing(top)} — are not distinguishable "
         "(their replicate intervals overlap), so none is ranked above the others; none is rated for "
-        f"more than {u.rate(max(r['rated'] for r in top))}."
+        f"more than {amount(max(r['rated'] for r in top))}."
     )
-    guess = _extrapolate(results, needed, workload)
+    # A scaling law predicts a rate; a goal of users is not extrapolated from it.
+    guess = _extrapolate(results, needed, workload) if unit != "users" else None
     if guess is not None:
         text += (
             f" The {guess['model']} fit predicts {guess['factor']} = {guess['n']} would reach "
@@ -198,8 +211,34 @@ def _with_goal(ratings: list[Rating], goal: Goal, results: Measured, workload: F
     return {"needed": needed, "choice": None, "extrapolated": guess, "text": text}
 
 
+def _to_avoid(ratings: list[Rating], chosen: Rating, goal: float, results: Measured) -> str:
+    """The configurations not to buy for this goal, and why: those too small for it, and those
+    held back by their memory (the Exchange paper's lesson: its 4-core, 8 GB server ran short of
+    memory before its cores, so its cores were paid for and idle)."""
+    limits = {c["index"]: c["limit"] for c in results["cells"]}
+    short = [r for r in ratings if r["rated"] < goal and r is not chosen]
+    starved = [
+        r
+        for r in ratings
+        if r is not chosen
+        and (limit := limits.get(r["cell"])) is not None
+        and str(limit["resource"]).startswith("memory:")
+    ]
+    parts = []
+    if short:
+        parts.append(
+            "too small for the goal: " + ", ".join(f"{r['label']} (rated for {rated(r)})" for r in short)
+        )
+    if starved:
+        parts.append(
+            "held back by its memory before its cores: "
+            + ", ".join(f"{r['label']} ({limits[r['cell']]['resource']})" for r in starved)  # type: ignore[index]
+        )
+    return f" Avoid — {'; '.join(parts)}." if parts else ""
+
+
 def _without_goal(ratings: list[Rating], headroom: float) -> str:
-    best = max(ratings, key=lambda r: r["rate"])
+    best = max(ratings, key=lambda r: r["rated"])
     smallest = ratings[0]
     hint = JOB_GOAL_HINT if best["basis"] == "job" else f"{GOAL_HINT} to size for a load"
     top = _tied_with(best, ratings)
@@ -210,17 +249,17 @@ def _without_goal(ratings: list[Rating], headroom: float) -> str:
             f"No goal was given ({hint}). {_listing(top)} sustained the most, but their replicate "
             "intervals overlap: they are not distinguishable, so none is named the best. By size as "
             f"the tiebreak (the smallest of them uses the least), take {pick['label']}: with "
-            f"{u.pct(headroom)} headroom, rate it for {u.rate(pick['rated'])}; the table below rates "
+            f"{u.pct(headroom)} headroom, rate it for {rated(pick)}; the table below rates "
             "each configuration."
         )
     text = (
         f"No goal was given ({hint}). The best configuration, {best['label']}, "
         f"sustained {sustained(best)}: with {u.pct(headroom)} headroom, rate it for "
-        f"{u.rate(best['rated'])}."
+        f"{rated(best)}."
     )
     if smallest is not best:
         text += (
-            f" The smallest, {smallest['label']}, is rated for {u.rate(smallest['rated'])}; "
+            f" The smallest, {smallest['label']}, is rated for {rated(smallest)}; "
             "the table below rates each configuration."
         )
     return text
@@ -401,7 +440,7 @@ def recommend(results: Measured, observations: list[Observation]) -> Recommendat
     if not goal:
         costs = cost_summary(ratings, None, results["cells"])
         cheapest = costs["cheapest"] if costs else None
-        best = cheapest["cell"] if cheapest else max(ratings, key=lambda r: r["rate"])["cell"]
+        best = cheapest["cell"] if cheapest else max(ratings, key=lambda r: r["rated"])["cell"]
         worn = endurance_rows(next((c for c in results["cells"] if c["index"] == best), None))
         common["cost"], common["endurance"] = costs, worn
         text = prefix + _without_goal(ratings, headroom)
