@@ -100,8 +100,9 @@ pub fn run(plan: &Plan, hooks: Hooks<'_>) -> Result<RunResult, RunError> {
             Some(config) => {
                 let client =
                     TlsClient::new(config.clone(), &tls_options, &url.host).map_err(RunError::Plan)?;
-                if url.scheme.is_tls() {
-                    // STARTTLS targets are checked by `mail_preflight`, after the greeting.
+                if url.scheme.is_tls() && !url.scheme.is_mail() {
+                    // Mail targets are checked by `mail_preflight` (the handshake, then the
+                    // greeting; STARTTLS after it), patient for the whole request timeout.
                     client.preflight(&tls_options, addr, timeout).map_err(RunError::Unreachable)?;
                 }
                 Some(client)
