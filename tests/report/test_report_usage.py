@@ -150,6 +150,43 @@ def test_cpu_per_user_compares_each_roles_cpu_per_thousand_users_with_the_first_
     assert "seed 003" in beside.note
 
 
+def test_cpu_per_user_sums_the_servers_under_test_not_the_mailbox_beside_them() -> None:
+    """The paper's CPU is its combined server's (client access and transport), its mailbox servers
+    apart: the roles on a hardware profile are summed, the unconstrained mailbox shown but not."""
+
+    def cell(i: int, users: int, transport: float, access: float, mailbox: float) -> CellResult:
+        quota = {"quota_cpus": 0.25}
+        resources = {
+            "transport": {"cpu_percent": transport, **quota},
+            "access": {"cpu_percent": access, **quota},
+            "mailbox": {"cpu_percent": mailbox},
+        }
+        return cast(
+            CellResult,
+            {
+                "index": i,
+                "label": f"test={i}",
+                "status": "complete",
+                "roles": ["transport", "access", "mailbox"],
+                "metrics": {"users": users, "throughput": 10.0},
+                "resources": resources,
+            },
+        )
+
+    table = cpu_per_user_table(
+        cast(Results, {"cells": [cell(0, 1000, 13.0, 1.0, 10.0), cell(1, 1000, 21.0, 5.0, 30.0)]})
+    )
+    assert table is not None and [c.title for c in table.columns][3:] == [
+        "transport",
+        "access",
+        "mailbox",
+        "transport+access",
+        "against the first",
+    ]
+    assert [[c.text for c in row][-2:] for row in table.rows] == [["14%", "1.00"], ["26%", "1.86"]]
+    assert "the roles on a hardware profile" in table.note
+
+
 MAIL_STUDY = """\
 name: users
 target:

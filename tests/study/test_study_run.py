@@ -91,7 +91,7 @@ def test_progress_goes_to_stderr_and_stdout_is_only_the_document(ran: Ran) -> No
     first = ran.doc["cells"][0]["trials"][0]
     assert lines[0].startswith("cell 1/2 cpu=200 fixed at 100/s offered: ")
     assert (
-        f"{first['throughput']:,.1f}/s" in lines[0] and "errors 0" in lines[0] and "cpu server " in lines[0]
+        f"{first['throughput']:,.1f}/s" in lines[0] and "errors 0" in lines[0] and "cpu (of a host core) server " in lines[0]
     )
 
 

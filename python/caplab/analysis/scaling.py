@@ -55,6 +55,8 @@ def study_scaling(document: dict[str, Any]) -> list[dict[str, Any]]:
             key = tuple((k, v) for k, v in c["factors"].items() if k != factor)
             groups[key].append(c)
         for key, members in groups.items():
+            if len({c["factors"][factor] for c in members}) < 2:
+                continue  # the factor does not vary here (it moves with another: a zip:) — no series
             n: list[float] = []
             x: list[float] = []
             metric = "throughput"

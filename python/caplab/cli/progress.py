@@ -80,7 +80,7 @@ class StudyProgress:
         line.append(fmt_ms(result.latency_ms.p99 or result.latency_ms.max))
         line.append(f", errors {result.errors:,}")
         if roles:
-            line.append(f", cpu {roles}")
+            line.append(f", cpu (of a host core) {roles}")
         self.console.print(line, soft_wrap=True)  # one line per trial, for a log to grep
 
     def interval(self, s: IntervalSnapshot, samples: list[ResourceSample]) -> None:

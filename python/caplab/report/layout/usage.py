@@ -105,7 +105,14 @@ def cpu_per_user_table(results: Results) -> Table | None:
         return 1000.0 * cpu / users if cpu is not None and users else None
 
     by_role = [[per_thousand(c, r) for r in roles] for c in cells]
-    totals = [sum(p for p in row if p is not None) for row in by_role]
+    # The servers under test are the roles on a profile (the paper's combined server: its client
+    # access and transport, not the mailbox servers beside it); without profiles, every role.
+    profiled = [r for r in roles if any("quota_cpus" in c["resources"].get(r, {}) for c in cells)]
+    summed = profiled or roles
+    totals = [
+        sum(p for r, p in zip(roles, row, strict=True) if p is not None and r in summed) for row in by_role
+    ]
+    sum_name = "+".join(summed) if profiled and len(profiled) < len(roles) else "all roles"
     paper = _paper_cpu_per_thousand(results, cells)
     paper_base = paper[0] if paper else None
     rows = []
@@ -126,13 +133,18 @@ def cpu_per_user_table(results: Results) -> Table | None:
         Column("users", True),
         Column("actions", True, "completed/s"),
         *(Column(role, True, "CPU per 1,000 users") for role in roles),
-        Column("all roles", True, "CPU per 1,000 users"),
+        Column(sum_name, True, "CPU per 1,000 users"),
         Column("against the first", True, "ratio"),
     ]
     note = (
         "Each role's CPU (% of one host core, over the measured trials; at capacity for a searched "
-        "cell) for every thousand users, and the roles' sum against the first configuration's: how "
+        f"cell) for every thousand users, and {sum_name}'s against the first configuration's: how "
         f"the mix and the message size move the CPU a user costs. First: {cells[0]['label']}."
+        + (
+            " The sum is of the roles on a hardware profile: the servers under test."
+            if sum_name != "all roles"
+            else ""
+        )
     )
     if paper:
         columns += [Column("paper", True, "CPU per 1,000 users, its hardware"), Column("paper's ratio", True)]
