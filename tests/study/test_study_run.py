@@ -90,9 +90,8 @@ def test_progress_goes_to_stderr_and_stdout_is_only_the_document(ran: Ran) -> No
     assert len(lines) == REPEAT * len(CPU_US), ran.done.stderr
     first = ran.doc["cells"][0]["trials"][0]
     assert lines[0].startswith("cell 1/2 cpu=200 fixed at 100/s offered: ")
-    assert (
-        f"{first['throughput']:,.1f}/s" in lines[0] and "errors 0" in lines[0] and "cpu (of a host core) server " in lines[0]
-    )
+    assert f"{first['throughput']:,.1f}/s" in lines[0] and "errors 0" in lines[0]
+    assert "cpu (of a host core) server " in lines[0]
 
 
 def test_each_cell_has_its_trials_as_load_results(ran: Ran) -> None:
