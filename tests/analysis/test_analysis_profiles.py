@@ -82,6 +82,28 @@ def test_a_role_throttled_in_most_periods_is_bound_by_its_quota_below_its_mean()
     assert host_share == pytest.approx(0.145), "no quota: a share of the 2 host cores, throttling aside"
 
 
+def test_a_throttled_volume_the_host_waits_on_is_the_limit_short_of_its_ceiling() -> None:
+    """A writer fsyncing record by record on a 40-IOPS volume: 72 % of the ceiling, the process
+    asleep in I/O (the host waiting a core's worth). The volume is the limit, with the wait as
+    evidence; the same share with the host not waiting, or a volume with no ceiling, is not."""
+    volume = {"write_iops": 20.0, "flush_iops": 9.0, "busy_percent": 0.1, "throttle_percent": 72.0}
+    scopes = {
+        "host": {"cores": 2.0, "cpu_percent": 2.0, "iowait_percent": 99.0},
+        "role:writer": {"cpu_percent": 1.0},
+        "volume:log": volume,
+    }
+    limit = find_limit(7.0, scopes, ["writer"])
+    assert limit["resource"] == "volume:log" and limit["kind"] == "hardware"
+    assert limit["utilization"] == pytest.approx(0.72)
+    assert any("waited on I/O for 0.99 of a core" in s for s in limit["evidence"]["signals"])
+    awake = scopes | {"host": {"cores": 2.0, "iowait_percent": 20.0}}
+    assert find_limit(7.0, awake, ["writer"])["kind"] == "software"
+    unthrottled = {k: v for k, v in volume.items() if k != "throttle_percent"} | {"busy_percent": 72.0}
+    assert find_limit(7.0, scopes | {"volume:log": unthrottled}, ["writer"])["kind"] == "software"
+    idle = volume | {"throttle_percent": 40.0}
+    assert find_limit(7.0, scopes | {"volume:log": idle}, ["writer"])["kind"] == "software"
+
+
 def test_a_role_at_its_memory_limit_is_named_memory_with_the_evidence() -> None:
     scopes = {
         "host": {"cores": 2.0, "cpu_percent": 100.0},

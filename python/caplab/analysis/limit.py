@@ -27,6 +27,13 @@ its mean use reads 55–60 % (measured on the mail and hl7 roles). A role thrott
 quota's periods (``cpu_throttled_percent``) is held back by its profile's CPU, so that share
 counts as its CPU's utilisation when it is the larger, as a volume's share of its ceiling does
 (with no throughput bound drawn from it: throttled periods do not grow in proportion to the load).
+
+A throttled volume has no busy time to read: its requests wait at the throttle, before the device.
+A writer that syncs each record waits for one request at a time, and the throttle's slices then
+leave a fifth to a third of the ceiling unused (a log writer fsyncing 4 KiB records on a 40-IOPS
+volume counted 72–84 % of it, the process asleep in I/O throughout). Such a volume, busy at
+capacity while the host's CPUs wait on I/O for at least half a core, is the limit too, and the wait
+is its evidence.
 """
 
 from __future__ import annotations
@@ -39,6 +46,9 @@ NEAR_SATURATION = 0.80
 # A latency SLO usually gives out before a resource is fully busy: a resource this busy at
 # capacity that is near saturation in the trial just above it is the limit too.
 BUSY_AT_CAPACITY = 0.60
+IO_WAIT_CORES = 0.5
+"""The host's CPU time waiting on I/O, in cores, from which a throttled volume busy at capacity is
+the limit: the system sits waiting on its requests."""
 ROUND_TRIPS = "network round trips"
 ROUND_TRIP_SHARE = 0.50
 """The share of the time per message spent waiting on a link's round trips (k × RTT against
@@ -297,6 +307,20 @@ def _saturated(d: Demand | None, above: tuple[str, float] | None) -> bool:
     return d.utilization >= NEAR_SATURATION or (pushed and d.utilization >= BUSY_AT_CAPACITY)
 
 
+def _waiting_on(d: Demand | None, scopes: dict[str, dict[str, float]]) -> str | None:
+    """Why a throttled volume busy at capacity is the limit though short of its ceiling (the
+    module's docstring), or None."""
+    if d is None or d.utilization < BUSY_AT_CAPACITY or "throttle_percent" not in scopes.get(d.resource, {}):
+        return None
+    cores = scopes.get("host", {}).get("iowait_percent", 0.0) / 100.0
+    if cores < IO_WAIT_CORES:
+        return None
+    return (
+        f"{d.resource} at {d.utilization:.0%} of its ceiling while the host waited on I/O for "
+        f"{cores:.2f} of a core: its requests wait at the throttle one after another"
+    )
+
+
 def find_limit(
     throughput: float,
     scopes: dict[str, dict[str, float]],
@@ -341,7 +365,10 @@ def find_limit(
     if host and (top is None or (not _saturated(top, above) and _saturated(host[0], above))):
         top = host[0]
     trips = round_trips(throughput, scopes)
-    if top is not None and _saturated(top, above):
+    waiting = _waiting_on(top, scopes)
+    if waiting:
+        evidence["signals"].append(waiting)
+    if top is not None and (_saturated(top, above) or waiting):
         # the link's round trips beside its bandwidth: which of the two bounds it, with numbers
         evidence["signals"].extend(t.describe() for t in trips)
         return {
