@@ -50,12 +50,14 @@ def caplab(
     *args: str | Path, timeout: float = RUN_TIMEOUT_S, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Runs `caplab ARGS…` to completion with stdout and stderr captured, by default in a fresh
-    scratch directory (so what it writes there — `caplab run`'s report — never lands in the
-    checkout)."""
-    where = cwd if cwd is not None else Path(tempfile.mkdtemp(prefix="caplab-cwd-"))
+    scratch directory, removed after (so what it writes there — `caplab run`'s report — never
+    lands in the checkout or stays behind)."""
+    if cwd is None:
+        with tempfile.TemporaryDirectory(prefix="caplab-cwd-") as scratch:
+            return caplab(*args, timeout=timeout, cwd=Path(scratch))
     return subprocess.run(
         [str(CAPLAB), *map(str, args)],
-        cwd=where,
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=timeout,
