@@ -82,6 +82,38 @@ def test_a_role_throttled_in_most_periods_is_bound_by_its_quota_below_its_mean()
     assert host_share == pytest.approx(0.145), "no quota: a share of the 2 host cores, throttling aside"
 
 
+def test_a_combined_server_held_to_its_cpu_ceiling_is_cpu_bound_short_of_saturation() -> None:
+    """users.yaml's 8c/12G: at capacity the combined server used 64 % of its quota, and the next
+    load failed ``cpu[transport+access]<=75%`` at 76 % — short of saturation both times, yet the
+    SLO's acceptable maximum is what stopped it: its CPU is the limit, not software. A ceiling
+    failed on another resource, or a resource little used at capacity, does not make it so."""
+    scopes = {
+        "host": {"cores": 2.0, "cpu_percent": 99.0},
+        "role:transport": {"cpu_percent": 24.0, "quota_cpus": 0.5},
+        "role:access": {"cpu_percent": 8.0, "quota_cpus": 0.5},
+        "role:mailbox": {"cpu_percent": 22.0},
+    }
+    roles, machines = ["transport", "access", "mailbox"], {"transport": "server", "access": "server"}
+    above = ("cpu:transport+access", 0.76)
+    assert find_limit(48.0, scopes, roles, above=above, machines=machines)["kind"] == "software"
+    limit = find_limit(48.0, scopes, roles, above=above, machines=machines, ceiling="cpu:access+transport")
+    assert limit["resource"] == "cpu:transport+access" and limit["kind"] == "hardware"
+    assert limit["utilization"] == pytest.approx(0.64)
+    assert limit["summary"].endswith("the first load above capacity took it past its ceiling in the SLO")
+    other = find_limit(48.0, scopes, roles, above=above, machines=machines, ceiling="cpu:mailbox")
+    assert other["kind"] == "software"
+    idle = scopes | {"role:transport": {"cpu_percent": 12.0, "quota_cpus": 0.5}}
+    quiet = find_limit(48.0, idle, roles, machines=machines, ceiling="cpu:transport+access")
+    assert quiet["kind"] == "software"
+
+
+def test_a_cpu_ceiling_names_the_resource_it_holds() -> None:
+    assert parse_slo("cpu[transport+access]<=75%").ceiling == "cpu:transport+access"
+    assert parse_slo("cpu<=75%").ceiling == "cpu:host"
+    assert parse_slo("cpu[db]<75%").ceiling == "cpu:db"
+    assert parse_slo("p99<=2s").ceiling is None and parse_slo("mem[db]<=80%").ceiling is None
+
+
 def test_a_throttled_volume_the_host_waits_on_is_the_limit_short_of_its_ceiling() -> None:
     """A writer fsyncing record by record on a 40-IOPS volume: 72 % of the ceiling, the process
     asleep in I/O (the host waiting a core's worth). The volume is the limit, with the wait as

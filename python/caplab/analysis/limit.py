@@ -300,11 +300,19 @@ def _demand(resource: str, utilization: float, throughput: float, note: str) -> 
     return Demand(resource, utilization, demand_ms, bound, note)
 
 
-def _saturated(d: Demand | None, above: tuple[str, float] | None) -> bool:
+def same_resource(a: str, b: str) -> bool:
+    """``cpu:transport+access`` is ``cpu:access+transport``: roles on one machine in any order."""
+    kind_a, _, parts_a = a.partition(":")
+    kind_b, _, parts_b = b.partition(":")
+    return kind_a == kind_b and set(parts_a.split("+")) == set(parts_b.split("+"))
+
+
+def _saturated(d: Demand | None, above: tuple[str, float] | None, ceiling: str | None = None) -> bool:
     if d is None:
         return False
     pushed = above is not None and above[0] == d.resource and above[1] >= NEAR_SATURATION
-    return d.utilization >= NEAR_SATURATION or (pushed and d.utilization >= BUSY_AT_CAPACITY)
+    held = ceiling is not None and same_resource(ceiling, d.resource)
+    return d.utilization >= NEAR_SATURATION or ((pushed or held) and d.utilization >= BUSY_AT_CAPACITY)
 
 
 def _waiting_on(d: Demand | None, scopes: dict[str, dict[str, float]]) -> str | None:
@@ -328,10 +336,13 @@ def find_limit(
     signals: list[str] | None = None,
     above: tuple[str, float] | None = None,
     machines: Mapping[str, str] | None = None,
+    ceiling: str | None = None,
 ) -> Limit:
     """What bounds throughput at the capacity load, with its evidence.
     ``above``: the busiest resource and its utilisation in the first trial that failed above it;
-    ``machines``: roles that share one machine (role → machine), judged by its CPU together."""
+    ``machines``: roles that share one machine (role → machine), judged by its CPU together;
+    ``ceiling``: the resource whose SLO ceiling (``cpu[ROLE]<=75%``, the study's acceptable
+    maximum) that trial failed — busy at capacity, it is the limit though short of saturation."""
     if machines:
         roles, scopes = _on_machines(scopes, roles, machines)
     table = demands(throughput, scopes, roles)
@@ -362,13 +373,19 @@ def find_limit(
     own = [d for d in table if d.resource != "cpu:host"]
     host = [d for d in table if d.resource == "cpu:host"]
     top = own[0] if own else None
-    if host and (top is None or (not _saturated(top, above) and _saturated(host[0], above))):
+    if host and (
+        top is None or (not _saturated(top, above, ceiling) and _saturated(host[0], above, ceiling))
+    ):
         top = host[0]
     trips = round_trips(throughput, scopes)
     waiting = _waiting_on(top, scopes)
     if waiting:
         evidence["signals"].append(waiting)
-    if top is not None and (_saturated(top, above) or waiting):
+    if top is not None and (_saturated(top, above, ceiling) or waiting):
+        held = ceiling is not None and same_resource(ceiling, top.resource) and not waiting
+        past = "the first load above capacity took it past its ceiling in the SLO"
+        if held and top.utilization < NEAR_SATURATION:
+            evidence["signals"].append(past)
         # the link's round trips beside its bandwidth: which of the two bounds it, with numbers
         evidence["signals"].extend(t.describe() for t in trips)
         return {
@@ -378,7 +395,8 @@ def find_limit(
             "bound_rps": top.bound_rps,
             "evidence": evidence,
             "summary": f"{top.resource} at {top.utilization:.0%} ({top.note})"
-            + (f"; it bounds throughput near {top.bound_rps:,.0f}/s" if top.bound_rps else ""),
+            + (f"; it bounds throughput near {top.bound_rps:,.0f}/s" if top.bound_rps else "")
+            + (f"; {past}" if past in evidence["signals"] else ""),
         }
     busiest = (
         f"the busiest resource is {top.resource} at {top.utilization:.0%}"

@@ -103,6 +103,15 @@ class Slo:
         return f" (of its profile's quota of {quota:g} host CPUs; {cpu:.4g}% of one host core)"
 
     @property
+    def ceiling(self) -> str | None:
+        """The resource this predicate holds to an acceptable maximum (``cpu[transport+access]<=75%``:
+        ``cpu:transport+access``; ``cpu<=75%``: ``cpu:host``), named as the limit analysis names
+        it, or None."""
+        if self.metric != "cpu" or self.op not in ("<=", "<"):
+            return None
+        return f"cpu:{self.role}" if self.role is not None else "cpu:host"
+
+    @property
     def unit(self) -> str:
         if self.metric in _LATENCY:
             return "ms"

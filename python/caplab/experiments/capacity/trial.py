@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from caplab.analysis.generator import closed_loop_gap, crowded_out, generator_limited
-from caplab.analysis.limit import Limit, LimitEvidence, demands, find_limit
+from caplab.analysis.limit import Limit, LimitEvidence, demands, find_limit, same_resource
 from caplab.analysis.slo import Slo, TrialFigures, as_dict, evaluate, parse_slo, sustainable
 from caplab.analysis.steady import LittlesLaw, littles_law, steadiness
 from caplab.collect import MetricsSource, RoleSpec, cell_resources, default_collectors, summarize
@@ -179,6 +179,10 @@ class TrialProber:
             "busiest": {"resource": table[0].resource, "utilization": table[0].utilization}
             if table
             else None,
+            # The resources this trial took past their acceptable maximum (a CPU ceiling in the SLO).
+            "ceilings": [
+                s.ceiling for s, v in zip(self.slos, verdicts, strict=True) if s.ceiling and not v.passed
+            ],
             "resources": resources,
         }
         probe = Probe(
@@ -216,7 +220,13 @@ class TrialProber:
         roles = [x.name for x in self.roles]
         machines = {x.name: x.profile.machine for x in self.roles if x.profile and x.profile.machine}
         limit = find_limit(
-            throughput, scopes, roles, self._signals(outcome), self._busiest_above(outcome), machines
+            throughput,
+            scopes,
+            roles,
+            self._signals(outcome),
+            self._busiest_above(outcome),
+            machines,
+            self._ceiling_above(outcome),
         )
         if limit["kind"] == "software" and not self.closed:
             limit = self._compare_closed_loop(limit, throughput, last[-1][1])
@@ -271,6 +281,20 @@ class TrialProber:
             return first.details["failed_resource"], 1.0
         busiest = first.details.get("busiest")
         return (busiest["resource"], busiest["utilization"]) if busiest else None
+
+    @staticmethod
+    def _ceiling_above(outcome: SearchOutcome) -> str | None:
+        """The busiest resource of the first trial above capacity, if that trial failed its ceiling
+        in the SLO (the study's acceptable maximum: the paper's 75 % CPU) — and so the limit."""
+        above = [p for p in outcome.probes if not p.passed and outcome.capacity and p.load > outcome.capacity]
+        if not above:
+            return None
+        first = min(above, key=lambda p: p.load)
+        busiest = first.details.get("busiest")
+        ceilings = first.details.get("ceilings") or []
+        if busiest and any(same_resource(c, busiest["resource"]) for c in ceilings):
+            return str(busiest["resource"])
+        return None
 
     def _signals(self, outcome: SearchOutcome) -> list[str]:
         """What the trials just above capacity say: latency climbing while the CPU stays idle, a
