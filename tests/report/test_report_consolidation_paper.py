@@ -62,8 +62,20 @@ def test_the_role_consolidation_studys_paper_block_renders_beside_our_users() ->
             "limit": {"resource": "cpu:host", "kind": "hardware"},
         },
     )
-    comparison = paper_comparison(study, [ours])
+    # The same configuration's single-role servers carried more users apart: the paper's figure
+    # is its combined server's, so ours beside it is together's alone, not the mean of both.
+    apart = cast(
+        CellResult,
+        {
+            "index": 1,
+            "factors": {"config": "2c-4g", "placement": "apart"},
+            "metrics": {"capacity": {"value": 90, "found": True}, "consistency": "good"},
+            "limit": {"resource": "cpu:transport", "kind": "hardware"},
+        },
+    )
+    comparison = paper_comparison(study, [apart, ours])
     assert comparison is not None and comparison["factor"] == "config"
+    assert comparison["rows"][0]["ours_limit"] == "cpu:host" and comparison["rows"][0]["cells"] == [0]
     rows = {r["value"]: r for r in comparison["rows"]}
     assert (rows["2c-4g"]["ours"], rows["2c-4g"]["paper"], rows["2c-4g"]["paper_cpu_percent"]) == (
         70,

@@ -40,6 +40,10 @@ def paper_comparison(spec: dict[str, Any], cells: list[CellResult]) -> PaperComp
     rows: list[PaperCapacityRow] = []
     for value, figure in figures.items():
         mine = [c for c in cells if factor and str(c["factors"].get(factor)) == str(value)]
+        # A consolidation study's paper sized its combined servers: ours beside them is together's
+        # (the single-role servers apart carry other users, and a mean of both would be neither).
+        combined = [c for c in mine if c["factors"].get("placement") == "together"]
+        mine = combined or mine
         found = [cap for c in mine if (cap := c["metrics"]["capacity"]) is not None and cap["found"]]
         rates = [float(cap["value"]) for cap in found if is_number(cap["value"])]
         limit = next((c["limit"] for c in mine if c["limit"] is not None), None)
