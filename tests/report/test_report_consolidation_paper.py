@@ -47,32 +47,29 @@ def test_none_without_figures_for_the_configuration() -> None:
     assert paper_consolidation({"paper": {"capacity": {}}}, {"factors": {}}) is None
 
 
+def searched(index: int, placement: str, users: int, limit: str, consistency: str) -> CellResult:
+    """A 2c/4G cell of ours at that placement, its users found by a search."""
+    return cast(
+        CellResult,
+        {
+            "index": index,
+            "factors": {"config": "2c-4g", "placement": placement},
+            "metrics": {"capacity": {"value": users, "found": True}, "consistency": consistency},
+            "limit": {"resource": limit, "kind": "hardware"},
+        },
+    )
+
+
 def test_the_role_consolidation_studys_paper_block_renders_beside_our_users() -> None:
     """study.yaml's paper: its users per configuration, CPU and messages/s and its recommendation,
     labelled as its hardware beside a cell of ours (capacities in users)."""
     study = yaml.safe_load(
         (resources.files("caplab.studies") / "role-consolidation" / "study.yaml").read_text()
     )
-    ours = cast(
-        CellResult,
-        {
-            "index": 0,
-            "factors": {"config": "2c-4g", "placement": "together"},
-            "metrics": {"capacity": {"value": 70, "found": True}, "consistency": "fair"},
-            "limit": {"resource": "cpu:host", "kind": "hardware"},
-        },
-    )
+    ours = searched(0, "together", 70, "cpu:host", "fair")
     # The same configuration's single-role servers carried more users apart: the paper's figure
     # is its combined server's, so ours beside it is together's alone, not the mean of both.
-    apart = cast(
-        CellResult,
-        {
-            "index": 1,
-            "factors": {"config": "2c-4g", "placement": "apart"},
-            "metrics": {"capacity": {"value": 90, "found": True}, "consistency": "good"},
-            "limit": {"resource": "cpu:transport", "kind": "hardware"},
-        },
-    )
+    apart = searched(1, "apart", 90, "cpu:transport", "good")
     comparison = paper_comparison(study, [apart, ours])
     assert comparison is not None and comparison["factor"] == "config"
     assert comparison["rows"][0]["ours_limit"] == "cpu:host" and comparison["rows"][0]["cells"] == [0]
