@@ -13,6 +13,7 @@ step or two: the test checks what the run shows, not the figures."""
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -47,11 +48,13 @@ def test_the_quick_role_consolidation_study_sizes_users_and_compares_placements(
         users[placement] = cap["value"]
         assert users[placement] > 0, cell["search"]["trials"]
         assert f"{users[placement]:,} users" in report
-        # The usage profile at capacity: sends and reads each completed, per user below what was offered.
+        # The usage profile at capacity: sends and reads each completed, per user no more than was
+        # offered beyond the Poisson spread of a few seconds' count (three standard deviations).
         actions = {a["name"]: a for a in cap["actions"]}
         assert set(actions) == {"send", "read"} and all(a["completed"] > 0 for a in actions.values())
         assert cap["per_user"]["offered_per_hour"] == 640 + 1600
-        assert 0 < cap["per_user"]["achieved_per_hour"] <= 640 + 1600
+        spread = 3 / math.sqrt(sum(a["completed"] for a in actions.values()))
+        assert 0 < cap["per_user"]["achieved_per_hour"] <= (640 + 1600) * (1 + spread), cap["per_user"]
     assert "Actions at capacity" in report and "Actions per user" in report
 
     # The consolidation table: predicted is the single-role servers' sum, against the combined server.
