@@ -382,9 +382,11 @@ def find_limit(
     if waiting:
         evidence["signals"].append(waiting)
     if top is not None and (_saturated(top, above, ceiling) or waiting):
-        held = ceiling is not None and same_resource(ceiling, top.resource) and not waiting
+        # Held by its ceiling alone (short of saturation, not waited on): say so.
+        held = ceiling is not None and same_resource(ceiling, top.resource)
         past = "the first load above capacity took it past its ceiling in the SLO"
-        if held and top.utilization < NEAR_SATURATION:
+        held = held and not waiting and top.utilization < NEAR_SATURATION
+        if held:
             evidence["signals"].append(past)
         # the link's round trips beside its bandwidth: which of the two bounds it, with numbers
         evidence["signals"].extend(t.describe() for t in trips)
@@ -396,7 +398,7 @@ def find_limit(
             "evidence": evidence,
             "summary": f"{top.resource} at {top.utilization:.0%} ({top.note})"
             + (f"; it bounds throughput near {top.bound_rps:,.0f}/s" if top.bound_rps else "")
-            + (f"; {past}" if past in evidence["signals"] else ""),
+            + (f"; {past}" if held else ""),
         }
     busiest = (
         f"the busiest resource is {top.resource} at {top.utilization:.0%}"

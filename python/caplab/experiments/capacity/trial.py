@@ -86,6 +86,8 @@ class TrialProber:
             else [*slos, parse_slo(NO_BACKLOG)]
         )
         self.roles = roles
+        # Roles sharing one machine (a combined server), judged by its CPU together.
+        self.machines = {x.name: x.profile.machine for x in roles if x.profile and x.profile.machine}
         self.short = short
         self.full = full
         self.on_trial = on_trial
@@ -134,7 +136,7 @@ class TrialProber:
         scopes = summarize(record.samples, warmup, window_end)
         resources = cell_resources(record.samples, warmup, window_end)
         cores = int(scopes.get("host", {}).get("cores", 1))
-        machines = {x.name: x.profile.machine for x in self.roles if x.profile and x.profile.machine}
+        machines = self.machines
         trial = TrialFigures(
             r.offered_rate, r.throughput, r.sent, r.errors, r.latency_ms.__dict__, resources, cores, machines
         )
@@ -218,7 +220,7 @@ class TrialProber:
         scopes = summarize(samples, ran.warmup_s, ran.warmup_s + ran.duration_s)
         throughput = statistics.fmean(p.throughput for p, _ in last)
         roles = [x.name for x in self.roles]
-        machines = {x.name: x.profile.machine for x in self.roles if x.profile and x.profile.machine}
+        machines = self.machines
         limit = find_limit(
             throughput,
             scopes,
@@ -272,24 +274,26 @@ class TrialProber:
         return sum(1 for x in loads if x == loads[-1])
 
     @staticmethod
-    def _busiest_above(outcome: SearchOutcome) -> tuple[str, float] | None:
+    def _first_above(outcome: SearchOutcome) -> Probe | None:
+        """The first trial that failed above capacity: what stopped the search."""
         above = [p for p in outcome.probes if not p.passed and outcome.capacity and p.load > outcome.capacity]
-        if not above:
+        return min(above, key=lambda p: p.load) if above else None
+
+    def _busiest_above(self, outcome: SearchOutcome) -> tuple[str, float] | None:
+        first = self._first_above(outcome)
+        if first is None:
             return None
-        first = min(above, key=lambda p: p.load)
         if "failed_resource" in first.details:  # it gave out there (memory: the OOM killer)
             return first.details["failed_resource"], 1.0
         busiest = first.details.get("busiest")
         return (busiest["resource"], busiest["utilization"]) if busiest else None
 
-    @staticmethod
-    def _ceiling_above(outcome: SearchOutcome) -> str | None:
+    def _ceiling_above(self, outcome: SearchOutcome) -> str | None:
         """The busiest resource of the first trial above capacity, if that trial failed its ceiling
         in the SLO (the study's acceptable maximum: the paper's 75 % CPU) — and so the limit."""
-        above = [p for p in outcome.probes if not p.passed and outcome.capacity and p.load > outcome.capacity]
-        if not above:
+        first = self._first_above(outcome)
+        if first is None:
             return None
-        first = min(above, key=lambda p: p.load)
         busiest = first.details.get("busiest")
         ceilings = first.details.get("ceilings") or []
         if busiest and any(same_resource(c, busiest["resource"]) for c in ceilings):
