@@ -115,10 +115,8 @@ def test_serial_sleep_limit_is_software_with_evidence(serial: SearchRun) -> None
         key=lambda t: t["load"],
     )
     why = "; ".join(first_failed["reasons"])
-    assert why and any(s.startswith(f"from {serial.doc['capacity_rps']:,g}/s") and why in s for s in signals[1:]), (
-        signals,
-        why,
-    )
+    span = f"from {serial.doc['capacity_rps']:,g}/s"
+    assert why and any(s.startswith(span) and why in s for s in signals[1:]), (signals, why)
     server = [d for d in limit["evidence"]["demands"] if d["resource"] == "cpu:server"]
     assert server and server[0]["utilization"] < 0.5, "the server's CPU is mostly idle"
 

@@ -39,7 +39,8 @@ def test_a_starved_generator_is_named_as_the_limit_not_the_server(
         done = subprocess.run(command, capture_output=True, text=True, timeout=180)
     assert done.returncode == 1, done.stderr
     answer = json.loads(done.stdout)
-    assert answer["found"] is False and answer["generator_saturated"] is True
+    why = (answer["message"], answer["trials"])
+    assert answer["found"] is False and answer["generator_saturated"] is True, why
     assert answer["capacity_rps"] is None
     assert answer["limit"]["kind"] == "generator", answer["limit"]
     assert "server" not in answer["limit"]["summary"]
