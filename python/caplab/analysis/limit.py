@@ -383,9 +383,13 @@ def find_limit(
         evidence["signals"].append(waiting)
     if top is not None and (_saturated(top, above, ceiling) or waiting):
         # Held by its ceiling alone (short of saturation, not waited on): say so.
-        held = ceiling is not None and same_resource(ceiling, top.resource)
+        held = (
+            ceiling is not None
+            and same_resource(ceiling, top.resource)
+            and not waiting
+            and top.utilization < NEAR_SATURATION
+        )
         past = "the first load above capacity took it past its ceiling in the SLO"
-        held = held and not waiting and top.utilization < NEAR_SATURATION
         if held:
             evidence["signals"].append(past)
         # the link's round trips beside its bandwidth: which of the two bounds it, with numbers

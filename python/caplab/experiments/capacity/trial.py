@@ -136,9 +136,15 @@ class TrialProber:
         scopes = summarize(record.samples, warmup, window_end)
         resources = cell_resources(record.samples, warmup, window_end)
         cores = int(scopes.get("host", {}).get("cores", 1))
-        machines = self.machines
         trial = TrialFigures(
-            r.offered_rate, r.throughput, r.sent, r.errors, r.latency_ms.__dict__, resources, cores, machines
+            r.offered_rate,
+            r.throughput,
+            r.sent,
+            r.errors,
+            r.latency_ms.__dict__,
+            resources,
+            cores,
+            self.machines,
         )
         verdicts = evaluate(self.slos, trial)
         steady = steadiness(r.intervals, r.warmup_s + r.duration_s, r.users)
@@ -163,7 +169,7 @@ class TrialProber:
             if limited:
                 reasons.append(limited)
                 stalled = limited
-        table = demands(r.throughput, scopes, [x.name for x in self.roles], machines)
+        table = demands(r.throughput, scopes, [x.name for x in self.roles], self.machines)
         details: dict[str, Any] = {
             "offered_rate": r.offered_rate,
             "users": r.users,
@@ -220,14 +226,13 @@ class TrialProber:
         scopes = summarize(samples, ran.warmup_s, ran.warmup_s + ran.duration_s)
         throughput = statistics.fmean(p.throughput for p, _ in last)
         roles = [x.name for x in self.roles]
-        machines = self.machines
         limit = find_limit(
             throughput,
             scopes,
             roles,
             self._signals(outcome),
             self._busiest_above(outcome),
-            machines,
+            self.machines,
             self._ceiling_above(outcome),
         )
         if limit["kind"] == "software" and not self.closed:
