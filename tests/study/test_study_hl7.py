@@ -45,7 +45,11 @@ def test_the_quick_hl7_study_names_disk_cpu_and_link_limits_from_measurements(sh
     results = run_study(path, shared_dir)
     cells = {c["factors"]["setup"]: c for c in results["cells"]}
     assert set(cells) == {"hdd", "ssd", "remote-100mbit"}
-    assert all(c["status"] == "complete" and c["metrics"]["capacity"]["found"] for c in cells.values())
+    outcome = {
+        s: (c["status"], c.get("error"), (c.get("metrics") or {}).get("capacity", {}).get("found"))
+        for s, c in cells.items()
+    }
+    assert all(status == "complete" and found for status, _, found in outcome.values()), outcome
     rate = {s: c["metrics"]["capacity"]["value"] for s, c in cells.items()}
 
     hdd, ssd, remote = cells["hdd"]["limit"], cells["ssd"]["limit"], cells["remote-100mbit"]["limit"]

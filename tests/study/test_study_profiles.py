@@ -379,13 +379,16 @@ def test_roles_on_one_machine_share_it_and_a_machine_holds_one_profile(tmp_path:
 
 
 WHERE_AM_I = (
-    "import sys, time\n"
+    "import os, sys, time\n"
     "for _ in range(600):\n"
     "    line = next(l for l in open('/proc/self/cgroup') if ':memory:' in l or l.startswith('0::'))\n"
-    "    open(sys.argv[2], 'w').write(line)\n"
+    "    open(sys.argv[2] + '.new', 'w').write(line)\n"
+    "    os.replace(sys.argv[2] + '.new', sys.argv[2])\n"
     "    time.sleep(0.1)\n"
 )
-"""A process that keeps writing which memory cgroup it is in (argv[2]) for a minute; argv[1] names it."""
+"""A process that keeps writing which memory cgroup it is in (argv[2]) for a minute; argv[1] names it.
+Each line is written beside the file and renamed over it: stopped between truncating and writing,
+it would leave the file empty (a flake in CI)."""
 
 
 def test_a_role_off_the_combined_machine_is_not_born_on_it(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import pytest
 from caplab.engine import build_plan
 from caplab.spec import SpecError, load_study
 from caplab.study.runner import load_spec_for
+from support.studies import caplab, free_port, json_out, knownserver, write_study
 
 STUDY = """name: channels
 target:
@@ -39,3 +40,36 @@ def test_an_also_url_of_another_scheme_is_named_with_its_line(tmp_path: Path) ->
     with pytest.raises(SpecError) as caught:
         load_study(path)
     assert "s.yaml:3: target.tcp: also: 'http://127.0.0.1:7861/' must start with tcp://" in str(caught.value)
+
+
+@pytest.mark.slow
+def test_a_software_limit_over_more_targets_than_requests_in_flight_is_kept(tmp_path: Path) -> None:
+    """A server that sleeps 10 ms per request on its only thread, loaded through eight targets (its
+    URL eight times, as an interface engine's channels): the search ends at a software limit with
+    about one to three requests in flight. The closed-loop check of such a limit runs as many users
+    as were in flight, and the engine needs one per target — so it is not run, and the cell keeps
+    its capacity and its limit (it had failed with "1 users for 4 targets" in the HL7 study)."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    study = {
+        "name": "serial channels",
+        "target": {"http": {"url": url, "also": [url] * 7}},
+        "sut": {
+            "start": f"exec {knownserver(port, '--serial-sleep-ms', '10')}",
+            "ready": {"port": port, "timeout": "20s"},
+            "roles": {"server": {"match": f"knownserver --port {port}"}},
+        },
+        "load": {"duration": "2s", "warmup": "500ms"},
+        "slo": ["p99<=60ms"],
+        "search": {"precision": "10%", "trial": "1.5s", "repeats": 2, "start": 40},
+    }
+    path = write_study(tmp_path / "study.yaml", study)
+    done = caplab("run", path, "--db", f"sqlite:///{tmp_path / 'c.db'}", "--json", "-o", tmp_path / "r")
+    assert done.returncode == 0, done.stderr[-3000:]
+    [cell] = json_out(done)["cells"]
+    assert cell["status"] == "complete", cell
+    capacity = cell["metrics"]["capacity"]
+    assert capacity["found"] and 40 <= capacity["capacity_rps"] <= 100, capacity["capacity_rps"]
+    limit = cell["metrics"]["limit"]
+    assert limit["kind"] == "software", limit["summary"]
+    assert "closed_loop" not in limit["evidence"], "no closed loop of fewer users than targets"

@@ -251,9 +251,14 @@ class TrialProber:
 
     def _compare_closed_loop(self, limit: Limit, capacity: float, at: TrialRecord) -> Limit:
         """A software limit found by an open loop, checked against a closed loop at the same
-        concurrency: a system that serves those users far faster did not set that limit."""
+        concurrency: a system that serves those users far faster did not set that limit. A load
+        spread over more targets than it kept requests in flight has no such closed loop (the
+        engine gives every target a user of its own, and more users than the concurrency at
+        capacity would compare unlike with unlike), so the limit stands unchecked."""
         measured = [i.in_flight for i in at.result.intervals if not i.warmup]
         users = max(1, math.ceil(statistics.fmean(measured or [1])))
+        if users < 1 + len(self.base.extra_targets):
+            return limit
         spec = replace(self.base, rate=None, ramp_to=None, users=users, duration_s=self.short.duration_s)
         spec = replace(spec, warmup_s=self.short.warmup_s, interval_s=0.5)
         closed = run_trial(build_plan(spec), default_collectors([], None)).result
