@@ -141,9 +141,11 @@ def test_a_phase_counts_its_items_by_the_systems_own_counter(tmp_path: Path) -> 
     port = free_port()
     (tmp_path / "metrics").write_text("")
     (tmp_path / "count.py").write_text(
-        "import sys  # count.py A B: the system's counter, over two label sets\n"
-        "open(sys.argv[3], 'w').write("
+        "import os, sys  # count.py A B FILE: the system's counter, over two label sets, written by\n"
+        "# rename so that the server never serves it half written\n"
+        "open(sys.argv[3] + '.new', 'w').write("
         'f\'done_total{{shard="a"}} {sys.argv[1]}\\ndone_total{{shard="b"}} {sys.argv[2]}\\n\')\n'
+        "os.replace(sys.argv[3] + '.new', sys.argv[3])\n"
     )
     count = f"python3 {tmp_path / 'count.py'} {{a}} {{b}} {tmp_path / 'metrics'}"
     study = {
