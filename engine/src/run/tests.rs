@@ -316,6 +316,67 @@ fn the_time_spent_reconnecting_counts_in_the_latency_of_the_request_that_gets_th
     assert!(slowest >= 50.0 && r.latency_ms.min.unwrap_or(0.0) < 50.0, "{:?}", r.latency_ms);
 }
 
+/// A failing-over server: its first connection is refused at once, the next refused after 20 ms
+/// each (a connect that tries every host of a URL), until `until`; then it answers at once.
+/// Counts the connects in progress at the same time.
+struct FailingOver {
+    until: Instant,
+    first: Cell<bool>,
+    connecting: Cell<u32>,
+    most_at_once: Arc<AtomicU64>,
+}
+
+impl Driver for FailingOver {
+    type Conn = ();
+
+    async fn connect(&self) -> Result<(), ErrorKind> {
+        if Instant::now() >= self.until {
+            return Ok(());
+        }
+        if self.first.replace(false) {
+            return Err(ErrorKind::Connect);
+        }
+        self.connecting.set(self.connecting.get() + 1);
+        self.most_at_once.fetch_max(u64::from(self.connecting.get()), Ordering::Relaxed);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        self.connecting.set(self.connecting.get() - 1);
+        Err(ErrorKind::Connect)
+    }
+
+    async fn exchange(&self, _: &mut (), _: usize, _: u64) -> Result<Reply, ErrorKind> {
+        Ok(Reply { error: None, keep_alive: true })
+    }
+}
+
+#[test]
+fn a_refusing_target_gets_no_new_connections_until_a_request_goes_through() {
+    // 1,000/s at a server down for the first 0.15 s whose refusals take 20 ms: opening a connection
+    // for each send that finds the others busy connecting had about twenty connects running at
+    // once (a failover's connection storm, which made the generator late). Once refused, the
+    // target keeps the one connection it has trying, and the sends wait for it; after the outage
+    // they go through.
+    let plan =
+        plan(r#"{"model": "open", "profile": [{"duration_s": 0.3, "rate_start": 1000, "rate_end": 1000}]}"#);
+    let plan = Plan { threads: Some(1), ..plan };
+    let most_at_once = Arc::new(AtomicU64::new(0));
+    let until = Instant::now() + Duration::from_millis(170);
+    let seen = most_at_once.clone();
+    let driver = move |_| {
+        Ok(FailingOver {
+            until,
+            first: Cell::new(true),
+            connecting: Cell::new(0),
+            most_at_once: seen.clone(),
+        })
+    };
+    let r =
+        coordinate(&plan, driver, Hooks { on_interval: &mut |_| {}, should_abort: &mut || false }).unwrap();
+    let most = most_at_once.load(Ordering::Relaxed);
+    assert!(most <= 1, "{most} connects at once");
+    assert!(r.errors_by_kind.get("connect").is_some_and(|&n| n >= 2), "{:?}", r.errors_by_kind);
+    assert!(r.completed >= 100, "{} completed after the outage", r.completed);
+}
+
 /// Counts each user's connections and when its first request came (µs after the first of all).
 struct Logons {
     connects: Arc<AtomicU64>,
