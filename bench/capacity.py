@@ -30,6 +30,7 @@ import psutil
 
 from caplab.systems.knownserver import served_requests
 from caplab.systems.process import RunningServer, start_module
+from results_file import write_now
 
 TARGET_RATIO = 0.95
 TARGET_SEARCH_S = 240.0
@@ -64,6 +65,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--ceiling-s", type=float, default=5.0, help="ceiling run length, seconds [5]")
     p.add_argument("--server-cpu", type=int, default=1, help="core the server is pinned to [1]")
     p.add_argument("--generator-cpu", type=int, default=0, help="core caplab is pinned to [0]")
+    p.add_argument(
+        "--out", type=Path, help="write the figures into this file's section for them (else: print them)"
+    )
     return p.parse_args(argv)
 
 
@@ -222,7 +226,10 @@ def main(argv: list[str] | None = None) -> int:
         ceiling = measure_ceiling(args, server, url)
         print(f"ceiling {ceiling.throughput:,.1f}/s; searching", file=sys.stderr, flush=True)
         search = run_search(args, server, url)
-    print(report(args, server_cmd, ceiling, search))
+    text = report(args, server_cmd, ceiling, search)
+    if args.out:
+        write_now(args.out, text, "bench/capacity.py")
+    print(text)
     return 0 if search.exit_code == 0 else 1
 
 

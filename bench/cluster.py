@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import psutil
 
@@ -27,6 +28,7 @@ from caplab.cluster import ray_agents
 from caplab.cluster.clock import START_LEAD_S
 from caplab.engine import LoadSpec, RunResult
 from caplab.systems.process import start_module
+from results_file import write_now
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--rate", type=float, default=2000.0, help="total requests per second [2000]")
     p.add_argument("--duration", type=float, default=10.0, help="measured seconds [10]")
     p.add_argument("--agents", type=int, default=2, help="Ray agents [2]")
+    p.add_argument(
+        "--out", type=Path, help="write the figures into this file's section for them (else: print them)"
+    )
     return p.parse_args(argv)
 
 
@@ -116,7 +121,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"agents failed: {[a.failure for a in outcome.failures]}", file=sys.stderr)
             return 1
         spread = Measured(outcome.result, agents_wall, watch.cpu_s)
-    print(report(args, alone, spread, ray_start_s, outcome))
+    text = report(args, alone, spread, ray_start_s, outcome)
+    if args.out:
+        write_now(args.out, text, "bench/cluster.py")
+    print(text)
     return 0
 
 

@@ -16,7 +16,6 @@ of the file is kept. Progress goes to stderr.
 from __future__ import annotations
 
 import argparse
-import datetime
 import glob
 import json
 import os
@@ -34,10 +33,9 @@ from psycopg import sql
 
 from caplab.systems.pgpair.server import Server, ServerUser, bin_dir, free_port
 from report import machine_facts, tool_version
+from results_file import write_now
 
 BENCH_DIR = Path(__file__).resolve().parent
-BEGIN = "<!-- bench/pgbench.py: generated section begins (each run rewrites it; text outside is kept) -->"
-END = "<!-- bench/pgbench.py: generated section ends -->"
 CLIENT_CPU, SERVER_CPU = 0, 1
 ROLE, DATABASE = "bench", "bench"
 WORKLOADS = {"tpcb": [], "select-only": ["-S"]}
@@ -203,19 +201,6 @@ def section(
     return "\n".join(lines)
 
 
-def write_section(path: Path, generated: str) -> None:
-    """This script's section replaced between its markers (appended the first time); the rest kept."""
-    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    block = f"{BEGIN}\n{generated.rstrip()}\n\n_Generated {stamp}._\n{END}"
-    existing = path.read_text(encoding="utf-8") if path.exists() else ""
-    start, end = existing.find(BEGIN), existing.find(END)
-    if start >= 0 and end > start:
-        text = existing[:start] + block + existing[end + len(END) :]
-    else:
-        text = existing.rstrip("\n") + "\n\n" + block + "\n"
-    path.write_text(text, encoding="utf-8")
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     client_pin, server_pin, pin = pinning()
@@ -261,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append((workload, clients, pg, cap))
                 commands += [" ".join(pg_argv), " ".join(cap_argv)]
         generated = section(rows, commands, facts, args.scale)
-        write_section(args.out, generated)
+        write_now(args.out, generated, "bench/pgbench.py")
         print(generated)
     finally:
         server.stop("immediate")

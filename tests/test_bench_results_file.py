@@ -51,3 +51,19 @@ def test_the_committed_results_mark_the_generated_section_before_the_hand_writte
     text = (BENCH / "RESULTS.md").read_text()
     assert text.count(rf.BEGIN) == 1 and text.count(rf.END) == 1
     assert "before and after" in text[text.index(rf.END) :]
+
+
+def test_each_script_rewrites_its_own_section_and_a_rerun_adds_no_copy(tmp_path: Path) -> None:
+    """The capacity and cluster benches had been appended to the file by the Makefile (`>>`), so
+    every `make bench` left one more copy of their sections; each now has markers of its own."""
+    rf = results_file()
+    path = tmp_path / "RESULTS.md"
+    path.write_text(HAND)
+    rf.write_results(path, "# run figures\n", "t1")
+    rf.write_results(path, "# capacity figures\n", "t1", "bench/capacity.py")
+    rf.write_results(path, "# capacity figures again\n", "t2", "bench/capacity.py")
+    text = path.read_text()
+    begin, end = rf.markers("bench/capacity.py")
+    assert text.count(begin) == 1 and text.count(end) == 1
+    assert "# capacity figures again" in text and "# capacity figures\n" not in text
+    assert "# run figures" in text and text.startswith(HAND)
