@@ -23,7 +23,7 @@ def failover(caplab_cmd: list[str], pair: Pair, action: str, *args: str) -> tupl
     """Runs `caplab failover` at the pair's ``ag_0`` (the password from its pgpass file) with the
     pair's own ``action``; the JSON it printed and its stderr."""
     command = [
-        *caplab_cmd, "failover", pair.url("ag_0"), "--users", "8", "-d", "6s", "--interval", "200ms",
+        *caplab_cmd, "failover", pair.url("ag_0"), "--users", "8", "-d", "9s", "--interval", "200ms",
         "--action", f"python -m caplab.systems.pgpair {action} --data-dir {pair.data_dir}",
         "--name", action.split()[0], "--ledger", "--json", *args,
     ]  # fmt: skip
