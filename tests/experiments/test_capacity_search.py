@@ -126,8 +126,11 @@ def test_confirmation_failing_every_round_gives_no_capacity() -> None:
     assert not outcome.found
     assert outcome.capacity is None
     assert outcome.ci95 is None
-    assert "confirmation trials kept failing" in outcome.message
-    assert len({p.load for p in outcome.probes if p.phase == "confirm"}) == MAX_CONFIRM_ROUNDS
+    assert "confirmation trials kept failing, down to 800 that had passed a short trial" in outcome.message
+    # The rounds stepping down from the bisection's answer, then one at the highest load below
+    # them that had passed (800, in the bracket): it fails too, so there is no capacity.
+    confirm = [p.load for p in outcome.probes if p.phase == "confirm"]
+    assert len(set(confirm)) == MAX_CONFIRM_ROUNDS + 1 and confirm[-1] == 800.0
 
 
 def test_a_failed_confirmation_that_measured_its_shortfall_steps_straight_to_it() -> None:

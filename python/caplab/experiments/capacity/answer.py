@@ -58,6 +58,9 @@ class CapacityAnswer:
     """Each request class (a usage profile's action) over the confirmation trials at capacity."""
     per_user: PerUser | None = None
     """A usage profile's actions per user-second, offered and reached, at capacity."""
+    unstable: str | None = None
+    """Confirmations above the capacity failed and the search fell back to a load that had passed:
+    what failed above it (a stall, a backlog). The capacity holds; the system is unstable above."""
 
     @property
     def interval(self) -> str | None:
@@ -93,6 +96,7 @@ class CapacityAnswer:
             "littles_law": self.littles_law,
             "actions": [a.to_dict() for a in self.actions],
             "per_user": self.per_user.to_dict() if self.per_user else None,
+            "unstable": self.unstable,
         }
 
 
@@ -168,4 +172,5 @@ def find_capacity(
         littles_law=analysis.littles_law,
         actions=analysis.actions,
         per_user=analysis.per_user,
+        unstable=outcome.unstable,
     )

@@ -42,6 +42,13 @@ def combine_replicates(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         "trial_count": sum(r["trial_count"] or 0 for r in per_replicate),
         "capacity_at_least": None,
         "generator_saturated": False,
+        # Each replicate that fell back below failing confirmations, by number.
+        "unstable": "; ".join(
+            f"replicate {n}: {s['capacity']['unstable']}"
+            for n, s in enumerate(searched, 1)
+            if s["capacity"].get("unstable")
+        )
+        or None,
     }
     all_trials = [t for s in searched for t in s.get("search_trials") or []]
     limited = [s for s in searched if s["capacity"].get("generator_saturated")]

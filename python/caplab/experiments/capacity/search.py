@@ -76,6 +76,9 @@ class SearchOutcome:
     found: bool
     message: str
     confirmations: list[Probe] = field(default_factory=list)
+    unstable: str | None = None
+    """Set when confirmations above the capacity failed and the search fell back to a lower load
+    that had passed: what failed above it, and where (a stall, a backlog)."""
 
 
 ProbeFn = Callable[[float, Phase], Probe]
@@ -144,34 +147,27 @@ class CapacitySearch:
             load = nxt
 
     def _confirm(self, lo: float, hi: float, began: float) -> SearchOutcome:
+        """Confirmation rounds at the found load, stepping down when one fails. A load that passed
+        stays a lower bound: when the rounds near the bisection's answer keep failing, the search
+        confirms at the highest load below them that passed before, and says the system is
+        unstable above it; "no capacity" then means that load failed its confirmation too."""
         for _ in range(MAX_CONFIRM_ROUNDS):
-            runs: list[Probe] = []
-            for _ in range(self.s.confirm_repeats):
-                runs.append(self._run(lo, "confirm"))
-                if not runs[-1].passed:
-                    break  # the round has failed: its remaining trials would decide nothing
-            if all(p.passed for p in runs):
-                tput = [p.throughput for p in runs]
-                spread = statistics.stdev(tput) if len(tput) > 1 else 0.0
-                half = t_quantile(len(tput) - 1) * spread / math.sqrt(len(tput))
-                # Rates: trial-to-trial spread below, the lowest failing rate above. Users are
-                # whole: the bracket itself.
-                ci = (lo, hi) if self.s.closed else (max(0.0, lo - half), hi)
-                message = f"SLO held in {len(runs)} of {len(runs)} confirmation trials at {lo:g}"
-                return SearchOutcome(
-                    lo, ci, statistics.fmean(tput), self.probes, time.monotonic() - began, True, message, runs
-                )
+            outcome = self._confirm_round(lo, hi, began)
+            if outcome is not None:
+                return outcome
             hi = lo
-            # Half a precision step: the bisection already bracketed the capacity that closely —
-            # unless the failed trial measured how far short the system fell, which says where to go.
-            # Users are whole: at least one fewer (a few users), never only one fewer (thousands).
-            step = lo * (1 - self.s.precision / 2)
-            if self.s.closed:
-                step = min(lo - 1, math.floor(step))
-            measured = runs[-1].sustainable
-            lo = self._round(min(step, measured) if measured is not None and measured > 0 else step)
+            lo = self._step_down(lo)
             if lo < self.s.minimum or lo >= hi:
                 break
+        failed = [p for p in self.probes if p.phase == "confirm" and not p.passed]
+        lowest_failed = min(p.load for p in failed)
+        below = [p.load for p in self.probes if p.passed and p.load < lowest_failed]
+        if below:
+            outcome = self._confirm_round(max(below), lowest_failed, began)
+            if outcome is not None:
+                outcome.unstable = _instability(failed)
+                outcome.message += f"; unstable above it: {outcome.unstable}"
+                return outcome
         return SearchOutcome(
             None,
             None,
@@ -179,5 +175,46 @@ class CapacitySearch:
             self.probes,
             time.monotonic() - began,
             False,
-            "confirmation trials kept failing: the system is not stable near its apparent capacity",
+            "confirmation trials kept failing"
+            + (f", down to {max(below):g} that had passed a short trial" if below else "")
+            + f": the system is not stable near its apparent capacity ({_instability(failed)})",
         )
+
+    def _confirm_round(self, lo: float, hi: float, began: float) -> SearchOutcome | None:
+        """Full-length trials at ``lo`` until one fails (None) or all pass (the outcome)."""
+        runs: list[Probe] = []
+        for _ in range(self.s.confirm_repeats):
+            runs.append(self._run(lo, "confirm"))
+            if not runs[-1].passed:
+                return None  # the round has failed: its remaining trials would decide nothing
+        tput = [p.throughput for p in runs]
+        spread = statistics.stdev(tput) if len(tput) > 1 else 0.0
+        half = t_quantile(len(tput) - 1) * spread / math.sqrt(len(tput))
+        # Rates: trial-to-trial spread below, the lowest failing rate above. Users are whole: the
+        # bracket itself.
+        ci = (lo, hi) if self.s.closed else (max(0.0, lo - half), hi)
+        message = f"SLO held in {len(runs)} of {len(runs)} confirmation trials at {lo:g}"
+        return SearchOutcome(
+            lo, ci, statistics.fmean(tput), self.probes, time.monotonic() - began, True, message, runs
+        )
+
+    def _step_down(self, lo: float) -> float:
+        """The next confirmation load below a failed round at ``lo``: half a precision step (the
+        bisection already bracketed the capacity that closely), unless the failed trial measured
+        how far short the system fell, which says where to go. Users are whole: at least one fewer
+        (a few users), never only one fewer (thousands)."""
+        step = lo * (1 - self.s.precision / 2)
+        if self.s.closed:
+            step = min(lo - 1, math.floor(step))
+        last = self.probes[-1]
+        measured = last.sustainable
+        return self._round(min(step, measured) if measured is not None and measured > 0 else step)
+
+
+def _instability(failed: list[Probe]) -> str:
+    """What the failed confirmations above the capacity met, highest first, each once."""
+    seen: dict[float, str] = {}
+    for p in sorted(failed, key=lambda p: -p.load):
+        stall = p.details.get("stall")
+        seen.setdefault(p.load, str(stall) if stall else "; ".join(p.reasons[:1]) or "failed")
+    return "; ".join(f"at {load:g}: {why}" for load, why in seen.items())

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from caplab.analysis.backlog import backlog, longest_stall
 from caplab.analysis.generator import closed_loop_gap, crowded_out, generator_limited
 from caplab.analysis.limit import Limit, LimitEvidence, demands, find_limit, same_resource
 from caplab.analysis.slo import Slo, TrialFigures, as_dict, evaluate, parse_slo, sustainable
@@ -23,6 +24,7 @@ from caplab.experiments.capacity.mix import ActionFigures, PerUser, action_figur
 from caplab.experiments.capacity.search import GeneratorSaturated, Phase, Probe, SearchOutcome
 
 NO_BACKLOG = "throughput>=0.99*offered"
+INTERVAL_S = 0.5
 MIN_SAMPLES = {"p50": 2, "p90": 10, "p95": 20, "p99": 100, "p999": 1000}
 
 
@@ -99,10 +101,13 @@ class TrialProber:
         shape = self.full if phase == "confirm" else self.short
         # An open-model trial must hold enough requests for its SLO's percentiles (p99: 100).
         duration = shape.duration_s if self.closed else max(shape.duration_s, min(self.needed / load, 60.0))
+        # Whole intervals: the window then ends on an interval's end, where the number in flight
+        # that the no-backlog check reads is taken (analysis/backlog.py).
+        duration = math.ceil(duration / INTERVAL_S - 1e-9) * INTERVAL_S
         # Each trial its own arrivals (a search's repeated confirmations must not all judge one
         # realisation of the Poisson sends), the same in a rerun.
         seed = self.base.seed + len(self.records)
-        common = {"duration_s": duration, "warmup_s": shape.warmup_s, "interval_s": 0.5, "seed": seed}
+        common = {"duration_s": duration, "warmup_s": shape.warmup_s, "interval_s": INTERVAL_S, "seed": seed}
         if self.closed:
             return replace(self.base, rate=None, users=int(load), **common)  # type: ignore[arg-type]
         return replace(self.base, rate=load, users=None, think_s=0.0, **common)  # type: ignore[arg-type]
@@ -136,6 +141,7 @@ class TrialProber:
         scopes = summarize(record.samples, warmup, window_end)
         resources = cell_resources(record.samples, warmup, window_end)
         cores = int(scopes.get("host", {}).get("cores", 1))
+        carried, stall = backlog(r), longest_stall(r)
         trial = TrialFigures(
             r.offered_rate,
             r.throughput,
@@ -145,6 +151,7 @@ class TrialProber:
             resources,
             cores,
             self.machines,
+            carried.carried_rate if carried else None,
         )
         verdicts = evaluate(self.slos, trial)
         steady = steadiness(r.intervals, r.warmup_s + r.duration_s, r.users)
@@ -153,6 +160,8 @@ class TrialProber:
             reasons.append(f"not steady: {steady.reason}")
         if r.interrupted:
             reasons.append("interrupted")
+        if stall and reasons:
+            reasons.append(stall.describe())  # why it failed, where the interval series shows it
         crowded = (
             crowded_out(r.generator, resources, [x.name for x in self.roles])
             if r.generator.saturated
@@ -180,6 +189,10 @@ class TrialProber:
             # The generator's own send lateness, in every trial: how much of the latency judged
             # was the generator's (see generator_limited), whether or not it was flagged.
             "lateness_p99_ms": r.generator.lateness_p99_ms,
+            # What the window did with its arrivals: the no-backlog check's evidence.
+            "backlog": carried.describe() if carried else None,
+            "carried_rate": carried.carried_rate if carried else None,
+            "stall": stall.describe() if stall else None,
             "in_flight": statistics.fmean([i.in_flight for i in r.intervals if not i.warmup] or [0]),
             "verdicts": [as_dict(v) for v in verdicts],
             "consistency": steady.consistency,
@@ -201,7 +214,8 @@ class TrialProber:
             r.throughput,
             r.latency_ms.p99,
             details,
-            sustainable(load, self.slos, verdicts),
+            # A stall's shortfall is a pause, not the rate the system sustains: no step down to it.
+            None if stall else sustainable(load, self.slos, verdicts),
         )
         fault = self.on_trial(record, probe) if self.on_trial is not None else None
         if fault is not None:
@@ -260,7 +274,7 @@ class TrialProber:
         if users < 1 + len(self.base.extra_targets):
             return limit
         spec = replace(self.base, rate=None, ramp_to=None, users=users, duration_s=self.short.duration_s)
-        spec = replace(spec, warmup_s=self.short.warmup_s, interval_s=0.5)
+        spec = replace(spec, warmup_s=self.short.warmup_s, interval_s=INTERVAL_S)
         closed = run_trial(build_plan(spec), default_collectors([], None)).result
         evidence: LimitEvidence = {
             **limit["evidence"],

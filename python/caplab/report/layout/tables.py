@@ -117,6 +117,8 @@ def results_table(results: Results) -> Table:
             shown = u.num(value) + (f" {u.interval(low, high)} {kind}".rstrip() if low is not None else "")
             if cap and cap["at_least"] is not None:
                 shown = f"≥ {u.num(cap['at_least'])} (generator's limit)"
+            elif cap and cap["unstable"]:
+                shown += " (unstable above)"
             row.append(num_cell(value, shown))
         lat = m["latency_ms"]
         net = [v for v in (host.get("net_rx_mb_s"), host.get("net_tx_mb_s")) if u.is_number(v)]
@@ -488,9 +490,9 @@ def _interval_text(e: CapacityEntry) -> str:
 
 def _capacity_text(e: CapacityEntry, cell: CellResult) -> str:
     """The capacity found, or the floor a generator-limited search proved, or that none was found."""
-    if e["found"]:
-        return u.load(e["value"], e["unit"])
     cap = cell["metrics"]["capacity"]
+    if e["found"]:
+        return u.load(e["value"], e["unit"]) + (" (unstable above)" if cap and cap["unstable"] else "")
     if cap and cap["at_least"] is not None:
         return f"≥ {u.load(cap['at_least'], e['unit'])} (the generator's limit here)"
     return "not found"

@@ -86,6 +86,7 @@ def _capacity(m: dict[str, Any]) -> CellCapacity | None:
         "slo": list(c.get("slo") or []),
         "generator_saturated": bool(c.get("generator_saturated")),
         "at_least": c.get("capacity_at_least") if c.get("generator_saturated") else None,
+        "unstable": c.get("unstable"),
         "actions": [_action(a) for a in c.get("actions") or [] if isinstance(a, dict)],
         "per_user": _per_user(c.get("per_user")),
     }

@@ -160,6 +160,9 @@ class CellCapacity(TypedDict):
     at_least: float | None
     """When the generator stopped the search (inconclusive): the floor it proved, the generator's
     limit here — not a capacity of the system."""
+    unstable: str | None
+    """Confirmations above the capacity failed (a stall, a backlog) and the search kept the load
+    below them that had passed: what failed above it."""
     actions: list[ActionRow]
     """A usage profile's actions at capacity (empty for a single request type)."""
     per_user: PerUserRow | None

@@ -279,6 +279,13 @@ def search_observations(results: Measured) -> list[Observation]:
             # Stopped by the generator: inconclusive about the system, not a capacity it lacks.
             what = "inconclusive" if cap["generator_saturated"] else "no capacity found"
             out.append(note("search", f"{c['label']}: {what} — {cap['message']}.", [c["index"]], "warning"))
+        elif cap and cap["unstable"]:
+            text = (
+                f"{c['label']}: capacity {u.load(cap['value'], cap['unit'])}, unstable above it — the "
+                f"confirmations above failed ({cap['unstable']}), so the search kept the load below that "
+                "had passed."
+            )
+            out.append(note("search", text, [c["index"]], "warning"))
     return out
 
 
