@@ -91,3 +91,17 @@ def test_the_role_consolidation_studys_paper_block_renders_beside_our_users() ->
     assert (
         "the paper's hardware, not this machine" in table.note and "recommends 8 cores, 12 GB" in table.note
     )
+
+
+def test_the_8_core_12_gb_figures_are_one_row_of_the_papers_test_2c() -> None:
+    """Seed 003 ran 8c/12G in test 2c only: test 2b's load, 16,848 users at 58 % CPU and 41 messages/s,
+    and an increased load, 18,269 users at 70 % and 42. The study's users, CPU and messages for it
+    are one of those rows — never test 1a's 9,800 users (the 8c/16G's, another client mix) beside
+    test 2c's CPU."""
+    paper = yaml.safe_load(
+        (resources.files("caplab.studies") / "role-consolidation" / "study.yaml").read_text()
+    )["paper"]
+    config = "8c-12g"
+    figures = (paper["capacity"][config], paper["cpu_percent"][config], paper["messages_per_s"][config])
+    assert figures in {(16848, 58, 41), (18269, 70, 42)}, figures
+    assert "16,848 users, at 58 %" in paper["recommendation"] and "18,269 users" in paper["recommendation"]
