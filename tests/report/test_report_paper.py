@@ -4,7 +4,10 @@ words; a value no cell ran keeps the paper's figure with ours empty."""
 
 from __future__ import annotations
 
+from importlib import resources
 from typing import Any, cast
+
+import yaml
 
 from caplab.report.model.paper import limit_kind, paper_comparison
 from caplab.report.model.types import CellResult
@@ -53,3 +56,14 @@ def test_the_paper_rows_carry_our_capacity_and_limit_beside_its_own() -> None:
 def test_our_limits_in_the_papers_words() -> None:
     assert limit_kind("link:db", "hardware") == limit_kind("network round trips", "software") == "network"
     assert limit_kind("disk:sda", "hardware") == "disk" and limit_kind("software", "software") == "software"
+
+
+def test_the_boxes_studys_second_box_is_the_papers_box_of_a_similar_cpu() -> None:
+    """hl7-hardware/boxes.yaml puts the database on a second box of the same size: seed 002's like of
+    it is SQL Server on an i7-4770K beside Connexion's i7-3770K, 15,000 msg/s with no limit named
+    (its "?"), not the 4,800 it measured with the database on a smaller i3 530 (network-bound)."""
+    study = yaml.safe_load((resources.files("caplab.studies") / "hl7-hardware" / "boxes.yaml").read_text())
+    rows = {r["value"]: r for r in (paper_comparison(study, []) or {"rows": []})["rows"]}
+    assert (rows["together"]["paper"], rows["together"]["paper_limit"]) == (11000, "cpu")
+    assert (rows["apart"]["paper"], rows["apart"]["paper_limit"]) == (15000, None)
+    assert "i7-4770K" in study["paper"]["source"] and "i3" not in study["paper"]["source"]
