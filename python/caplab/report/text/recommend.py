@@ -6,6 +6,7 @@ configuration can be rated for. Advice that follows from the limits comes after.
 from __future__ import annotations
 
 import math
+import re
 from typing import NotRequired, TypedDict
 
 import numpy as np
@@ -18,6 +19,7 @@ from caplab.report.model.runs import size_order
 from caplab.report.model.scenario import DEFAULT_HEADROOM
 from caplab.report.model.types import (
     Basis,
+    CapacityEntry,
     CellResult,
     Choice,
     Extrapolation,
@@ -213,8 +215,10 @@ def _with_goal(ratings: list[Rating], goal: Goal, results: Measured, workload: F
 
 def _to_avoid(ratings: list[Rating], chosen: Rating, goal: float, results: Measured) -> str:
     """The configurations not to buy for this goal, and why: those too small for it, and those
-    held back by their memory (the Exchange paper's lesson: its 4-core, 8 GB server ran short of
-    memory before its cores, so its cores were paid for and idle)."""
+    whose limit this study named as a role's memory (``memory:ROLE``) — their cores paid for and
+    idle. From the measurements only: seed 003's 4-core, 8 GB server did not run short of memory
+    (6,630 users at 66 % CPU, 1,400 MB of its 8 GB available; the paper found its combined servers
+    bound by their processors)."""
     limits = {c["index"]: c["limit"] for c in results["cells"]}
     short = [r for r in ratings if r["rated"] < goal and r is not chosen]
     starved = [
@@ -265,8 +269,10 @@ def _without_goal(ratings: list[Rating], headroom: float) -> str:
     return text
 
 
-def _limit_advice(cells: list[CellResult]) -> list[str]:
-    """One piece of advice per kind of limit met, naming the cells it applies to."""
+def _limit_advice(cells: list[CellResult], capacity: list[CapacityEntry], for_each: list[str]) -> list[str]:
+    """One piece of advice per kind of limit met, naming the cells it applies to. ``capacity``: the
+    study's figures, which a storage limit's advice compares layouts by; ``for_each``: the factors
+    naming a workload (cells of different workloads are not compared)."""
     by_advice: dict[str, list[str]] = {}
     for c in cells:
         limit = c["limit"]
@@ -290,11 +296,7 @@ def _limit_advice(cells: list[CellResult]) -> list[str]:
         elif kind == "hardware" and resource.startswith("cpu:"):
             advice = f"{resource.removeprefix('cpu:')} is CPU-bound: more or faster cores raise its ceiling."
         elif kind == "hardware" and resource.startswith(("disk:", "volume:")):
-            advice = (
-                f"{resource.split(':', 1)[1]} is the limit: faster storage (SSD/NVMe), or the "
-                "busiest files "
-                "(the log) on a disk of their own, as the Connexion tests found."
-            )
+            advice = _storage_advice(c, cells, capacity, for_each)
         elif kind == "hardware" and resource.startswith("link:"):
             role = resource.removeprefix("link:")
             advice = f"{role}'s link is the limit: a faster link (its profile's class) or fewer round trips."
@@ -319,10 +321,111 @@ def _limit_advice(cells: list[CellResult]) -> list[str]:
     return [f"{advice} ({', '.join(labels)})" for advice, labels in by_advice.items()]
 
 
+VOLUME_LINE = re.compile(r"(?P<name>[A-Za-z0-9_.-]+)(?: \((?P<cls>[^)]*)\))?: (?P<desc>.* loop volume)")
+"""A profile volume in a cell's hardware words (``data (hdd): 180 IOPS throttle on a 512M loop volume``)."""
+
+
+def _hardware_layout(cell: CellResult) -> tuple[dict[str, dict[str, tuple[str, str]]], dict[str, list[str]]]:
+    """Each role's volumes (name → its class and the class in words) and the rest of its hardware
+    (cores, memory, link), from the words the cell recorded."""
+    volumes: dict[str, dict[str, tuple[str, str]]] = {}
+    rest: dict[str, list[str]] = {}
+    for role, lines in (cell["hardware"] or {}).items():
+        volumes[role], rest[role] = {}, []
+        for line in lines:
+            if line.startswith("profile ") or "ran outside the profile" in line:
+                continue  # the profile's name differs with its volumes; not hardware of its own
+            if m := VOLUME_LINE.fullmatch(line):
+                volumes[role][m["name"]] = (m["cls"] or m["name"], m["desc"])
+            else:
+                rest[role].append(line)
+    return volumes, rest
+
+
+def _volume_change(cell: CellResult, other: CellResult, label: str) -> str | None:
+    """How ``other``'s storage differs from ``cell``'s for the volume ``label`` bounded (faster
+    volumes, a volume added beside it), when nothing else of their hardware does; None when it
+    keeps that volume as it was, drops a volume, or differs in anything else."""
+    role, _, name = label.rpartition("/")
+    mine, my_rest = _hardware_layout(cell)
+    theirs, their_rest = _hardware_layout(other)
+    holders = [r for r, v in mine.items() if name in v and (not role or r == role)]
+    if len(holders) != 1 or my_rest != their_rest or set(mine) != set(theirs):
+        return None
+    [holder] = holders
+    if any(mine[r] != theirs[r] for r in mine if r != holder):
+        return None
+    before, after = mine[holder], theirs[holder]
+    if name not in after or set(before) - set(after):
+        return None
+    changes = [
+        f"{v} on {after[v][0]} instead of {before[v][0]}" for v in before if before[v][1] != after[v][1]
+    ]
+    added = [v for v in after if v not in before]
+    if added:
+        changes.append(f"{', '.join(added)} on {'a volume' if len(added) == 1 else 'volumes'} of its own")
+    return "; ".join(changes) or None
+
+
+def _storage_advice(
+    cell: CellResult, cells: list[CellResult], capacity: list[CapacityEntry], for_each: list[str]
+) -> str:
+    """A volume or disk bounded ``cell``: which one, and what this study measured with it changed
+    (another cell of the same workload whose only hardware difference is that role's volumes) —
+    a layout that carried more is named with both figures; without one the advice is neutral."""
+    resource = str(cell["limit"]["resource"]) if cell["limit"] else ""
+    label = resource.split(":", 1)[1]
+    if resource.startswith("disk:"):
+        return (
+            f"The disk {label} is the limit: a faster device, or another to take some of what it holds, "
+            "raises that ceiling."
+        )
+    entries = {e["cell"]: e for e in capacity}
+    mine = entries.get(cell["index"])
+    workload = {k: cell["factors"].get(k) for k in for_each}
+    more: list[tuple[float, str]] = []
+    no_more: list[str] = []
+    if mine is not None and u.is_number(mine["value"]):
+        ours = float(mine["value"])
+        for other in cells:
+            entry = entries.get(other["index"])
+            if other["index"] == cell["index"] or entry is None or not u.is_number(entry["value"]):
+                continue
+            if entry["unit"] != mine["unit"] or {k: other["factors"].get(k) for k in for_each} != workload:
+                continue
+            change = _volume_change(cell, other, label)
+            if change is None:
+                continue
+            theirs = float(entry["value"])
+            said = (
+                f"{other['label']} ({change}) {u.load(theirs, entry['unit'])} against "
+                f"{u.load(ours, mine['unit'])}"
+            )
+            if theirs <= ours:
+                no_more.append(f"{said}, no more")
+            elif other["index"] in mine["indistinguishable"]:
+                no_more.append(f"{said}, within the replicates' noise")
+            else:
+                more.append((theirs, said))
+    what = f"The volume {label} is the limit"
+    if more:
+        listing = "; ".join(said for _, said in sorted(more, reverse=True))
+        which = "a layout" if len(more) == 1 else "layouts"
+        return f"{what}. Measured in this study, {which} that changed it carried more: {listing}."
+    text = (
+        f"{what}: a faster device for it, or another to take some of what it holds, would raise that "
+        "ceiling; this study measured no layout that shows by how much."
+    )
+    if no_more:
+        text += f" Measured here: {'; '.join(no_more)}."
+    return text
+
+
 def advice(results: Measured, observations: list[Observation]) -> list[str]:
     """What follows from the limits, the generator and the fits, beyond the choice of size."""
     complete = [c for c in results["cells"] if c["status"] == "complete"]
-    out = _limit_advice(complete)
+    goal = results["goal"]
+    out = _limit_advice(complete, results["capacity"], list(goal.get("for_each") or []) if goal else [])
     if any(o["topic"] == "generator" and o["severity"] == "warning" for o in observations):
         out.append("Run the load generator on another machine so that it does not take CPU from the SUT.")
     for entry in results["scaling"]:
