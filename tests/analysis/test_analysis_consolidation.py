@@ -1,5 +1,6 @@
 """Consolidation verdicts on figures whose answers are worked by hand, the Exchange paper's among
-them (CPU 36 % + 17 % apart → 53 % together; memory 6,153 MB predicted, 5,069 MB actual)."""
+them (test 2a: CPU 36 % + 71 % on two 2-core servers apart, 107 % of two cores halved on one 4-core
+server → 53 % predicted, 53 % together; memory 6,153 MB predicted, 5,069 MB actual)."""
 
 from __future__ import annotations
 
