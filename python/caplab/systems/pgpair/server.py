@@ -18,6 +18,7 @@ import signal
 import socket
 import stat
 import subprocess
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +31,8 @@ SERVER_USER = "caplab-pg"
 """The system user the servers run as when we are root (created on first use)."""
 BIN_GLOB = "/usr/lib/postgresql/*/bin"
 COMMAND_TIMEOUT_S = 300.0
+USERADD_TRIES = 3
+"""Attempts at creating the server user: another process may be creating it at the same moment."""
 
 
 class ServerError(RuntimeError):
@@ -49,11 +52,19 @@ class ServerUser:
         """Ourselves when unprivileged; as root, the system user ``name`` (created if missing)."""
         if os.geteuid() != 0:
             return cls(pwd.getpwuid(os.geteuid()).pw_name)
-        try:
-            entry = pwd.getpwnam(name)
-        except KeyError:
-            _run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name])
-            entry = pwd.getpwnam(name)
+        for attempt in range(USERADD_TRIES):
+            with contextlib.suppress(KeyError):
+                entry = pwd.getpwnam(name)
+                return cls(name, entry.pw_uid, entry.pw_gid)
+            try:
+                _run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name])
+            except ServerError:
+                # Another process creating it at the same time (a second test worker) makes useradd
+                # say it exists, or that /etc/passwd is locked: look again.
+                if attempt == USERADD_TRIES - 1:
+                    raise
+                time.sleep(0.5)
+        entry = pwd.getpwnam(name)
         return cls(name, entry.pw_uid, entry.pw_gid)
 
     def own(self, path: Path) -> None:
