@@ -1,6 +1,7 @@
 """Fixtures: the built-in knownserver as a child process, in-process servers that record what they
 receive (see servers.py), a closed port, the `caplab` command, and (support/pg_plugin.py) the
-session's throwaway PostgreSQL, ``postgres_url``."""
+session's throwaway PostgreSQL, ``postgres_url``. At collection, the marks that let the suite run on
+two pytest-xdist workers (support/parallel.py says which tests get them, and why)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,45 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from caplab.systems.process import RunningServer, start_module
+from support import parallel
 from support.servers import FramedServer, Framing, KnownServer, RecordingHttpServer, Reply, ResponseStyle
 
 pytest_plugins = ["support.pg_plugin"]
+
+# --- running on two workers -----------------------------------------------------------------------
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by mark and before xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """``xdist_group`` on every test that binds a fixed port (one group per set of tests that share
+    one, so ``--dist loadgroup`` runs them one after another on one worker), and ``alone`` on the
+    tests that measure the machine (the parallel pass leaves them to a serial one): see
+    support/parallel.py."""
+    for item in items:
+        key = parallel.key_of(item.path, item.nodeid)
+        if key is None:
+            continue
+        group = parallel.group_of(key)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(name=group))
+        if parallel.alone_because(key) is not None:
+            item.add_marker(pytest.mark.alone)
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: never called without it
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> Any:
+    """For ``--dist loadgroup``, a scheduler that reads the groups from support/parallel.py's table
+    by node id: the ``xdist_group`` marks alone do not reach xdist's controller under pytest 9.2
+    (see support/parallel.py)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    return parallel.scheduler(config, log)
+
 
 # --- knownserver (child process) ------------------------------------------------------------------
 

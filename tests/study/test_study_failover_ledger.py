@@ -17,13 +17,12 @@ from typing import Any
 import pytest
 import yaml
 
-from support.studies import caplab, json_out
+from support.studies import caplab, free_ports, json_out
 
 pytestmark = pytest.mark.slow  # two pairs built and each primary killed ten times under load
 
 TRIALS = {"on": 10, "off": 4}
 """The issue's ten trials where nothing may be lost; asynchronous trials check the count, four suffice."""
-PORT = 7620
 
 # The ready check: the standby is up (the primary was seeded first), and the ledger exists with a
 # trigger that writes its rows to a file (as the server's user) before each TRUNCATE.
@@ -55,7 +54,8 @@ except (OSError, psycopg.Error):
 '''
 
 
-def study(saved: Path, sync: str) -> dict[str, Any]:
+def study(saved: Path, sync: str, port: int) -> dict[str, Any]:
+    """The study for one mode, its pair's primary on ``port`` and its standby on ``port`` + 1."""
     pair = "kp-{sync}"
     return {
         "name": "kill-primary-ledger",
@@ -63,7 +63,7 @@ def study(saved: Path, sync: str) -> dict[str, Any]:
         "trials.",
         "target": {
             "postgres": {
-                "url": f"postgresql://caplab@127.0.0.1:{PORT},127.0.0.1:{PORT + 1}/ag_0"
+                "url": f"postgresql://caplab@127.0.0.1:{port},127.0.0.1:{port + 1}/ag_0"
                 "?target_session_attrs=read-write",
                 "workload": "tpcb",
                 "passfile": f"{pair}/pgpass",
@@ -72,7 +72,7 @@ def study(saved: Path, sync: str) -> dict[str, Any]:
         },
         "sut": {
             "start": f"caplab systems start pgpair --data-dir {pair} --databases 1 --scale 1 --sync {{sync}} "
-            f"--port {PORT}",
+            f"--port {port}",
             "stop": f"python -m caplab.systems.pgpair stop --data-dir {pair} --remove",
             "ready": {"command": f"{sys.executable} ready.py {pair} {saved}/{{sync}}", "timeout": "180s"},
             "actions": {
@@ -99,11 +99,12 @@ def test_a_killed_primary_loses_nothing_acknowledged_when_synchronous_and_what_t
     for mode in ("on", "off"):
         (saved / mode).mkdir(parents=True)
         (saved / mode).chmod(0o777)  # written by the PostgreSQL server's own user
-    (shared_dir / "ready.py").write_text(READY.format(primary=PORT, standby=PORT + 1))
+    port = free_ports(2)  # pgpair's two nodes: a fixed pair would collide with a parallel worker's
+    (shared_dir / "ready.py").write_text(READY.format(primary=port, standby=port + 1))
     cells = {}
     for mode in ("on", "off"):
         path = shared_dir / f"study-{mode}.yaml"
-        path.write_text(yaml.safe_dump(study(saved, mode), sort_keys=False))
+        path.write_text(yaml.safe_dump(study(saved, mode, port), sort_keys=False))
         done = caplab("run", path, "--db", f"sqlite:///{shared_dir / 'c.db'}", "--json", timeout=900)
         assert done.returncode == 0, done.stderr[-4000:]
         (cells[mode],) = json_out(done)["cells"]

@@ -1,9 +1,11 @@
 """Helpers for the study tests: the `caplab` command as a child process, study files written from
-plain dicts, free loopback ports, and the knownserver command line a study's SUT starts."""
+plain dicts, free loopback ports (one, or a run of them), and the knownserver command line a
+study's SUT starts."""
 
 from __future__ import annotations
 
 import json
+import random
 import shlex
 import socket
 import subprocess
@@ -24,6 +26,35 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
     return port
+
+
+def free_ports(n: int) -> int:
+    """The first of ``n`` consecutive loopback ports nothing listens on, for a system that counts up
+    from a base port (pgpair: node1 listens on node0's port + 1). Drawn below the kernel's ephemeral
+    range, where no outgoing connection is given one, so that a node the system restarts (a killed
+    primary rejoining) finds its port still free; each is bound once to check."""
+    low, high = max(ephemeral_low() - 10_000, 1024), ephemeral_low() - n
+    draw = random.SystemRandom()  # not the seeded module state: two workers would draw alike
+    for _ in range(100):
+        base = draw.randrange(low, high) if high > low else free_port()
+        if base + n > 65535:
+            continue
+        try:
+            for port in range(base, base + n):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return base
+    raise RuntimeError(f"no run of {n} free loopback ports")
+
+
+def ephemeral_low() -> int:
+    """The first port of the kernel's ephemeral range, which outgoing connections are given."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 def listening(port: int) -> bool:

@@ -1,0 +1,254 @@
+"""Which tests may share the machine when the suite runs on two pytest-xdist workers, and which may
+not: one table, applied at collection by tests/conftest.py and kept true by tests/test_parallel.py.
+
+Why. Serially the suite takes about 32 minutes; the target is two workers
+(``pytest -n 2 --dist loadgroup -m "not alone"``, then ``pytest -m alone`` on its own). A first try
+failed two ways, and the two tables below answer them:
+
+1. **Fixed ports.** Tests that start a system on a fixed TCP port ran at once on both workers; the
+   second found the port taken (a study's ready check refuses a port that already answers, so its
+   cell fails). The built-in studies name fixed ports in their YAML, and the tests run those files
+   as shipped (so does ``caplab demo``). PORT_BLOCKS lists each such set of ports with the tests
+   that bind it. Blocks that share a port or a test become one ``xdist_group`` (a test marked with
+   two groups would be a group of its own to xdist, and run beside both), and ``--dist loadgroup``
+   runs a group's tests on one worker, one after another. A test that starts a system itself takes
+   free ports instead (support/studies.py: ``free_port``, ``free_ports``) and needs no entry.
+
+2. **Measuring the machine.** Tests that hold the engine's send schedule, a CPU per request, a rate
+   or a round trip to a tight bound fail when the other worker takes a core or the disk. ALONE lists
+   them with the reason; they are marked ``alone``, which the parallel pass leaves out and a serial
+   pass runs.
+
+An entry is a path under tests/ (every test of that file) or ``path::test_name`` (every
+parametrisation of that test). A file is the safer entry: a test renamed in it stays covered.
+
+The groups reach xdist's scheduler by ``scheduler`` below, not (only) by the ``xdist_group`` mark:
+pytest-xdist 3.8 tells its controller a test's group by writing ``@group`` into the test's node id,
+and pytest 9.2's structured node ids ignore that write, so ``--dist loadgroup`` alone silently
+schedules every test on its own (pytest-xdist issue 1386).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent.parent
+"""The tests/ directory: entries and keys are paths relative to it."""
+
+
+@dataclass(frozen=True)
+class PortBlock:
+    """Fixed ports that one system binds, and every test that starts it on them."""
+
+    name: str
+    """Part of the group's name: the system and its first port."""
+    ports: tuple[int, ...]
+    where: str
+    """Where the numbers are fixed (a study file, a system's or a library's default)."""
+    tests: tuple[str, ...]
+
+
+PORT_BLOCKS: tuple[PortBlock, ...] = (
+    PortBlock(
+        "msgbus-7400",
+        (7400, 7401, 7402, 7403, 7410),
+        "biztalk-scaleout/quick.yaml, run by `caplab demo --quick` (msgbus's own defaults, too)",
+        ("test_demo.py",),
+    ),
+    PortBlock(
+        "pgpair-7600",
+        (7600, 7601),
+        "pg-failover/quick.yaml, availability-groups/quick.yaml, hl7-hardware/mirroring.yaml; the "
+        "observer's own client connects to both",
+        (
+            "study/test_study_failover.py",
+            "study/test_study_availability_groups.py",
+            "study/test_study_failover_observer.py",
+            "study/test_study_hl7.py",  # its mirroring test: mirroring.yaml puts the queue in pgpair
+        ),
+    ),
+    PortBlock(
+        "hl7-7860",
+        (7850, 7860, 7861, 7862, 7863, 7870),
+        "hl7-hardware/quick.yaml and mirroring.yaml: the queue's PostgreSQL, four channels, metrics",
+        ("study/test_study_hl7.py",),
+    ),
+    PortBlock(
+        "idsync-3890",
+        (3890,),
+        "miis-disk/quick.yaml (idsync's directory default)",
+        ("study/test_study_miis.py",),
+    ),
+    PortBlock(
+        "mail-2587",
+        (2587, 2993),
+        "role-consolidation/quick.yaml: submission and the proxy's IMAPS",
+        ("study/test_study_role_consolidation.py",),
+    ),
+    PortBlock(
+        "ray-local",
+        (52365,),
+        "a local Ray's dashboard agent (Ray's default, not ours: a second local Ray retries, then "
+        "runs without it); two local Rays would also share the 2 cores with some 20 processes each",
+        ("cluster/test_cluster_agents.py", "cluster/test_cluster_cli.py", "cluster/test_cluster_study.py"),
+    ),
+)
+
+ALONE: dict[str, str] = {
+    "test_engine.py::test_open_model_keeps_the_offered_rate": (
+        "2,000/s held within 2 % with the generator not saturated and its busiest thread under 1.5"
+    ),
+    "test_engine.py::test_poisson_arrivals_reach_the_server_exponentially_spaced": (
+        "the ~2 ms gaps between sends, as received, tested for an exponential's CV and by KS: a few "
+        "ms of jitter from a taken core distorts them"
+    ),
+    "test_engine.py::test_constant_arrivals_reach_the_server_evenly_spaced": (
+        "the gaps' mean within 2 % of the schedule and their CV under 0.5"
+    ),
+    "experiments/test_capacity_end_to_end.py": (
+        "known answers: capacity within 0.70-1.05 of 1 / the server's CPU per request, 0.80-1 of "
+        "1 / its sleep, 3-6 users; server and generator pinned to cores of their own"
+    ),
+    "experiments/test_capacity_users.py": (
+        "the known answer 150 users at cpu<=75 % within 10 %, the CPU per request within 20 %"
+    ),
+    "collect/test_collect_roles.py::test_role_cpu_matches_a_known_cost_per_request": (
+        "a role's CPU within 3 points of a core of a known cost per request plus an overhead "
+        "measured in a run before"
+    ),
+    "collect/test_collect_node_exporter.py::test_a_remote_host_reads_as_the_local_collector_reads_it": (
+        "two collectors' readings of this machine in neighbouring windows: CPU within 5 points, "
+        "memory within 2 %"
+    ),
+    "profiles/test_cpu.py::test_a_burner_under_half_a_cpu_uses_half_a_cpu": (
+        "CPU per quota period within 0.45-0.55"
+    ),
+    "profiles/test_cpu.py::test_a_share_below_the_kernels_floor_gets_a_longer_period_not_more_cpu": (
+        "CPU per quota period within 0.055-0.07"
+    ),
+    (
+        "profiles/test_volumes.py::"
+        "test_fio_on_an_hdd_volume_measures_its_iops_and_an_unthrottled_volume_far_more"
+    ): ("fio's IOPS within 180-220 on a 200 IOPS volume, and far more unthrottled, on the shared disk"),
+    "profiles/test_volumes.py::test_fsync_and_writeback_are_held_to_the_volume_bandwidth": (
+        "fsync and writeback within 6.8-9.2 MiB/s of an 8 MiB/s volume"
+    ),
+    "profiles/test_links.py::test_a_bulk_transfer_runs_at_the_link_rate": (
+        "94-100 Mbit/s through a 100mbit link, 5 times that through 1gbit, from Python on both ends"
+    ),
+    "profiles/test_links.py::test_a_link_reports_its_round_trip_time": (
+        "the probe's round trip within 0.5 ms of the kernel's smoothed RTT"
+    ),
+    "profiles/test_links.py::test_a_link_with_an_added_round_trip_delays_every_exchange_by_it": (
+        "4.0-5.5 ms for a 4 ms delay that a user-space process applies to each packet"
+    ),
+    "cluster/test_cluster_agents.py::test_two_agents_at_1000_each_carry_2000_and_merge_exactly": (
+        "2,000/s within 2 % on two agents, and their p50 within 1.5 times a single run's"
+    ),
+    "study/test_study_job.py::test_a_phase_of_known_work_is_reported_at_its_rate": (
+        "a `sleep` phase's rate within 2 %: its wall time includes starting the shell"
+    ),
+    "study/test_study_job.py::test_a_job_study_recommends_the_cheapest_configuration_by_a_phase_rate": (
+        "`sleep` phases' rates within 2 %, as above"
+    ),
+}
+
+
+def key_of(path: Path, nodeid: str) -> str | None:
+    """A collected test's key: its file relative to tests/ and the rest of its node id
+    (``study/test_study_hl7.py::test_x``); None for a test outside tests/."""
+    try:
+        relative = path.resolve().relative_to(TESTS)
+    except ValueError:
+        return None
+    _, sep, rest = nodeid.partition("::")
+    return relative.as_posix() + sep + rest
+
+
+def covers(entry: str, key: str) -> bool:
+    """Whether ``entry`` (a file, or a test in it) names the test ``key`` (any parametrisation)."""
+    return key == entry or key.startswith((entry + "::", entry + "["))
+
+
+def _overlap(a: str, b: str) -> bool:
+    return covers(a, b) or covers(b, a)
+
+
+@functools.cache
+def groups() -> dict[str, str]:
+    """Each port block's group name: blocks that share a port, or name a test in common, are
+    joined (transitively) under the names of all of them, sorted and joined by ``+``."""
+    parent = {b.name: b.name for b in PORT_BLOCKS}
+
+    def root(name: str) -> str:
+        while parent[name] != name:
+            name = parent[name]
+        return name
+
+    for i, a in enumerate(PORT_BLOCKS):
+        for b in PORT_BLOCKS[i + 1 :]:
+            shared_test = any(_overlap(x, y) for x in a.tests for y in b.tests)
+            if set(a.ports) & set(b.ports) or shared_test:
+                parent[root(b.name)] = root(a.name)
+    members: dict[str, list[str]] = {}
+    for b in PORT_BLOCKS:
+        members.setdefault(root(b.name), []).append(b.name)
+    return {b.name: "+".join(sorted(members[root(b.name)])) for b in PORT_BLOCKS}
+
+
+def group_of(key: str) -> str | None:
+    """The xdist group of the test ``key``, or None when it binds no fixed port."""
+    for block in PORT_BLOCKS:
+        if any(covers(entry, key) for entry in block.tests):
+            return groups()[block.name]
+    return None
+
+
+def alone_because(key: str) -> str | None:
+    """Why the test ``key`` must have the machine to itself, or None when it need not."""
+    return next((why for entry, why in ALONE.items() if covers(entry, key)), None)
+
+
+def stale_entries() -> list[str]:
+    """Entries whose file no longer exists, or whose test is not defined in it: a renamed test
+    would otherwise fall out of its group, or out of the serial pass, without a word."""
+    entries = [e for b in PORT_BLOCKS for e in b.tests] + list(ALONE)
+    return [entry for entry in entries if not _exists(entry)]
+
+
+def _exists(entry: str) -> bool:
+    file, _, test = entry.partition("::")
+    path = TESTS / file
+    if not path.is_file():
+        return False
+    return (
+        not test or re.search(rf"^\s*(async\s+)?def {re.escape(test)}\(", path.read_text(), re.M) is not None
+    )
+
+
+def scheduler(config: pytest.Config, log: object) -> Any:
+    """xdist's ``loadgroup`` scheduler, each test's group read from its node id through the table
+    above (the controller sees node ids only); an ``@group`` suffix, where xdist manages to write
+    one, is honoured first. Imports xdist: called only by xdist's own hook."""
+    from xdist.scheduler import LoadGroupScheduling  # type: ignore[import-untyped]
+
+    rootpath = config.rootpath
+
+    class TableGroups(LoadGroupScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            scope: str = super()._split_scope(nodeid)
+            return scope if scope != nodeid else group_of_nodeid(rootpath, nodeid) or nodeid
+
+    return TableGroups(config, log)
+
+
+def group_of_nodeid(rootpath: Path, nodeid: str) -> str | None:
+    """The group of the test with node id ``nodeid`` (relative to ``rootpath``), or None."""
+    key = key_of(rootpath / nodeid.partition("::")[0], nodeid)
+    return group_of(key) if key is not None else None
