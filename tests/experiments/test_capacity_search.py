@@ -136,12 +136,22 @@ def test_confirmation_failing_every_round_gives_no_capacity() -> None:
 def test_a_failed_confirmation_that_measured_its_shortfall_steps_straight_to_it() -> None:
     """The same system as above, but its failing trials say how much they sustained (a rate SLO
     such as processed >= 0.95*offered): the next round goes there instead of 2.5 % lower."""
-    probe = ThresholdProbe(1234.0, confirm_limit=500.0, measures_shortfall=True)
+    probe = ThresholdProbe(1234.0, confirm_limit=700.0, measures_shortfall=True)
     _, outcome = search(probe, start=100.0, precision=0.05, confirm_repeats=2)
     assert outcome.found, outcome.message
-    assert outcome.capacity == 500.0
+    assert outcome.capacity == 700.0
     rounds = sorted({p.load for p in outcome.probes if p.phase == "confirm"}, reverse=True)
-    assert rounds[-1] == 500.0 and len(rounds) == 2
+    assert rounds[-1] == 700.0 and len(rounds) == 2
+
+
+def test_a_shortfall_steps_down_at_most_half_way_in_one_round() -> None:
+    """One trial that fell far short (a pause: it sustained 500 of ~1,200) is one measurement: the
+    next round goes half-way down (to ~600), and only the round after that to 500."""
+    probe = ThresholdProbe(1234.0, confirm_limit=500.0, measures_shortfall=True)
+    _, outcome = search(probe, start=100.0, precision=0.05, confirm_repeats=2)
+    assert outcome.found and outcome.capacity == 500.0
+    rounds = sorted({p.load for p in outcome.probes if p.phase == "confirm"}, reverse=True)
+    assert len(rounds) == 3 and rounds[1] == pytest.approx(rounds[0] / 2, abs=1)
 
 
 def test_slo_failing_at_the_minimum_is_not_found_with_the_reason() -> None:

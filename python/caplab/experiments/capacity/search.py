@@ -201,14 +201,17 @@ class CapacitySearch:
     def _step_down(self, lo: float) -> float:
         """The next confirmation load below a failed round at ``lo``: half a precision step (the
         bisection already bracketed the capacity that closely), unless the failed trial measured
-        how far short the system fell, which says where to go. Users are whole: at least one fewer
-        (a few users), never only one fewer (thousands)."""
+        how far short the system fell, which says where to go — but no further than half-way down
+        in one round: one trial that fell far short (a pause, a neighbour's burst) is one
+        measurement, and the rounds below it can go on down if the system really is that slow.
+        Users are whole: at least one fewer (a few users), never only one fewer (thousands)."""
         step = lo * (1 - self.s.precision / 2)
         if self.s.closed:
             step = min(lo - 1, math.floor(step))
-        last = self.probes[-1]
-        measured = last.sustainable
-        return self._round(min(step, measured) if measured is not None and measured > 0 else step)
+        measured = self.probes[-1].sustainable
+        if measured is not None and measured > 0:
+            step = min(step, max(measured, lo / 2))
+        return self._round(step)
 
 
 def _instability(failed: list[Probe]) -> str:
