@@ -60,11 +60,12 @@ lint-python:
 	MYPYPATH=bench $(BIN)/mypy bench/*.py
 	$(BIN)/python -m mypy.stubtest caplab._engine
 
+# -ra: every skipped test's reason (and every failure) in the summary, as pyproject.toml's addopts.
 py-test: dev
-	$(BIN)/pytest -q --durations=25
+	$(BIN)/pytest -q -ra --durations=25
 
 py-test-fast:
-	$(BIN)/pytest -q -m "not slow"
+	$(BIN)/pytest -q -ra -m "not slow"
 
 fmt: dev
 	cd engine && cargo fmt

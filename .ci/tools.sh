@@ -40,3 +40,8 @@ export CAPLAB_REQUIRE_CHROMIUM=1
 export CAPLAB_REQUIRE_FIO=1
 export CAPLAB_REQUIRE_PG=1
 export CAPLAB_REQUIRE_NODE_EXPORTER=1
+# The seed studies' end-to-end tests and the hardware-profile tests: CI runs as root with cgroups,
+# and installs slapd, Postfix and Dovecot above, so none of them may skip (tests/support/require.py).
+export CAPLAB_REQUIRE_PROFILES=1
+export CAPLAB_REQUIRE_SLAPD=1
+export CAPLAB_REQUIRE_MAIL=1

@@ -8,8 +8,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from caplab.profiles import Profile, check_support
 from support.profiles import leftovers
+from support.require import require_profiles
 
 
 @pytest.fixture(autouse=True)
@@ -22,11 +22,6 @@ def nothing_left_behind() -> Iterator[None]:
 
 @pytest.fixture
 def require() -> Callable[..., None]:
-    """``require(profile, …)`` skips the test with the exact mechanism this machine lacks."""
-
-    def check(*profiles: Profile) -> None:
-        problems = check_support(profiles)
-        if problems:
-            pytest.skip("; ".join(problems))
-
-    return check
+    """``require(profile, …)`` skips the test with the exact mechanism this machine lacks (fails
+    under ``CAPLAB_REQUIRE_PROFILES=1``)."""
+    return require_profiles

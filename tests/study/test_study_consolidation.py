@@ -10,17 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from caplab.profiles import Profile, check_support
+from caplab.profiles import Profile
 from support.profiles import left_behind, leftovers
+from support.require import require_profiles
 from support.studies import caplab, free_port, json_out, knownserver, write_study
 
 pytestmark = pytest.mark.slow  # two cells of three trials on cgroups
 
 
 def test_two_single_role_servers_against_one_combined(tmp_path: Path) -> None:
-    missing = check_support([Profile.build("probe", cpus=1)])
-    if missing:
-        pytest.skip("; ".join(missing))
+    require_profiles(Profile.build("probe", cpus=1))
     before = set(leftovers())
     front, back = free_port(), free_port()
     servers = f"{knownserver(back, '--cpu-us', '300')} & exec {knownserver(front, '--cpu-us', '1500')}"

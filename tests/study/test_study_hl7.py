@@ -22,7 +22,8 @@ import pytest
 import yaml
 
 from caplab import studies
-from caplab.profiles import LinkClass, Profile, VolumeClass, check_support
+from caplab.profiles import LinkClass, Profile, VolumeClass
+from support.require import require_profiles
 from support.studies import run_study
 
 pytestmark = pytest.mark.slow  # three capacity searches on a real engine and database
@@ -38,9 +39,7 @@ def test_the_quick_hl7_study_names_disk_cpu_and_link_limits_from_measurements(sh
         volume_classes={"c": VolumeClass(64 << 20)},
         link_classes={"l": LinkClass.parse("100mbit")},
     )
-    missing = check_support([probe])
-    if missing:
-        pytest.skip("; ".join(missing))
+    require_profiles(probe)
     path = studies.prepare("hl7-hardware", shared_dir) / "quick.yaml"
     results = run_study(path, shared_dir)
     cells = {c["factors"]["setup"]: c for c in results["cells"]}

@@ -203,12 +203,11 @@ WRITER = (
 
 
 def test_a_phase_on_a_throttled_volume_is_slower_and_names_that_volume(tmp_path: Path) -> None:
-    from caplab.profiles import Profile, VolumeClass, check_support
+    from caplab.profiles import Profile, VolumeClass
+    from support.require import require_profiles
 
     slow = VolumeClass(64 << 20, write_iops=40)
-    missing = check_support([Profile.build("p", volumes={"log": "slow"}, volume_classes={"slow": slow})])
-    if missing:
-        pytest.skip("; ".join(missing))
+    require_profiles(Profile.build("p", volumes={"log": "slow"}, volume_classes={"slow": slow}))
     (tmp_path / "writer.py").write_text(WRITER)
     study = {
         "name": "log on a slow disk",

@@ -24,8 +24,9 @@ from pathlib import Path
 import pytest
 
 from caplab import studies
-from caplab.profiles import Profile, VolumeClass, check_support
+from caplab.profiles import Profile, VolumeClass
 from support.idsync import require_slapd
+from support.require import require_profiles
 from support.studies import caplab, json_out
 
 pytestmark = pytest.mark.slow  # four cells of seeding, staging and syncing thousands of users
@@ -33,11 +34,7 @@ pytestmark = pytest.mark.slow  # four cells of seeding, staging and syncing thou
 
 def test_the_quick_miis_study_stages_and_syncs_every_user(shared_dir: Path) -> None:
     require_slapd()
-    missing = check_support(
-        [Profile.build("v", volumes={"d": "c"}, volume_classes={"c": VolumeClass(64 << 20)})]
-    )
-    if missing:
-        pytest.skip("; ".join(missing))
+    require_profiles(Profile.build("v", volumes={"d": "c"}, volume_classes={"c": VolumeClass(64 << 20)}))
     path = studies.prepare("miis-disk", shared_dir) / "quick.yaml"
     done = caplab(
         "run", path, "--db", f"sqlite:///{shared_dir / 'c.db'}", "--json", "-o", shared_dir / "r", timeout=900

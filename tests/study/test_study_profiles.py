@@ -17,9 +17,10 @@ from typing import Any
 
 import pytest
 
-from caplab.profiles import LinkClass, Profile, VolumeClass, check_support
+from caplab.profiles import LinkClass, Profile, VolumeClass
 from caplab.spec import SpecError, load_study
 from support.profiles import left_behind, leftovers, outweighing_the_neighbours
+from support.require import require_profiles
 from support.servers import default_sigint
 from support.studies import CAPLAB, caplab, free_port, json_out, knownserver, listening, write_study
 
@@ -27,10 +28,10 @@ pytestmark = pytest.mark.slow
 
 
 def require(*profiles: Profile) -> None:
-    """Skips the test naming exactly the mechanism this machine lacks for the profiles."""
-    missing = check_support(profiles)
-    if missing:
-        pytest.skip("; ".join(missing))
+    """Skips the test naming exactly the mechanism this machine lacks for the profiles (fails
+    under ``CAPLAB_REQUIRE_PROFILES=1``)."""
+    __tracebackhide__ = True
+    require_profiles(*profiles)
 
 
 def test_half_a_core_carries_half_the_load(tmp_path: Path) -> None:

@@ -20,20 +20,17 @@ from pathlib import Path
 import pytest
 
 from caplab import studies
-from caplab.profiles import Profile, check_support
+from caplab.profiles import Profile
 from support.mail import missing_mail_packages
+from support.require import MAIL, require, require_profiles
 from support.studies import run_study
 
-pytestmark = [
-    pytest.mark.slow,  # two user searches on a real mail system
-    pytest.mark.skipif(bool(missing_mail_packages()), reason=missing_mail_packages()),
-]
+pytestmark = pytest.mark.slow  # two user searches on a real mail system
 
 
 def test_the_quick_role_consolidation_study_sizes_users_and_compares_placements(shared_dir: Path) -> None:
-    missing = check_support([Profile.build("probe", cpus=1, memory="64M")])
-    if missing:
-        pytest.skip("; ".join(missing))
+    require(MAIL, missing_mail_packages())
+    require_profiles(Profile.build("probe", cpus=1, memory="64M"))
     path = studies.prepare("role-consolidation", shared_dir) / "quick.yaml"
     results = run_study(path, shared_dir)
     report = (shared_dir / "r" / "report.md").read_text()

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
+from support.require import SLAPD, require
 
 TIMEOUT_S = 300
 
@@ -44,9 +44,11 @@ def free_port() -> int:
 
 
 def require_slapd() -> None:
+    """Skip without slapd and its tools, or fail under ``CAPLAB_REQUIRE_SLAPD=1``."""
+    __tracebackhide__ = True
     missing = [t for t in ("slapd", "slapadd", "ldapsearch") if shutil.which(t) is None]
     if missing:
-        pytest.skip(f"{', '.join(missing)} not installed (Debian packages slapd and ldap-utils)")
+        require(SLAPD, f"{', '.join(missing)} not installed (Debian packages slapd and ldap-utils)")
 
 
 @dataclass(frozen=True)
