@@ -1,11 +1,11 @@
-# The single entry point: make dev | demo | check | test | bench | lint
+# The single entry point: make dev | demo | check | test | bench | lint | docs
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 BIN := $(VENV)/bin
 ENGINE_SRC := $(shell find engine/src -name '*.rs') engine/Cargo.toml engine/Cargo.lock pyproject.toml
 
-.PHONY: dev dev-debug demo check test bench lint lint-python rust-test clippy py-test py-test-fast fmt clean
+.PHONY: dev dev-debug demo check test bench lint lint-python rust-test clippy docs py-test py-test-fast fmt clean
 
 dev: $(VENV)/.stamp-release
 
@@ -40,7 +40,7 @@ check: dev-debug lint-python py-test-fast
 	cd engine && cargo fmt --check
 
 # Everything, as CI runs it.
-test: dev rust-test clippy lint py-test
+test: dev rust-test clippy lint docs py-test
 
 rust-test:
 	cd engine && cargo test --quiet
@@ -50,6 +50,12 @@ clippy:
 
 lint: dev lint-python
 	cd engine && cargo fmt --check
+
+# The documentation site (docs/, mkdocs.yml) into site/. --strict: every warning — a link to a page
+# or an anchor that does not exist — fails the build. NO_MKDOCS_2_WARNING quiets Material's notice
+# about its own end of life, which says nothing about these pages.
+docs: dev
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 # ruff, mypy --strict over the package, the tests and the benchmarks, and the engine's stub
 # checked against the compiled module.
@@ -82,4 +88,4 @@ bench: dev
 	$(PY) bench/pgbench.py --caplab $(BIN)/caplab --out bench/RESULTS.md
 
 clean:
-	rm -rf $(VENV) engine/target target python/caplab/_engine*.so
+	rm -rf $(VENV) engine/target target python/caplab/_engine*.so site
