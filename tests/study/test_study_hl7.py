@@ -1,18 +1,18 @@
 """The built-in hl7 hardware study's quick cut, end to end on the real engine and PostgreSQL: the
 queue's data and log on one throttled HDD, on an SSD, and on SSDs across a 100 Mbit link. Every
 cell finds a capacity; on the HDD the limit is that volume (it holds the log), busy against its
-ceiling, and the SSD carries more, bound by a CPU instead — verdicts from the measurements, since
-only the volume classes differ between the two cells. Across the link the limit's evidence says
-whether bandwidth or round trips bound it, with the round trips per message, the measured RTT and
-the time per message. The report puts the paper's figures beside ours, labelled as its hardware,
-and prices each setup.
+ceiling, and the SSD is bound by a CPU instead, its volume far from its ceiling — verdicts from the
+measurements, since only the volume classes differ between the two cells. Across the link the
+limit's evidence says whether bandwidth or round trips bound it, with the round trips per message,
+the measured RTT and the time per message. The report puts the paper's figures beside ours,
+labelled as its hardware, and prices each setup.
 
-Measured on the 2-core test host, shared with other work, four channels (capacity msg/s, limit):
-hdd 30 (good, volume:data at 150 % of its ceiling: the throttle counts flushes it lets through);
-ssd 2,000 (good, cpu:host at 99 %); remote-100mbit 2,000 (good, cpu:host at 99 %, the link at 29 %
-of its rate and its round trips — 0.79 a message × 0.009 ms — 1 % of the 0.50 ms per message).
-With one channel: 19, 600 and 918. The link is not
-this engine's limit here; the paper's (4,000 msg/s over 100 Mbit, "network") is its hardware's."""
+Five runs of `caplab run quick.yaml` on a 2-core AMD EPYC VM, generator and system sharing it,
+four channels (capacity msg/s, limit): hdd 228, 408, 480, 480, 480 (volume:data, its writes at
+95 % of the 180 IOPS ceiling; 134–152 % counting the flushes the throttle also lets through);
+ssd 525, 255, 525, 375, 525 and remote-100mbit 375, 525, 525, 525, 262.5 (cpu:host, 89–98 %).
+The link is not this engine's limit here; the paper's (4,000 msg/s over 100 Mbit, "network") is
+its hardware's."""
 
 from __future__ import annotations
 
@@ -54,7 +54,13 @@ def test_the_quick_hl7_study_names_disk_cpu_and_link_limits_from_measurements(sh
     hdd, ssd, remote = cells["hdd"]["limit"], cells["ssd"]["limit"], cells["remote-100mbit"]["limit"]
     assert hdd["resource"] == "volume:data" and hdd["kind"] == "hardware", hdd["summary"]
     assert hdd["utilization"] >= 0.8, "the HDD holding data and log is busy against its ceiling"
-    assert rate["ssd"] > 2 * rate["hdd"], rate
+    # The SSD's volume is nowhere near its ceiling where the HDD's is at it: the two cells differ by
+    # the volume classes alone, and only the HDD is bound by its disk. (Their capacities are not
+    # compared: on this host both end near the CPU that the generator shares — 480/s against
+    # 375–525/s in five runs — and the HDD's old 12.5–30/s was the no-backlog check's bias, not the
+    # disk: see tests/experiments/test_capacity_backlog.py.)
+    ssd_volume = cells["ssd"]["resources"]["volume:data"]
+    assert ssd_volume["throttle_percent"] < 0.5 * 100 * hdd["utilization"], (ssd_volume, rate)
     assert ssd["resource"].startswith("cpu:") and ssd["kind"] == "hardware", ssd["summary"]
     assert {"volume:data", "volume:log"} <= set(cells["remote-100mbit"]["resources"]), "disk use per volume"
 
