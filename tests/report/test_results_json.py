@@ -38,7 +38,9 @@ def test_every_cell_has_factors_metrics_resources_and_limit(built: Built) -> Non
         assert c["metrics"]["latency_ms"]["p50"] <= c["metrics"]["latency_ms"]["p99"]
         assert c["resources"]["server"]["cpu_percent"] > 0
         # The demands at capacity name the server's CPU (whether or not it saturated on a busy machine).
-        assert c["limit"]["kind"] in ("hardware", "software")
+        # A limit was analysed; on a machine another test shares it can be the generator's own (the
+        # closed loop at the same concurrency carried more), which caplab then says, never "not reached".
+        assert c["limit"]["kind"] in ("hardware", "software", "generator")
         demands = {d["resource"]: d for d in c["limit"]["evidence"]["demands"]}
         assert demands["cpu:server"]["utilization"] > 0
         assert demands["cpu:server"]["demand_ms"] > 0
