@@ -16,7 +16,7 @@ import pytest
 from caplab.analysis.backlog import backlog, longest_stall
 from caplab.analysis.slo import parse_slo
 from caplab.engine import LoadSpec
-from caplab.experiments.capacity.search import CapacitySearch, SearchSettings
+from caplab.experiments.capacity.search import CapacitySearch, Phase, Probe, SearchSettings
 from caplab.experiments.capacity.trial import TrialLength, TrialProber
 from support.capacity_probes import ThresholdProbe, interval, run_result
 from support.servers import KnownServer
@@ -135,6 +135,33 @@ def test_confirmations_failing_above_a_passing_load_report_it_as_the_capacity_un
     confirm = [p for p in outcome.probes if p.phase == "confirm"]
     assert [p.passed for p in confirm[-2:]] == [True, True] and confirm[-1].load == 20.0
     assert outcome.ci95 is not None and outcome.ci95[1] > 20.0
+
+
+def test_a_system_that_stalls_above_a_passing_load_is_reported_at_that_load_with_the_stall() -> None:
+    """The issue's search, trial by trial: 20/s and 40/s pass their short trials, 80/s fails; the
+    full-length trials at 40/s and just under fail one message short (a backlog), and the one at 29/s
+    stalls. 20/s had passed: the search confirms it and names the stall above it."""
+
+    def probe(load: float, phase: Phase) -> Probe:
+        if phase != "confirm":
+            ok = load <= 40
+            return Probe(phase, load, ok, [] if ok else ["throughput>=0.99*offered: short"], load, 90.0)
+        if load <= 20:
+            return Probe(phase, load, True, [], load, 9.0)
+        stall = "stalled 1.5 s (1.0–2.5 s into the trial): almost no replies while 40 requests were in flight"
+        if load < 30:
+            return Probe(
+                phase, load, False, ["p99<=500ms: 2480ms fails", stall], 16.4, 2480.0, {"stall": stall}
+            )
+        return Probe(phase, load, False, ["throughput>=0.99*offered: short"], load * 0.98, 95.0)
+
+    outcome = CapacitySearch(SearchSettings(start=20.0, precision=0.3, confirm_repeats=1), probe).run()
+    assert outcome.found and outcome.capacity == 20.0, outcome.message
+    assert outcome.unstable is not None and outcome.unstable.startswith("at 40: throughput"), outcome.unstable
+    assert "stalled 1.5 s (1.0–2.5 s into the trial)" in outcome.unstable
+    # Half a precision step (15 %) a round, then to 20/s rather than past it to 17.7/s.
+    failed = [p.load for p in outcome.probes if not p.passed and p.phase == "confirm"]
+    assert failed == pytest.approx([40.0, 34.0, 28.9, 24.565, 20.88025])
 
 
 def test_no_capacity_means_the_lowest_passing_load_failed_its_confirmation_too() -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import time
 import urllib.parse
 import uuid
@@ -26,6 +25,7 @@ import pytest
 from caplab.systems.hl7 import RunningHl7, generator
 from caplab.systems.hl7.postgres_queue import SCHEMA_ENV
 from support.hl7_client import Start, db_rows, send_channels, written_files
+from support.studies import free_ports
 
 IN_FLIGHT = "SELECT count(*) FROM messages WHERE channel = ? AND state IN ('transforming', 'transformed')"
 Query = Callable[[str, int], list[tuple[Any, ...]]]
@@ -85,24 +85,6 @@ def test_a_worker_killed_mid_batch_loses_and_repeats_nothing(start_hl7: Start) -
     assert f"worker 1 (pid {victim}) exited with code -9; restarting it" in engine.stderr_tail()
     assert engine.worker_pid(1) != victim
     assert engine.process.poll() is None
-
-
-def free_ports(n: int) -> int:
-    """A base port with ``n`` free ports from it."""
-    for _ in range(50):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            base: int = s.getsockname()[1]
-        if base + n > 65535:
-            continue
-        try:
-            for p in range(base, base + n):
-                with socket.socket() as s:
-                    s.bind(("127.0.0.1", p))
-        except OSError:
-            continue
-        return base
-    raise RuntimeError("no run of free ports")
 
 
 @pytest.mark.slow

@@ -148,26 +148,28 @@ class CapacitySearch:
 
     def _confirm(self, lo: float, hi: float, began: float) -> SearchOutcome:
         """Confirmation rounds at the found load, stepping down when one fails. A load that passed
-        stays a lower bound: when the rounds near the bisection's answer keep failing, the search
-        confirms at the highest load below them that passed before, and says the system is
-        unstable above it; "no capacity" then means that load failed its confirmation too."""
+        stays a lower bound: a step that would go to or below a load that passed earlier confirms
+        at that load instead, and when it holds there the system is reported unstable above it
+        (what failed above: a stall, a backlog). "No capacity" then means that load failed its
+        confirmation too, and the loads below it."""
+        fell_back = False
         for _ in range(MAX_CONFIRM_ROUNDS):
             outcome = self._confirm_round(lo, hi, began)
             if outcome is not None:
-                return outcome
+                return self._unstable(outcome) if fell_back else outcome
             hi = lo
-            lo = self._step_down(lo)
+            # A step of half a precision that would pass a load measured before goes to it; a
+            # shortfall the failed trial measured (its rate SLO) outweighs a short trial's pass.
+            step, floor = self._step_down(lo), self._passed_below(lo)
+            fell_back = floor is not None and step <= floor and self.probes[-1].sustainable is None
+            lo = floor if floor is not None and fell_back else step
             if lo < self.s.minimum or lo >= hi:
                 break
-        failed = [p for p in self.probes if p.phase == "confirm" and not p.passed]
-        lowest_failed = min(p.load for p in failed)
-        below = [p.load for p in self.probes if p.passed and p.load < lowest_failed]
-        if below:
-            outcome = self._confirm_round(max(below), lowest_failed, began)
+        floor = self._passed_below(min(p.load for p in self._failed_confirmations()))
+        if floor is not None:  # the rounds ran out above a load that had passed: try it
+            outcome = self._confirm_round(floor, hi, began)
             if outcome is not None:
-                outcome.unstable = _instability(failed)
-                outcome.message += f"; unstable above it: {outcome.unstable}"
-                return outcome
+                return self._unstable(outcome)
         return SearchOutcome(
             None,
             None,
@@ -176,9 +178,30 @@ class CapacitySearch:
             time.monotonic() - began,
             False,
             "confirmation trials kept failing"
-            + (f", down to {max(below):g} that had passed a short trial" if below else "")
-            + f": the system is not stable near its apparent capacity ({_instability(failed)})",
+            + (f", down to {floor:g} that had passed a short trial" if floor is not None else "")
+            + f": the system is not stable near its apparent capacity ({self._instability()})",
         )
+
+    def _failed_confirmations(self) -> list[Probe]:
+        return [p for p in self.probes if p.phase == "confirm" and not p.passed]
+
+    def _passed_below(self, load: float) -> float | None:
+        """The highest load below ``load`` that passed a trial: a lower bound the search measured."""
+        return max((p.load for p in self.probes if p.passed and p.load < load), default=None)
+
+    def _unstable(self, outcome: SearchOutcome) -> SearchOutcome:
+        """A capacity confirmed at a load that had passed before, below failed rounds: said so."""
+        outcome.unstable = self._instability()
+        outcome.message += f"; unstable above it: {outcome.unstable}"
+        return outcome
+
+    def _instability(self) -> str:
+        """What the failed confirmations met, highest load first, each load once."""
+        seen: dict[float, str] = {}
+        for p in sorted(self._failed_confirmations(), key=lambda p: -p.load):
+            stall = p.details.get("stall")
+            seen.setdefault(p.load, str(stall) if stall else "; ".join(p.reasons[:1]) or "failed")
+        return "; ".join(f"at {load:g}: {why}" for load, why in seen.items())
 
     def _confirm_round(self, lo: float, hi: float, began: float) -> SearchOutcome | None:
         """Full-length trials at ``lo`` until one fails (None) or all pass (the outcome)."""
@@ -212,12 +235,3 @@ class CapacitySearch:
         if measured is not None and measured > 0:
             step = min(step, max(measured, lo / 2))
         return self._round(step)
-
-
-def _instability(failed: list[Probe]) -> str:
-    """What the failed confirmations above the capacity met, highest first, each once."""
-    seen: dict[float, str] = {}
-    for p in sorted(failed, key=lambda p: -p.load):
-        stall = p.details.get("stall")
-        seen.setdefault(p.load, str(stall) if stall else "; ".join(p.reasons[:1]) or "failed")
-    return "; ".join(f"at {load:g}: {why}" for load, why in seen.items())
