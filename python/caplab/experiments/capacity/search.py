@@ -148,28 +148,25 @@ class CapacitySearch:
 
     def _confirm(self, lo: float, hi: float, began: float) -> SearchOutcome:
         """Confirmation rounds at the found load, stepping down when one fails. A load that passed
-        stays a lower bound: a step that would go to or below a load that passed earlier confirms
-        at that load instead, and when it holds there the system is reported unstable above it
-        (what failed above: a stall, a backlog). "No capacity" then means that load failed its
-        confirmation too, and the loads below it."""
-        fell_back = False
+        stays a lower bound: when the rounds run out (or reach the minimum) above a load that had
+        passed, the search confirms at that load. A capacity is said to be unstable above it when
+        a confirmation above it stalled, or it lies more than a precision step below the
+        bisection's answer. "No capacity" means the load that had passed failed its confirmation
+        too (or none had passed)."""
+        first = lo
         for _ in range(MAX_CONFIRM_ROUNDS):
             outcome = self._confirm_round(lo, hi, began)
             if outcome is not None:
-                return self._unstable(outcome) if fell_back else outcome
+                return self._judged(outcome, first)
             hi = lo
-            # A step of half a precision that would pass a load measured before goes to it; a
-            # shortfall the failed trial measured (its rate SLO) outweighs a short trial's pass.
-            step, floor = self._step_down(lo), self._passed_below(lo)
-            fell_back = floor is not None and step <= floor and self.probes[-1].sustainable is None
-            lo = floor if floor is not None and fell_back else step
+            lo = self._step_down(lo)
             if lo < self.s.minimum or lo >= hi:
                 break
         floor = self._passed_below(min(p.load for p in self._failed_confirmations()))
-        if floor is not None:  # the rounds ran out above a load that had passed: try it
+        if floor is not None:
             outcome = self._confirm_round(floor, hi, began)
             if outcome is not None:
-                return self._unstable(outcome)
+                return self._judged(outcome, first)
         return SearchOutcome(
             None,
             None,
@@ -189,10 +186,15 @@ class CapacitySearch:
         """The highest load below ``load`` that passed a trial: a lower bound the search measured."""
         return max((p.load for p in self.probes if p.passed and p.load < load), default=None)
 
-    def _unstable(self, outcome: SearchOutcome) -> SearchOutcome:
-        """A capacity confirmed at a load that had passed before, below failed rounds: said so."""
-        outcome.unstable = self._instability()
-        outcome.message += f"; unstable above it: {outcome.unstable}"
+    def _judged(self, outcome: SearchOutcome, first: float) -> SearchOutcome:
+        """A capacity confirmed below failed rounds is unstable above it when a confirmation above
+        it stalled, or it lies more than a precision step below the bisection's answer (``first``);
+        a step or two down from that answer is how full-length trials usually settle."""
+        failed = self._failed_confirmations()
+        stalled = any(p.details.get("stall") for p in failed)
+        if failed and (stalled or (outcome.capacity or 0.0) < first * (1 - self.s.precision)):
+            outcome.unstable = self._instability()
+            outcome.message += f"; unstable above it: {outcome.unstable}"
         return outcome
 
     def _instability(self) -> str:
