@@ -103,7 +103,10 @@ def test_observations_count_the_searches_rejected_trials(built: Built) -> None:
     [search] = [o for o in results["observations"] if o["topic"] == "search" and "searches ran" in o["text"]]
     assert f"ran {len(probes)} trials" in search["text"]
     assert f"{rejected} were rejected" in search["text"]
-    assert any(o["topic"] == "limit" and "cpu:" in o["text"] for o in results["observations"])
+    # Each cell's limit is observed: the server's CPU, or (a neighbour worker taking the cores) the
+    # generator, as the cells' limits above allow.
+    limits = [o["text"] for o in results["observations"] if o["topic"] == "limit"]
+    assert any("cpu:" in t or "generator" in t for t in limits), limits
     assert any(
         o["topic"] == "generator" and "µs of CPU per request" in o["text"] for o in results["observations"]
     )
