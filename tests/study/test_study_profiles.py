@@ -462,13 +462,20 @@ def test_a_server_across_a_far_link_is_bound_by_its_round_trips(tmp_path: Path) 
     """knownserver answering at once across a 1 Gbit link that adds 5 ms a round trip, through 4
     connections: each carries one request per round trip, so the four carry at most 4 / 5 ms =
     800/s, with the link's bandwidth and every CPU nearly idle. The search finds capacity under
-    that bound, and the limit is the network's round trips with their figures, not ``software``."""
+    that bound, and the limit is the network's round trips with their figures, not ``software``.
+
+    How far under: the open model holds at most four requests in flight (``connections``), so a
+    send is dropped whenever four replies are each later than four sends' spacing, and the search
+    fails a load that drops 1 % of its sends. The link's queue daemon shares two cores with the
+    generator and the server, and puts the round trip's p99 at 1.5–3× its 5 ms; so capacity lands
+    between about 4 / (3 × 5 ms) and 4 / 5 ms (here 261–475/s in five runs), and a quarter of the
+    ceiling is the floor that only a broken search or a broken link falls through."""
     port = free_port()
     study = knownserver_study("far", port, ("web", {"link": "far"}), linked=True) | {
         "links": {"far": {"rate": "1gbit", "rtt": "5ms"}},
         "load": {"connections": 4, "duration": "2s", "warmup": "500ms"},
         "slo": ["p99<=100ms"],
-        "search": {"precision": "10%", "trial": "1s", "repeats": 1, "start": 200},
+        "search": {"precision": "10%", "trial": "1s", "repeats": 1, "start": 100},
     }
     links = {"far": LinkClass.parse("1gbit", rtt_ms=5.0)}
     require(Profile.build("web", link="far", link_classes=links))
@@ -477,7 +484,7 @@ def test_a_server_across_a_far_link_is_bound_by_its_round_trips(tmp_path: Path) 
     assert done.returncode == 0, done.stderr[-3000:]
     [cell] = json_out(done)["cells"]
     capacity = cell["metrics"]["capacity"]["capacity_rps"]
-    assert 0.5 * 800 <= capacity <= 800, capacity
+    assert 0.25 * 800 <= capacity <= 800, capacity
     link = cell["resources"]["link:server"]
     assert 5.0 <= link["rtt_ms"] <= 7.0, link
     limit = cell["metrics"]["limit"]
