@@ -17,6 +17,8 @@ import pytest
 
 from caplab.systems.process import RunningServer, start_module
 from support import parallel
+from support.mail import missing_mail_packages
+from support.require import MAIL, require
 from support.servers import FramedServer, Framing, KnownServer, RecordingHttpServer, Reply, ResponseStyle
 
 pytest_plugins = ["support.pg_plugin"]
@@ -52,6 +54,13 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> Any:
 
 
 # --- knownserver (child process) ------------------------------------------------------------------
+
+
+@pytest.fixture
+def mail_packages() -> None:
+    """Postfix, Dovecot and root for the mail system's tests: skipped without them, or failed
+    under ``CAPLAB_REQUIRE_MAIL=1`` (CI), so CI never passes with them silently left out."""
+    require(MAIL, missing_mail_packages())
 
 
 @pytest.fixture

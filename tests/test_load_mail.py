@@ -23,9 +23,8 @@ import pytest
 from caplab import engine
 from caplab.engine import LoadSpec, MailOptions, RunResult
 from caplab.systems.mail import MailSystem, Settings
-from support.mail import missing_mail_packages
 
-pytestmark = pytest.mark.skipif(bool(missing_mail_packages()), reason=missing_mail_packages())
+pytestmark = pytest.mark.usefixtures("mail_packages")
 
 MAILBOXES = 4
 MESSAGES = 40

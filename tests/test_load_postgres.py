@@ -19,14 +19,14 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from caplab.engine import ClosedLoad, Plan, RequestClass, Target, run
+from support.require import PG, require
 
 pytestmark = pytest.mark.slow  # pgbench -i and a few seconds of load per test
 
 
 def pgbench_bin() -> str:
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pgbench"))
-    if not found:
-        pytest.skip("pgbench is not installed (postgresql-contrib)")
+    require(PG, [] if found else ["pgbench is not installed (postgresql-contrib)"])
     return found[-1]
 
 

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from caplab.profiles import CellHardware, Profile, check_support
+from caplab.profiles import CellHardware, Profile
 from caplab.systems.process import RunningServer
+from support.require import require_profiles
 
 pytestmark = pytest.mark.slow  # a whole search under a CPU quota
 
@@ -25,9 +26,7 @@ STARVED = Profile.build("generator", cpus=0.15)
 def test_a_starved_generator_is_named_as_the_limit_not_the_server(
     plain_server: RunningServer, tmp_path: Path
 ) -> None:
-    missing = check_support([STARVED])
-    if missing:
-        pytest.skip("; ".join(missing))
+    require_profiles(STARVED)
     with CellHardware(tmp_path, {"generator": STARVED}) as hardware:
         command = [
             *hardware.launch_prefix("generator"),

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from caplab.profiles import CellHardware, Profile, ProfileError, VolumeClass, parse_size
+from support.require import TOOLS
+from support.require import require as require_tool
 
 pytestmark = pytest.mark.slow  # known-answer measurements through the kernel, several seconds each
 
@@ -47,8 +49,7 @@ def fio_write_iops(prefix: list[str], directory: Path, seconds: int) -> float:
 def test_fio_on_an_hdd_volume_measures_its_iops_and_an_unthrottled_volume_far_more(
     in_memory: Path, require: Callable[..., None]
 ) -> None:
-    if shutil.which("fio") is None:
-        pytest.skip("fio is not installed (apt-get install -y fio)")
+    require_tool(TOOLS, [] if shutil.which("fio") else ["fio is not installed (apt-get install -y fio)"])
     profile = Profile.build(
         "db", volumes={"data": "hdd", "scratch": "fast"}, volume_classes={"hdd": HDD, "fast": UNTHROTTLED}
     )

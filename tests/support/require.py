@@ -14,12 +14,17 @@ import pytest
 
 from caplab.profiles import Profile, check_support
 
+PG = "CAPLAB_REQUIRE_PG"
+"""PostgreSQL's server binaries and pgbench (postgresql, postgresql-contrib)."""
 PROFILES = "CAPLAB_REQUIRE_PROFILES"
 """Hardware profiles: root, writable cgroups, loop devices, network namespaces, tc."""
 SLAPD = "CAPLAB_REQUIRE_SLAPD"
 """OpenLDAP's slapd and its tools (idsync's directory)."""
 MAIL = "CAPLAB_REQUIRE_MAIL"
 """Postfix and Dovecot, and root for Postfix's master (the mail reference system)."""
+TOOLS = "CAPLAB_REQUIRE_TOOLS"
+"""Command-line tools a test watches or drives caplab with (strace, fio), which .ci/tools.sh
+installs."""
 
 
 def require(switch: str, missing: str | Iterable[str]) -> None:

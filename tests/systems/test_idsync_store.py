@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from caplab.systems.idsync.store import Placement, Store
+from support.require import TOOLS, require
 
 
 def test_data_change_log_and_temp_files_each_go_to_their_directory(tmp_path: Path) -> None:
@@ -26,8 +26,7 @@ def test_data_change_log_and_temp_files_each_go_to_their_directory(tmp_path: Pat
 def test_a_large_sort_spills_into_the_temp_directory(tmp_path: Path) -> None:
     """Seen from the system calls: the temp file SQLite creates (and unlinks at once) is opened in
     the temp directory, not in /var/tmp."""
-    if subprocess.run(["which", "strace"], capture_output=True, check=False).returncode != 0:
-        pytest.skip("strace not installed")
+    require(TOOLS, [] if shutil.which("strace") else ["strace is not installed (apt-get install strace)"])
     script = f"""
 from pathlib import Path
 from caplab.systems.idsync.store import Placement, Store

@@ -28,13 +28,12 @@ from caplab.collect.roles import RoleCollector, RoleSpec
 from caplab.systems.mail import MailSystem, Settings
 from caplab.systems.mail.content import SIGNATURE
 from caplab.systems.mail.users import read_passwords
-from support.mail import missing_mail_packages
 
 StartMail = Callable[..., tuple[MailSystem, dict[str, Any]]]
 USERS = 4
 MESSAGES = 24
 
-pytestmark = pytest.mark.skipif(bool(missing_mail_packages()), reason=missing_mail_packages())
+pytestmark = pytest.mark.usefixtures("mail_packages")
 
 
 @pytest.fixture

@@ -21,12 +21,10 @@ from typing import Any
 import psutil
 import pytest
 
-from support.mail import missing_mail_packages
-
 CAPLAB = Path(sys.executable).parent / "caplab"
 MODULE = [sys.executable, "-m", "caplab.systems.mail"]
 
-pytestmark = pytest.mark.skipif(bool(missing_mail_packages()), reason=missing_mail_packages())
+pytestmark = pytest.mark.usefixtures("mail_packages")
 
 
 @pytest.fixture
