@@ -131,6 +131,34 @@ class LoadSpec:
 
 def build_plan(spec: LoadSpec) -> Plan:
     """Turns a load description into an engine plan, rejecting combinations that make no sense."""
+    _check_load_model(spec)
+    _check_framing(spec)
+    if spec.usage is not None:
+        return _usage_plan(spec)
+    load = _load_of(spec)
+    target, request = _target_and_request(spec)
+    return Plan(
+        target=target,
+        load=load,
+        duration_s=load.duration_s if isinstance(load, OpenLoad) and spec.steps else spec.duration_s,
+        warmup_s=spec.warmup_s,
+        requests=(request,),
+        max_requests=spec.max_requests,
+        max_in_flight=spec.connections if spec.open_model else None,
+        interval_s=spec.interval_s,
+        threads=spec.threads,
+        timeout_s=spec.timeout_s,
+        seed=spec.seed,
+        extra_targets=spec.extra_targets,
+        reconnect_backoff_ms=spec.reconnect_backoff_ms,
+        tls=_tls(spec),
+        mail=_mail(spec),
+    )
+
+
+def _check_load_model(spec: LoadSpec) -> None:
+    """The open model's options (a rate, steps, a ramp) and the closed model's (users, think,
+    logon) are not mixed, and logons fall within the warm-up."""
     open_model = spec.open_model
     if open_model and spec.users is not None:
         raise UsageProblem("give --rate/--steps (open model) or --users (closed model), not both")
@@ -146,57 +174,47 @@ def build_plan(spec: LoadSpec) -> Plan:
         raise UsageProblem("--ramp-to needs --rate (the starting rate)")
     if spec.steps is not None and spec.rate is not None:
         raise UsageProblem("give --rate or --steps, not both")
+
+
+def _check_framing(spec: LoadSpec) -> None:
+    """Framed TCP (``tcp://``, ``tls://``) needs a framing; nothing else takes one."""
     is_tcp = spec.url.startswith(("tcp://", "tls://"))
     if is_tcp and spec.framing is None:
         scheme = spec.url.partition("://")[0]
         raise UsageProblem(f"{scheme}:// targets need --framing line|u32|mllp")
     if not is_tcp and spec.framing is not None:
         raise UsageProblem("--framing applies to tcp:// targets (and tls://: framed TCP in TLS)")
-    if spec.usage is not None:
-        return _usage_plan(spec)
-    load: OpenLoad | ClosedLoad
+
+
+def _load_of(spec: LoadSpec) -> OpenLoad | ClosedLoad:
+    """Steps, a rate (ramped or not) or users: without any, the connections' count of users."""
     if spec.steps is not None:
-        load = OpenLoad(tuple(Segment(d, r, r) for r, d in spec.steps), spec.schedule)
-    elif spec.rate is not None:
+        return OpenLoad(tuple(Segment(d, r, r) for r, d in spec.steps), spec.schedule)
+    if spec.rate is not None:
         end = spec.ramp_to if spec.ramp_to is not None else spec.rate
-        load = OpenLoad((Segment(spec.duration_s, spec.rate, end),), spec.schedule)
-    else:
-        users = spec.users if spec.users is not None else (spec.connections or 10)
-        think = Think(spec.think_dist, spec.think_s) if spec.think_s else Think()
-        load = ClosedLoad(users, think, spec.logon_s)
+        return OpenLoad((Segment(spec.duration_s, spec.rate, end),), spec.schedule)
+    users = spec.users if spec.users is not None else (spec.connections or 10)
+    think = Think(spec.think_dist, spec.think_s) if spec.think_s else Think()
+    return ClosedLoad(users, think, spec.logon_s)
+
+
+def _target_and_request(spec: LoadSpec) -> tuple[Target, RequestClass]:
+    """The target and its one request: a PostgreSQL transaction, a mail action (SEND or READ,
+    by the scheme) or an HTTP or framed-TCP request."""
     if is_postgres(spec.url):
         request = RequestClass(name=spec.workload or "transaction", body=_body(spec))
-        target = Target(spec.url, None, spec.password, spec.scale)
-    elif is_mail(spec.url):
+        return Target(spec.url, None, spec.password, spec.scale), request
+    if is_mail(spec.url):
         name, action = MAIL_ACTIONS[spec.url.partition("://")[0]]
         if spec.method.upper() not in ("GET", action):
             raise UsageProblem(
                 f"{spec.url.partition(':')[0]}:// targets {name} (method {action}), not {spec.method}"
             )
-        request = RequestClass(name=name, method=action, body=_body(spec))
-        target = Target(spec.url)
-    else:
-        request = RequestClass(
-            method=spec.method.upper(), headers=spec.headers, body=_body(spec), template=spec.template
-        )
-        target = Target(spec.url, spec.framing)
-    return Plan(
-        target=target,
-        load=load,
-        duration_s=load.duration_s if isinstance(load, OpenLoad) and spec.steps else spec.duration_s,
-        warmup_s=spec.warmup_s,
-        requests=(request,),
-        max_requests=spec.max_requests,
-        max_in_flight=spec.connections if open_model else None,
-        interval_s=spec.interval_s,
-        threads=spec.threads,
-        timeout_s=spec.timeout_s,
-        seed=spec.seed,
-        extra_targets=spec.extra_targets,
-        reconnect_backoff_ms=spec.reconnect_backoff_ms,
-        tls=_tls(spec),
-        mail=_mail(spec),
+        return Target(spec.url), RequestClass(name=name, method=action, body=_body(spec))
+    request = RequestClass(
+        method=spec.method.upper(), headers=spec.headers, body=_body(spec), template=spec.template
     )
+    return Target(spec.url, spec.framing), request
 
 
 def _mail(spec: LoadSpec) -> MailOptions | None:
@@ -212,6 +230,22 @@ def _mail(spec: LoadSpec) -> MailOptions | None:
 def _usage_plan(spec: LoadSpec) -> Plan:
     """A usage profile's plan: its users, the think time and the mix its rates make."""
     assert spec.usage is not None
+    users = _usage_users(spec)
+    groups = _actions_by_target(spec.url, spec.usage)
+    if len(groups) > 1:
+        return _plans_side_by_side(spec, groups)
+    if groups and next(iter(groups)) != spec.url:  # every action goes elsewhere: that is the target
+        return _usage_plan(replace(spec, url=next(iter(groups))))
+    think = Think("exponential", usage_think_s(spec.usage))
+    base = build_plan(replace(spec, usage=None))
+    requests = usage_classes(spec.usage)
+    if is_mail(spec.url):
+        requests = _with_mail_method(spec.url, base.requests[0].method, requests)
+    return replace(base, load=ClosedLoad(users, think, spec.logon_s), requests=requests)
+
+
+def _usage_users(spec: LoadSpec) -> int:
+    """The users a usage profile drives; the options it sets itself, or its actions give, refused."""
     if spec.open_model:
         raise UsageProblem("a usage profile drives users (closed model): give --users, not --rate/--steps")
     if spec.think_s:
@@ -224,37 +258,44 @@ def _usage_plan(spec: LoadSpec) -> Plan:
         raise UsageProblem("with a usage profile, each action gives its own method")
     if is_postgres(spec.url):
         raise UsageProblem("usage profiles drive http://, https://, tcp:// and tls:// targets")
+    return spec.users
+
+
+def _actions_by_target(url: str, usage: tuple[UsageAction, ...]) -> dict[str, tuple[UsageAction, ...]]:
+    """The actions with a rate, by the URL they go to (their own target, or the load's ``url``)."""
     groups: dict[str, tuple[UsageAction, ...]] = {}
-    for a in spec.usage:
+    for a in usage:
         if a.per_hour > 0:
-            url = a.target or spec.url
-            groups[url] = (*groups.get(url, ()), a)
-    if len(groups) > 1:
-        # Each action of a user is its own Poisson stream (exponential think, actions picked at
-        # random), so N users doing all of them are N users per target doing that target's.
-        own = groups.pop(spec.url, None) or groups.pop(next(iter(groups)))
-        first = own[0].target or spec.url
-        main = _usage_plan(replace(spec, url=first, usage=own))
-        others = tuple(
-            _usage_plan(replace(spec, url=url, usage=actions, seed=spec.seed + i))
-            for i, (url, actions) in enumerate(groups.items(), start=1)
-        )
-        return replace(main, alongside=others)
-    if groups and next(iter(groups)) != spec.url:  # every action goes elsewhere: that is the target
-        return _usage_plan(replace(spec, url=next(iter(groups))))
-    think = Think("exponential", usage_think_s(spec.usage))
-    base = build_plan(replace(spec, usage=None))
-    requests = usage_classes(spec.usage)
-    if is_mail(spec.url):  # a mail target's one action (SEND or READ) is every action's method
-        action = base.requests[0].method
-        for r in requests:
-            if r.method not in ("GET", action):
-                raise UsageProblem(
-                    f"usage action {r.name}: a {spec.url.partition(':')[0]}:// target's "
-                    f"method is {action}, not {r.method}"
-                )
-        requests = tuple(replace(r, method=action) for r in requests)
-    return replace(base, load=ClosedLoad(spec.users, think, spec.logon_s), requests=requests)
+            to = a.target or url
+            groups[to] = (*groups.get(to, ()), a)
+    return groups
+
+
+def _plans_side_by_side(spec: LoadSpec, groups: dict[str, tuple[UsageAction, ...]]) -> Plan:
+    """One plan per target, the load's own (or the first) carrying the others ``alongside``.
+
+    Each action of a user is its own Poisson stream (exponential think, actions picked at
+    random), so N users doing all of them are N users per target doing that target's."""
+    groups = dict(groups)
+    own = groups.pop(spec.url, None) or groups.pop(next(iter(groups)))
+    first = own[0].target or spec.url
+    main = _usage_plan(replace(spec, url=first, usage=own))
+    others = tuple(
+        _usage_plan(replace(spec, url=url, usage=actions, seed=spec.seed + i))
+        for i, (url, actions) in enumerate(groups.items(), start=1)
+    )
+    return replace(main, alongside=others)
+
+
+def _with_mail_method(url: str, action: str, requests: tuple[RequestClass, ...]) -> tuple[RequestClass, ...]:
+    """A mail target's one action (SEND or READ) is every action's method; another is refused."""
+    scheme = url.partition(":")[0]
+    for r in requests:
+        if r.method not in ("GET", action):
+            raise UsageProblem(
+                f"usage action {r.name}: a {scheme}:// target's method is {action}, not {r.method}"
+            )
+    return tuple(replace(r, method=action) for r in requests)
 
 
 def _tls(spec: LoadSpec) -> TlsOptions | None:
