@@ -13,10 +13,11 @@ from caplab.profiles.design import role_hardware
 from caplab.profiles.models import format_size
 from caplab.profiles.placeholders import check_placeholders
 from caplab.spec.errors import KeyPath, SpecError, line_of, raw_at
-from caplab.spec.factors import FACTOR_REF
+from caplab.spec.factors import cell_note
 from caplab.spec.fields import Scalar
 from caplab.spec.job import CounterItems
 from caplab.spec.study import StudyConfig
+from caplab.spec.sut import SutSpec
 
 
 def check_files(path: Path, lines: dict[KeyPath, int], config: StudyConfig) -> None:
@@ -113,7 +114,11 @@ def check_actions(path: Path, lines: dict[KeyPath, int], config: StudyConfig) ->
             raise fail(i, "do", f"the system has no action {action.do!r} (its actions: {known})")
 
 
-def check_machines(config: StudyConfig, fail: Callable[[KeyPath, str], SpecError]) -> None:
+Fail = Callable[[KeyPath, str], SpecError]
+"""Makes the error for a problem at a key path: file, line, field, message, and the cell."""
+
+
+def check_machines(config: StudyConfig, fail: Fail) -> None:
     """Roles that share a ``machine:`` are on one profile, and consolidation (which places the
     roles itself) is not given as well."""
     roles = config.sut.roles if config.sut else {}
@@ -144,11 +149,25 @@ def check_hardware(
 
     def fail(loc: KeyPath, message: str) -> SpecError:
         field = ".".join(str(p) for p in loc)
-        raw = raw_at(data, loc)
-        refers = isinstance(raw, str) and any(m.group(1) in cell for m in FACTOR_REF.finditer(raw))
-        where = f" (in the cell where {', '.join(f'{k}={v}' for k, v in cell.items())})" if refers else ""
-        return SpecError(f"{path}:{line_of(lines, loc)}: {field}: {message}{where}")
+        return SpecError(
+            f"{path}:{line_of(lines, loc)}: {field}: {message}{cell_note(raw_at(data, loc), cell)}"
+        )
 
+    _check_classes(config, fail)
+    _check_prices(config, fail)
+    sut = config.sut
+    if sut is None:
+        return
+    if config.job is not None and config.job.role is not None and config.job.role not in sut.roles:
+        raise fail(("job", "role"), f"no role {config.job.role!r} in sut.roles")
+    _check_consolidation(config, sut, fail)
+    _check_role_profiles(config, sut, fail)
+    check_machines(config, fail)
+    _check_placeholders(config, sut, fail)
+
+
+def _check_classes(config: StudyConfig, fail: Fail) -> None:
+    """Each profile's volumes and link name classes the study defines."""
     for name, profile in config.profiles.items():
         for volume, vclass in profile.volumes.items():
             if vclass not in config.volumes:
@@ -160,7 +179,10 @@ def check_hardware(
         if profile.link is not None and profile.link not in config.links:
             known = ", ".join(sorted(config.links)) or "none: add a links: section"
             raise fail(("profiles", name, "link"), f"unknown link class {profile.link!r} (defined: {known})")
-    # Prices name what the study defines, with or without a SUT to run them on.
+
+
+def _check_prices(config: StudyConfig, fail: Fail) -> None:
+    """Prices name what the study defines, with or without a SUT to run them on."""
     for kind, priced, defined in (
         ("profiles", config.cost.profiles if config.cost else {}, config.profiles),
         ("volumes", config.cost.volumes if config.cost else {}, config.volumes),
@@ -173,20 +195,29 @@ def check_hardware(
                     ("cost", kind, name),
                     f"prices {kind[:-1]} {name!r}, which the study does not define ({have})",
                 )
-    sut = config.sut
-    if sut is None:
-        return
-    if config.job is not None and config.job.role is not None and config.job.role not in sut.roles:
-        raise fail(("job", "role"), f"no role {config.job.role!r} in sut.roles")
-    known = ", ".join(sorted(config.profiles)) or "none: add a profiles: section"
+
+
+def _known_profiles(config: StudyConfig) -> str:
+    return ", ".join(sorted(config.profiles)) or "none: add a profiles: section"
+
+
+def _check_consolidation(config: StudyConfig, sut: SutSpec, fail: Fail) -> None:
+    """Consolidation places roles the SUT declares on profiles the study defines."""
     c = config.consolidation
-    if c is not None:
-        for role, name in [*c.apart.items(), ("", c.together)]:
-            at: KeyPath = ("consolidation", "apart", role) if role else ("consolidation", "together")
-            if name not in config.profiles:
-                raise fail(at, f"unknown profile {name!r} (profiles: {known})")
-            if role and role not in sut.roles:
-                raise fail(at, f"no role {role!r} in sut.roles (roles: {', '.join(sut.roles) or 'none'})")
+    if c is None:
+        return
+    for role, name in [*c.apart.items(), ("", c.together)]:
+        at: KeyPath = ("consolidation", "apart", role) if role else ("consolidation", "together")
+        if name not in config.profiles:
+            raise fail(at, f"unknown profile {name!r} (profiles: {_known_profiles(config)})")
+        if role and role not in sut.roles:
+            raise fail(at, f"no role {role!r} in sut.roles (roles: {', '.join(sut.roles) or 'none'})")
+
+
+def _check_role_profiles(config: StudyConfig, sut: SutSpec, fail: Fail) -> None:
+    """The SUT and its roles name profiles that exist; a role on a profile has a name its
+    cgroup and volumes can carry."""
+    known = _known_profiles(config)
     if sut.profile is not None and sut.profile not in config.profiles:
         raise fail(("sut", "profile"), f"unknown profile {sut.profile!r} (profiles: {known})")
     for role, spec in sut.roles.items():
@@ -198,13 +229,27 @@ def check_hardware(
             raise fail(
                 ("sut", "roles", role), "a role on a profile is named with letters, digits, _ . - only"
             )
-    check_machines(config, fail)
+
+
+def _check_placeholders(config: StudyConfig, sut: SutSpec, fail: Fail) -> None:
+    """Every ``{volume.NAME}`` and ``{address.ROLE}`` in the cell's commands and URLs has a volume
+    or a role on a profile behind it (an address across its link, or loopback without one)."""
     try:
         hardware = role_hardware(config)
     except ValueError as e:
         raise fail(("profiles",), str(e)) from e
     volumes = {f"{r}/{v}": None for r, p in hardware.items() for v in p.volumes}
-    addresses = dict.fromkeys(hardware)  # across its link, or loopback without one
+    addresses = dict.fromkeys(hardware)
+    for loc, text in _texts_with_placeholders(config, sut):
+        if text:
+            try:
+                check_placeholders(text, volumes, addresses)
+            except ValueError as e:
+                raise fail(loc, str(e)) from e
+
+
+def _texts_with_placeholders(config: StudyConfig, sut: SutSpec) -> list[tuple[KeyPath, str | None]]:
+    """The cell's commands and URLs that may name a volume or an address, with where they are."""
     texts: list[tuple[KeyPath, str | None]] = [(("sut", "start"), sut.start), (("sut", "stop"), sut.stop)]
     if sut.ready is not None:
         texts += [(("sut", "ready", k), getattr(sut.ready, k)) for k in ("url", "command", "host")]
@@ -217,12 +262,7 @@ def check_hardware(
     if config.job is not None:
         texts += [(("job", "reset"), config.job.reset), (("job", "prepare"), config.job.prepare)]
         texts += [(("job", "phases", i, "run"), p.run) for i, p in enumerate(config.job.phases)]
-    for loc, text in texts:
-        if text:
-            try:
-                check_placeholders(text, volumes, addresses)
-            except ValueError as e:
-                raise fail(loc, str(e)) from e
+    return texts
 
 
 def check_disk_room(path: Path, lines: dict[KeyPath, int], config: StudyConfig) -> None:

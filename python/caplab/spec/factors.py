@@ -75,3 +75,10 @@ def substitute(value: Any, factors: dict[str, Scalar]) -> Any:
     if isinstance(value, list):
         return [substitute(v, factors) for v in value]
     return value
+
+
+def cell_note(raw: Any, cell: dict[str, Scalar]) -> str:
+    """`` (in the cell where rate=100)`` when the value a problem is in refers to a factor, so the
+    author knows which of the cells failed; else nothing."""
+    refers = isinstance(raw, str) and any(m.group(1) in cell for m in FACTOR_REF.finditer(raw))
+    return f" (in the cell where {', '.join(f'{k}={v}' for k, v in cell.items())})" if refers else ""

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from caplab.spec.errors import KeyPath, line_of, raw_at
-from caplab.spec.factors import FACTOR_REF
+from caplab.spec.factors import FACTOR_REF, cell_note
 from caplab.spec.fields import Scalar
 from caplab.spec.hardware import LinkSpec, ProfileSpec, ScaleSpec, VolumeSpec
 from caplab.spec.load import LoadSection
@@ -91,7 +91,4 @@ def format_error(
         message = str(err["msg"]).removeprefix("Value error, ")
         if "input" in err and isinstance(err["input"], str) and FACTOR_REF.search(err["input"]):
             message += f" (got {err['input']!r}: is the factor name right?)"
-    raw = raw_at(data, loc)
-    refers = isinstance(raw, str) and any(m.group(1) in cell for m in FACTOR_REF.finditer(raw))
-    where = f" (in the cell where {', '.join(f'{k}={v}' for k, v in cell.items())})" if refers else ""
-    return f"{path}:{line_of(lines, loc)}: {field}: {message}{where}"
+    return f"{path}:{line_of(lines, loc)}: {field}: {message}{cell_note(raw_at(data, loc), cell)}"
