@@ -4,11 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    BeforeValidator,
-    Field,
-    model_validator,
-)
+from pydantic import BeforeValidator, Field, model_validator
 
 from caplab.spec.fields import Strict, as_seconds
 
@@ -23,6 +19,8 @@ class RecoverySpec(Strict):
 
 
 def _condition(value: Any) -> Any:
+    """A trigger condition that parses, checked with analysis's own grammar (the one module of
+    analysis, beside the SLO's, the spec may import: tests/test_layering.py)."""
     from caplab.analysis.trigger import parse_condition
 
     if isinstance(value, str):

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    BeforeValidator,
-    Field,
-)
+from pydantic import BeforeValidator, Field
 
 from caplab.spec.fields import Scalar, Strict
 

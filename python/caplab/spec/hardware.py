@@ -5,10 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import (
-    BeforeValidator,
-    Field,
-)
+from pydantic import BeforeValidator, Field
 
 from caplab.profiles import parse_rate
 from caplab.spec.fields import Seconds, Strict, as_size

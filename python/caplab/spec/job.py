@@ -4,11 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import (
-    BeforeValidator,
-    Field,
-    model_validator,
-)
+from pydantic import BeforeValidator, Field, model_validator
 
 from caplab.spec.fields import Strict, as_seconds
 from caplab.spec.sut import SeriesName

@@ -5,13 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import (
-    AfterValidator,
-    BeforeValidator,
-    Field,
-    ValidationInfo,
-    model_validator,
-)
+from pydantic import AfterValidator, BeforeValidator, Field, ValidationInfo, model_validator
 
 from caplab.spec.fields import Seconds, Strict, as_seconds
 from caplab.units import DEFAULT_INTERVAL_S, DEFAULT_TIMEOUT_S

@@ -7,9 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import (
-    ValidationError,
-)
+from pydantic import ValidationError
 
 from caplab.spec.checks import (
     check_actions,

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import (
-    BeforeValidator,
-    Field,
-    model_validator,
-)
+from pydantic import BeforeValidator, Field, model_validator
 
 from caplab.spec.fields import Seconds, Strict, as_fraction
 
 
 def _slo_text(value: Any) -> Any:
+    """An SLO that parses, checked with analysis's own grammar (the one module of analysis,
+    beside the trigger's, the spec may import: tests/test_layering.py)."""
     from caplab.analysis.slo import parse_slo
 
     if isinstance(value, str):

@@ -5,11 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar, Literal, Self
 
-from pydantic import (
-    BeforeValidator,
-    Field,
-    model_validator,
-)
+from pydantic import BeforeValidator, Field, model_validator
 
 from caplab.spec.fields import Strict, as_fraction, as_size
 from caplab.spec.load import UsageSpec
