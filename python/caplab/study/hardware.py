@@ -27,7 +27,7 @@ from caplab.collect.proctable import YOUNG_S, boot_clock, cmdline, list_pids, re
 from caplab.profiles import CellHardware, Profile, ProfileError, check_support, sweep_leftovers
 from caplab.profiles.design import role_hardware
 from caplab.profiles.placeholders import fill
-from caplab.spec import Study, StudyConfig
+from caplab.spec.study import Study, StudyConfig
 
 ATTACH_POLL_S = 0.1
 
