@@ -100,36 +100,47 @@ def imports_of(package_dir: Path) -> dict[str, Unit]:
 
 def cycles(units: dict[str, Unit]) -> list[list[str]]:
     """Groups of units that import each other, directly or around a loop (Tarjan's SCCs)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        for w in units[v].internal if v in units else ():
-            if w not in units:
-                continue
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            group: list[str] = []
-            while True:
-                w = stack.pop()
-                group.append(w)
-                if w == v:
-                    break
-            if len(group) > 1:
-                found.append(sorted(group))
-
+    search = _StronglyConnected(units)
     for v in sorted(units):
-        if v not in index:
-            visit(v)
-    return found
+        if v not in search.index:
+            search.visit(v)
+    return search.found
+
+
+@dataclass
+class _StronglyConnected:
+    """Tarjan's search over the units' imports; ``found`` holds each loop of two or more."""
+
+    units: dict[str, Unit]
+    index: dict[str, int] = field(default_factory=dict)
+    low: dict[str, int] = field(default_factory=dict)
+    stack: list[str] = field(default_factory=list)
+    found: list[list[str]] = field(default_factory=list)
+
+    def visit(self, v: str) -> None:
+        self.index[v] = self.low[v] = len(self.index)
+        self.stack.append(v)
+        for w in self.units[v].internal if v in self.units else ():
+            if w not in self.units:
+                continue
+            if w not in self.index:
+                self.visit(w)
+                self.low[v] = min(self.low[v], self.low[w])
+            elif w in self.stack:
+                self.low[v] = min(self.low[v], self.index[w])
+        if self.low[v] == self.index[v]:
+            self._close(v)
+
+    def _close(self, v: str) -> None:
+        """Pops ``v``'s component off the stack, kept when it is a loop."""
+        group: list[str] = []
+        while True:
+            w = self.stack.pop()
+            group.append(w)
+            if w == v:
+                break
+        if len(group) > 1:
+            self.found.append(sorted(group))
 
 
 def violations(
