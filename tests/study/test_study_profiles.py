@@ -17,8 +17,10 @@ from typing import Any
 
 import pytest
 
+from caplab.analysis.cost import priced_roles
 from caplab.profiles import LinkClass, Profile, VolumeClass
 from caplab.spec import SpecError, load_study
+from caplab.study.hardware import shared_machines
 from support.profiles import left_behind, leftovers, outweighing_the_neighbours
 from support.require import require_profiles
 from support.servers import default_sigint
@@ -348,8 +350,9 @@ def test_roles_on_one_machine_share_it_and_a_machine_holds_one_profile(tmp_path:
     path = tmp_path / "study.yaml"
     path.write_text(ON_ONE_MACHINE)
     [cell] = load_study(path).cells
-    assert cell.config.shared_machines() == {"app": "box", "db": "box"}
-    [machine] = cell.config.priced_roles()
+    config = cell.config
+    assert shared_machines(config) == {"app": "box", "db": "box"}
+    [machine] = priced_roles(config.role_profiles(), shared_machines(config), config.profiles)
     assert (machine.role, machine.profile, machine.cpus) == ("app+db", "small", 2), "one box is bought once"
     no_profile = ON_ONE_MACHINE.replace("db: {match: db, profile: small,", "db: {match: db,")
     two_profiles = ON_ONE_MACHINE.replace("profiles:\n", "profiles:\n  large: {cpus: 4}\n").replace(

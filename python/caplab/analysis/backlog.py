@@ -30,7 +30,7 @@ import math
 import statistics
 from dataclasses import dataclass, replace
 
-from caplab.engine import IntervalSnapshot, RunResult
+from caplab.engine.result import IntervalSnapshot, RunResult
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,9 @@ and each link by its class. Prices are a purchase or per hour; caplab never mixe
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 PER = 1000.0
 """Capacity is priced per this many requests (or users) a second: "per 1,000 msg/s"."""
@@ -45,6 +46,85 @@ class Prices:
     links: dict[str, float] = field(default_factory=dict)
     configurations: list[tuple[dict[str, Any], float]] = field(default_factory=list)
     """``(factor values, price)``: a configuration priced whole, matched on those factors."""
+
+
+class ProfilePriceWords(Protocol):
+    """A profile's price as the study gives it (``cost.profiles``)."""
+
+    @property
+    def base(self) -> float: ...
+    @property
+    def per_cpu(self) -> float: ...
+    @property
+    def per_gb(self) -> float: ...
+
+
+class ConfigurationPriceWords(Protocol):
+    """A whole configuration's price, matched on factor values (``cost.configurations``)."""
+
+    @property
+    def when(self) -> Mapping[str, Any]: ...
+    @property
+    def price(self) -> float: ...
+
+
+class PriceList(Protocol):
+    """The study's ``cost:`` section, read as plain data (analysis does not know the spec)."""
+
+    @property
+    def currency(self) -> str: ...
+    @property
+    def basis(self) -> str: ...
+    @property
+    def profiles(self) -> Mapping[str, ProfilePriceWords]: ...
+    @property
+    def volumes(self) -> Mapping[str, float]: ...
+    @property
+    def links(self) -> Mapping[str, float]: ...
+    @property
+    def configurations(self) -> Sequence[ConfigurationPriceWords]: ...
+
+
+def prices_of(price_list: PriceList) -> Prices:
+    """The study's price list as the cost analysis reads it."""
+    return Prices(
+        price_list.currency,
+        price_list.basis,
+        {n: ProfilePrice(p.base, p.per_cpu, p.per_gb) for n, p in price_list.profiles.items()},
+        dict(price_list.volumes),
+        dict(price_list.links),
+        [(dict(c.when), c.price) for c in price_list.configurations],
+    )
+
+
+class MachineWords(Protocol):
+    """A profile as pricing needs it: cores, memory in bytes, its volumes' and link's classes."""
+
+    @property
+    def cpus(self) -> float | None: ...
+    @property
+    def memory(self) -> int | None: ...
+    @property
+    def volumes(self) -> Mapping[str, str]: ...
+    @property
+    def link(self) -> str | None: ...
+
+
+def priced_roles(
+    role_profiles: Mapping[str, str], machines: Mapping[str, str], profiles: Mapping[str, MachineWords]
+) -> list[PricedRole]:
+    """Each machine the roles run on as it is priced (cores in profile CPUs): a role's own profile,
+    or once for the roles that share one machine (``transport+access``). ``role_profiles`` maps a
+    role to its profile's name, ``machines`` a role to the machine it shares (if it does)."""
+    on: dict[str, tuple[list[str], str]] = {}
+    for role, name in role_profiles.items():
+        on.setdefault(machines.get(role, f"role:{role}"), ([], name))[0].append(role)
+    out = []
+    for roles, name in on.values():
+        p = profiles[name]
+        memory = p.memory / 2**30 if p.memory is not None else None
+        out.append(PricedRole("+".join(roles), name, p.cpus, memory, tuple(p.volumes.values()), p.link))
+    return out
 
 
 @dataclass(frozen=True)

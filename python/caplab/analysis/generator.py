@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from caplab.analysis.limit import Limit
 from caplab.analysis.slo import Slo
-from caplab.engine import GeneratorFigures
+from caplab.engine.result import GeneratorFigures
 
 CROWDED_HOST_CPU = 90.0
 """Host CPU (% of all cores) at which a late generator is taken to be crowded out by the SUT."""

@@ -13,7 +13,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Literal, TypedDict
 
-from caplab.engine import IntervalSnapshot
+from caplab.engine.result import IntervalSnapshot
 
 Rating = Literal["good", "fair", "poor"]
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from caplab.analysis.steady import FAIR_CV, steadiness
-from caplab.engine import IntervalSnapshot
+from caplab.engine.result import IntervalSnapshot
 from caplab.units import parse_duration
 
 LATENCY = ("p50", "p90", "p95", "p99", "p999", "max", "mean")

@@ -25,8 +25,9 @@ import psutil
 from caplab.collect import ProfileSource, RoleSpec
 from caplab.collect.proctable import YOUNG_S, boot_clock, cmdline, list_pids, read_stat
 from caplab.profiles import CellHardware, Profile, ProfileError, check_support, sweep_leftovers
+from caplab.profiles.design import role_hardware
 from caplab.profiles.placeholders import fill
-from caplab.spec import Study, StudyConfig
+from caplab.spec.study import Study, StudyConfig
 
 ATTACH_POLL_S = 0.1
 
@@ -35,11 +36,21 @@ class HardwareUnavailable(Exception):
     """This machine lacks a mechanism the study's profiles need; nothing was applied."""
 
 
+def shared_machines(config: StudyConfig) -> dict[str, str]:
+    """Role → machine for roles sharing one profile's hardware: consolidation's together, or
+    the roles' own ``machine:``."""
+    c = config.consolidation
+    if c is not None:
+        return {role: "together" for role in c.apart} if config.placement == "together" else {}
+    roles = config.sut.roles if config.sut else {}
+    return {name: role.machine for name, role in roles.items() if role.machine is not None}
+
+
 def study_profiles(study: Study) -> list[Profile]:
     """Every profile some cell puts a role on."""
     seen: dict[str, Profile] = {}
     for cell in study.cells:
-        for profile in cell.config.hardware().values():
+        for profile in role_hardware(cell.config).values():
             seen.setdefault(profile.name, profile)
     return list(seen.values())
 
@@ -62,12 +73,12 @@ def preflight(study: Study) -> list[str]:
 @contextlib.contextmanager
 def cell_hardware(config: StudyConfig, workdir: Path) -> Iterator[CellHardware | None]:
     """The cell's hardware for the life of the block (None when no role is on a profile)."""
-    roles = config.hardware()
+    roles = role_hardware(config)
     if not roles:
         yield None
         return
     try:
-        with CellHardware(workdir, roles, config.scale.cpu, config.shared_machines()) as hw:
+        with CellHardware(workdir, roles, config.scale.cpu, shared_machines(config)) as hw:
             yield hw
     finally:
         for directory in (workdir / "volumes", workdir, workdir.parent):  # volumes took their files
@@ -124,7 +135,7 @@ def launched_role(config: StudyConfig, hw: CellHardware) -> str | None:
     declared = config.sut.roles if config.sut else {}
     if len(hw.profiles) == 1 and len(declared) <= 1:
         return next(iter(hw.profiles))
-    shared = config.shared_machines()
+    shared = shared_machines(config)
     local = {name for name, role in declared.items() if role.host is None}
     if len(set(shared.values())) == 1 and set(shared) == set(hw.profiles) and local <= set(shared):
         # One combined server and nothing else: the start command runs on it whole. A role off the

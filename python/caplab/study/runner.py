@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from caplab.analysis.cost import configuration_cost
+from caplab.analysis.cost import configuration_cost, priced_roles, prices_of
 from caplab.analysis.failover import Verdict, success_rate
 from caplab.analysis.recovery import Interval
 from caplab.collect import MetricsSource, RoleSpec, cell_resources, default_collectors
@@ -42,6 +42,7 @@ from caplab.experiments.capacity import CapacityExperiment, GeneratorSaturated, 
 from caplab.experiments.fixed import FixedLoad
 from caplab.experiments.job import JobExperiment, PhaseFailed
 from caplab.profiles import CellHardware, ProfileError
+from caplab.profiles.design import volume_ratings
 from caplab.spec import Cell, Study, StudyConfig
 from caplab.store import CellRow, Store
 from caplab.study.baseline import baseline_line, storage_baseline, volume_baselines
@@ -55,6 +56,7 @@ from caplab.study.hardware import (
     launched_role,
     oom_kills,
     preflight,
+    shared_machines,
     with_profiles,
 )
 from caplab.study.metrics import cell_metrics
@@ -141,10 +143,11 @@ def priced(config: StudyConfig, factors: dict[str, Any]) -> dict[str, Any]:
     gives them: the report prices capacity and ages drives from these."""
     out: dict[str, Any] = {}
     if config.cost is not None:
-        out["cost"] = configuration_cost(config.cost.prices(), factors, config.priced_roles()).as_dict()
+        roles = priced_roles(config.role_profiles(), shared_machines(config), config.profiles)
+        out["cost"] = configuration_cost(prices_of(config.cost), factors, roles).as_dict()
     rated = {
         volume: {"class": vclass, "size": v.size, "dwpd": v.dwpd, "years": v.years, "tbw": v.tbw}
-        for volume, (vclass, v) in config.volume_ratings().items()
+        for volume, (vclass, v) in volume_ratings(config).items()
         if v.tbw is not None or (v.dwpd is not None and v.years is not None)
     }
     if rated:

@@ -1,0 +1,89 @@
+"""The study file: YAML validated into typed models, with errors that name file, line and field.
+
+A study declares a target, optionally how to start the system under test, factors whose product
+is the test matrix, and the load. Any string may reference a factor as ``{name}``; each cell of
+the matrix is substituted and validated on its own, so ``rate: "{rate}"`` is checked as a number
+for every value the factor takes. Unknown ``{names}`` are left alone (``{seq}`` is the engine's).
+
+    study.yaml:7: load.duraton: unknown field (did you mean duration?)
+
+The model computes nothing: what a cell's hardware is (``caplab.profiles.design``) and what it
+costs (``caplab.analysis.cost``) are worked out from it elsewhere. One module per concept: the
+target, the system under test, the load, actions, search and goal, hardware, cost, job, the
+whole cell (``study``); the factor matrix, the cross-field checks, the error wording and the
+loader beside them. This package re-exports what the rest of caplab imports.
+"""
+
+from caplab.spec.actions import ActionSpec, RecoverySpec
+from caplab.spec.cost import ConfigurationPriceSpec, CostSpec, ProfilePriceSpec
+from caplab.spec.errors import SpecError
+from caplab.spec.factors import substitute
+from caplab.spec.fields import Scalar, Strict
+from caplab.spec.hardware import (
+    ConsolidationSpec,
+    LinkSpec,
+    ProfileSpec,
+    ScaleSpec,
+    StorageBaselineSpec,
+    VolumeSpec,
+)
+from caplab.spec.job import CounterItems, JobSpec, PhaseSpec
+from caplab.spec.load import LoadSection, UsageActionSpec, UsageSpec
+from caplab.spec.loader import load_study, load_usage
+from caplab.spec.search import GoalSpec, SearchSpec
+from caplab.spec.study import Cell, Study, StudyConfig
+from caplab.spec.sut import RESERVED_ROLES, MetricsSpec, ReadySpec, RoleSpecModel, SutSpec
+from caplab.spec.target import (
+    DATABASE_INDEX,
+    DatabaseListSpec,
+    HttpTarget,
+    MailTargetSpec,
+    PostgresTargetSpec,
+    TargetSpec,
+    TcpTarget,
+    spread,
+)
+
+__all__ = [
+    "DATABASE_INDEX",
+    "RESERVED_ROLES",
+    "ActionSpec",
+    "Cell",
+    "ConfigurationPriceSpec",
+    "ConsolidationSpec",
+    "CostSpec",
+    "CounterItems",
+    "DatabaseListSpec",
+    "GoalSpec",
+    "HttpTarget",
+    "JobSpec",
+    "LinkSpec",
+    "LoadSection",
+    "MailTargetSpec",
+    "MetricsSpec",
+    "PhaseSpec",
+    "PostgresTargetSpec",
+    "ProfilePriceSpec",
+    "ProfileSpec",
+    "ReadySpec",
+    "RecoverySpec",
+    "RoleSpecModel",
+    "Scalar",
+    "ScaleSpec",
+    "SearchSpec",
+    "SpecError",
+    "StorageBaselineSpec",
+    "Strict",
+    "Study",
+    "StudyConfig",
+    "SutSpec",
+    "TargetSpec",
+    "TcpTarget",
+    "UsageActionSpec",
+    "UsageSpec",
+    "VolumeSpec",
+    "load_study",
+    "load_usage",
+    "spread",
+    "substitute",
+]
