@@ -57,22 +57,20 @@ class ResourceScope:
     def parse(cls, text: str) -> ResourceScope:
         """``cpu:host`` → ResourceScope(CPU, "host"); raises ValueError for anything that is not
         ``KIND:NAME`` with a kind caplab names (``host``, ``software``, ``gpu:0``, ``cpu:``)."""
-        kind, colon, name = text.partition(":")
-        if not colon or not name or kind not in _KINDS:
+        scope = cls.of(text)
+        if scope is None:
             kinds = ", ".join(k.value for k in ScopeKind)
             raise ValueError(f"not a resource scope (KIND:NAME, with KIND one of {kinds}): {text!r}")
-        return cls(ScopeKind(kind), name)
+        return scope
 
     @classmethod
     def of(cls, text: str | None) -> ResourceScope | None:
         """The scope ``text`` names, or None when it names none (``host``, ``network round trips``,
         ``software``, no resource at all)."""
-        if text is None:
+        kind, colon, name = (text or "").partition(":")
+        if not colon or not name or kind not in _KINDS:
             return None
-        try:
-            return cls.parse(text)
-        except ValueError:
-            return None
+        return cls(ScopeKind(kind), name)
 
     def format(self) -> str:
         """The stored name: ``parse(s).format() == s``."""
