@@ -42,6 +42,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypedDict
 
+from caplab.analysis.scope import HOST_CPU, ResourceScope, ScopeKind, role_scope
+
 NEAR_SATURATION = 0.80
 # A latency SLO usually gives out before a resource is fully busy: a resource this busy at
 # capacity that is near saturation in the trial just above it is the limit too.
@@ -50,6 +52,10 @@ IO_WAIT_CORES = 0.5
 """The host's CPU time waiting on I/O, in cores, from which a throttled volume busy at capacity is
 the limit: the system sits waiting on its requests."""
 ROUND_TRIPS = "network round trips"
+"""The limit's name when a link's round trips, not its bandwidth, bound the system."""
+BUSIEST_THREAD = "busiest thread"
+"""How a role's CPU demand's note begins when its busiest thread, not its share of the cores, is
+what it is weighed by (``LimitKind.CPU_THREAD``)."""
 ROUND_TRIP_SHARE = 0.50
 """The share of the time per message spent waiting on a link's round trips (k × RTT against
 1/X) from which, with no hardware resource saturated, the round trips are named the limit."""
@@ -153,7 +159,8 @@ def round_trips(throughput: float, scopes: dict[str, dict[str, float]]) -> list[
         return []
     out = []
     for scope, m in scopes.items():
-        if not scope.startswith(("link:", "net:")) or m.get("rtt_ms") is None:
+        named = ResourceScope.of(scope)
+        if named is None or not named.is_network or m.get("rtt_ms") is None:
             continue
         packets = min(m.get("rx_packets_s", 0.0), m.get("tx_packets_s", 0.0))
         if packets <= 0:
@@ -170,16 +177,16 @@ def _on_machines(
     the names to judge (``transport+access`` for a machine) and the scopes with those added."""
     groups: dict[str, list[str]] = {}
     for role in roles:
-        groups.setdefault(machines.get(role, f"role:{role}"), []).append(role)
+        groups.setdefault(machines.get(role, role_scope(role)), []).append(role)
     names, out = [], dict(scopes)
     for members in groups.values():
-        present = [r for r in members if "cpu_percent" in scopes.get(f"role:{r}", {})]
+        present = [r for r in members if "cpu_percent" in scopes.get(role_scope(r), {})]
         if len(present) < 2:
             names += members
             continue
-        parts = [scopes[f"role:{r}"] for r in present]
+        parts = [scopes[role_scope(r)] for r in present]
         name = "+".join(present)
-        out[f"role:{name}"] = {
+        out[role_scope(name)] = {
             **{k: v for k, v in parts[0].items() if k.startswith("mem_") or k == "oom_kills"},  # one cgroup
             "cpu_percent": sum(m["cpu_percent"] for m in parts),
             "quota_cpus": parts[0].get("quota_cpus", 0.0),
@@ -202,49 +209,70 @@ def demands(
     cores = max(scopes.get("host", {}).get("cores", 1.0), 1.0)
     if machines:
         roles, scopes = _on_machines(scopes, roles, machines)
-    out: list[Demand] = []
-    for role in roles:
-        m = scopes.get(f"role:{role}", {})
-        if "cpu_percent" not in m:
-            continue
-        quota = m.get("quota_cpus")
-        share = m["cpu_percent"] / (100.0 * (quota or cores))
-        thread = m.get("max_thread_cpu_percent", 0.0) / 100.0
-        throttled = m.get("cpu_throttled_percent", 0.0) / 100.0 if quota else 0.0
-        by_throttling = throttled > max(share, thread)
-        if m.get("host_level"):
-            note = f"its host's whole CPU (node_exporter): {m['cpu_percent']:.0f}% of a core, {quota:g} cores"
-        elif by_throttling:
-            note = (
-                f"throttled in {throttled:.0%} of its quota's periods ({m['cpu_percent']:.0f}% of a core, "
-                f"{share:.0%} of its profile's quota of {quota:g} host CPUs, on average)"
-            )
-        elif quota and share >= thread:
-            note = f"{m['cpu_percent']:.0f}% of a core against its profile's quota of {quota:g} host CPUs"
-        elif thread > share:
-            note = f"busiest thread at {thread:.0%} of one core ({m['cpu_percent']:.0f}% of a core in all)"
-        else:
-            note = f"{m['cpu_percent']:.0f}% of a core over {cores:g} cores"
-        demand = _demand(f"cpu:{role}", max(share, thread, throttled), throughput, note)
-        # Throttled periods do not grow in proportion to the load: no bound is drawn from them.
-        out.append(replace(demand, bound_rps=None) if by_throttling else demand)
+    out = [d for role in roles if (d := _role_cpu(role, scopes.get(role_scope(role), {}), cores, throughput))]
     host = scopes.get("host", {})
     if "cpu_percent" in host and roles:
         # The whole machine's CPU: the SUT competes with everything else here, the generator included.
         used = host["cpu_percent"] / (100.0 * cores)
-        out.append(_demand("cpu:host", used, throughput, f"all processes, {cores:g} cores"))
+        out.append(_demand(HOST_CPU.format(), used, throughput, f"all processes, {cores:g} cores"))
     for scope, m in scopes.items():
-        if scope.startswith(("disk:", "volume:")) and m.get("read_iops", 0.0) + m.get("write_iops", 0.0) > 0:
-            busy = m.get("busy_percent", 0.0) / 100.0
-            note = f"busy {busy:.0%}, queue {m.get('avg_queue', 0.0):.1f}"
-            throttled = m.get("throttle_percent", 0.0) / 100.0  # a volume against its class's ceiling
-            if throttled > busy:
-                busy, note = throttled, f"at {throttled:.0%} of its class's IOPS/bandwidth ceiling"
-            out.append(_demand(scope, busy, throughput, note))
-        if scope.startswith(("net:", "link:")) and m.get("link_mb_s"):
-            use = max(m.get("rx_mb_s", 0.0), m.get("tx_mb_s", 0.0)) / m["link_mb_s"]
-            out.append(_demand(scope, use, throughput, f"{use:.0%} of a {m['link_mb_s']:g} MB/s link"))
+        named = ResourceScope.of(scope)
+        if named is not None and named.is_storage:
+            out += _storage(scope, m, throughput)
+        if named is not None and named.is_network:
+            out += _bandwidth(scope, m, throughput)
     return sorted(out, key=lambda d: d.utilization, reverse=True)
+
+
+def _role_cpu(role: str, m: dict[str, float], cores: float, throughput: float) -> Demand | None:
+    """A role's CPU demand, weighed by whichever holds it back most: its share of the host's cores
+    or of its quota, its busiest thread against one core, or its quota's throttling; None when
+    its CPU was not measured."""
+    if "cpu_percent" not in m:
+        return None
+    quota = m.get("quota_cpus")
+    share = m["cpu_percent"] / (100.0 * (quota or cores))
+    thread = m.get("max_thread_cpu_percent", 0.0) / 100.0
+    throttled = m.get("cpu_throttled_percent", 0.0) / 100.0 if quota else 0.0
+    by_throttling = throttled > max(share, thread)
+    if m.get("host_level"):
+        note = f"its host's whole CPU (node_exporter): {m['cpu_percent']:.0f}% of a core, {quota:g} cores"
+    elif by_throttling:
+        note = (
+            f"throttled in {throttled:.0%} of its quota's periods ({m['cpu_percent']:.0f}% of a core, "
+            f"{share:.0%} of its profile's quota of {quota:g} host CPUs, on average)"
+        )
+    elif quota and share >= thread:
+        note = f"{m['cpu_percent']:.0f}% of a core against its profile's quota of {quota:g} host CPUs"
+    elif thread > share:
+        note = f"{BUSIEST_THREAD} at {thread:.0%} of one core ({m['cpu_percent']:.0f}% of a core in all)"
+    else:
+        note = f"{m['cpu_percent']:.0f}% of a core over {cores:g} cores"
+    scope = ResourceScope(ScopeKind.CPU, role).format()
+    demand = _demand(scope, max(share, thread, throttled), throughput, note)
+    # Throttled periods do not grow in proportion to the load: no bound is drawn from them.
+    return replace(demand, bound_rps=None) if by_throttling else demand
+
+
+def _storage(scope: str, m: dict[str, float], throughput: float) -> list[Demand]:
+    """A disk's or volume's demand, when it served requests: its busy time, or a volume's share
+    of its class's ceiling when that is the larger."""
+    if m.get("read_iops", 0.0) + m.get("write_iops", 0.0) <= 0:
+        return []
+    busy = m.get("busy_percent", 0.0) / 100.0
+    note = f"busy {busy:.0%}, queue {m.get('avg_queue', 0.0):.1f}"
+    throttled = m.get("throttle_percent", 0.0) / 100.0  # a volume against its class's ceiling
+    if throttled > busy:
+        busy, note = throttled, f"at {throttled:.0%} of its class's IOPS/bandwidth ceiling"
+    return [_demand(scope, busy, throughput, note)]
+
+
+def _bandwidth(scope: str, m: dict[str, float], throughput: float) -> list[Demand]:
+    """A link's or interface's demand, when its rate is known: its busier direction against it."""
+    if not m.get("link_mb_s"):
+        return []
+    use = max(m.get("rx_mb_s", 0.0), m.get("tx_mb_s", 0.0)) / m["link_mb_s"]
+    return [_demand(scope, use, throughput, f"{use:.0%} of a {m['link_mb_s']:g} MB/s link")]
 
 
 def memory_pressure(scopes: dict[str, dict[str, float]], roles: list[str]) -> dict[str, Any] | None:
@@ -253,7 +281,7 @@ def memory_pressure(scopes: dict[str, dict[str, float]], roles: list[str]) -> di
     disk after the kernel evicted them to stay under the limit). None when no role is."""
     pressed = []
     for role in roles:
-        m = scopes.get(f"role:{role}", {})
+        m = scopes.get(role_scope(role), {})
         if "mem_percent" not in m:
             continue
         share, hits, kills = m["mem_percent"] / 100.0, m.get("mem_limit_hits", 0.0), m.get("oom_kills", 0.0)
@@ -270,7 +298,8 @@ def memory_pressure(scopes: dict[str, dict[str, float]], roles: list[str]) -> di
         evidence.append(f"{faults:,.0f} major faults (pages read back from disk)")
     if kills > 0:
         evidence.append("the OOM killer killed a process")
-    return {"resource": f"memory:{role}", "utilization": share, "evidence": evidence}
+    memory = ResourceScope(ScopeKind.MEMORY, role).format()
+    return {"resource": memory, "utilization": share, "evidence": evidence}
 
 
 def _memory_above(
@@ -278,9 +307,10 @@ def _memory_above(
 ) -> dict[str, Any] | None:
     """A role whose memory gave out in the first trial above capacity (the OOM killer: the search
     took it as that load's failure) is the limit, however little of it the capacity load used."""
-    if above is None or not above[0].startswith("memory:"):
+    scope = ResourceScope.of(above[0]) if above is not None else None
+    if above is None or scope is None or scope.kind != ScopeKind.MEMORY:
         return None
-    m = scopes.get(f"role:{above[0].removeprefix('memory:')}", {})
+    m = scopes.get(role_scope(scope.name), {})
     share = m["mem_percent"] / 100.0 if "mem_percent" in m else None
     used = (
         f"; at capacity it used {share:.0%} of its {m.get('mem_limit_mb', 0):,.0f} MB limit" if share else ""
@@ -301,10 +331,12 @@ def _demand(resource: str, utilization: float, throughput: float, note: str) -> 
 
 
 def same_resource(a: str, b: str) -> bool:
-    """``cpu:transport+access`` is ``cpu:access+transport``: roles on one machine in any order."""
-    kind_a, _, parts_a = a.partition(":")
-    kind_b, _, parts_b = b.partition(":")
-    return kind_a == kind_b and set(parts_a.split("+")) == set(parts_b.split("+"))
+    """``cpu:transport+access`` is ``cpu:access+transport``: roles on one machine in any order.
+    Names that are no resource scope (``network round trips``) are the same when equal."""
+    scope_a, scope_b = ResourceScope.of(a), ResourceScope.of(b)
+    if scope_a is None or scope_b is None:
+        return a == b
+    return scope_a.same_as(scope_b)
 
 
 def _saturated(d: Demand | None, above: tuple[str, float] | None, ceiling: str | None = None) -> bool:
@@ -370,8 +402,8 @@ def find_limit(
         }
     # The SUT's own resources first: the host's CPU includes everything else on the machine (the
     # generator too), so it is named only when no resource of the SUT's explains the limit.
-    own = [d for d in table if d.resource != "cpu:host"]
-    host = [d for d in table if d.resource == "cpu:host"]
+    own = [d for d in table if d.resource != HOST_CPU.format()]
+    host = [d for d in table if d.resource == HOST_CPU.format()]
     top = own[0] if own else None
     if host and (
         top is None or (not _saturated(top, above, ceiling) and _saturated(host[0], above, ceiling))

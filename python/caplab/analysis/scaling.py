@@ -57,32 +57,38 @@ def study_scaling(document: dict[str, Any]) -> list[dict[str, Any]]:
         for key, members in groups.items():
             if len({c["factors"][factor] for c in members}) < 2:
                 continue  # the factor does not vary here (it moves with another: a zip:) — no series
-            n: list[float] = []
-            x: list[float] = []
-            metric = "throughput"
-            for c in members:
-                metric, points = _point_values(c)
-                n += [float(c["factors"][factor])] * len(points)
-                x += points
-            entry: dict[str, Any] = {
-                "factor": factor,
-                "group": dict(key),
-                "metric": metric,
-                "cells": [c["index"] for c in members],
-                "points": [{"n": a, "throughput": b} for a, b in zip(n, x, strict=True)],
-            }
-            if x:
-                peak_n, peak = max(means_by_n(entry["points"]), key=lambda point: point[1])
-                entry["peak"] = {"n": peak_n, "throughput": peak}
-            try:
-                fit = fit_usl(n, x, extrapolate_to=2 * max(n))
-            except ValueError as e:
-                entry["fit"] = None
-                entry["note"] = str(e)
-            else:
-                entry.update(model_or_none(entry, fit))
-            fits.append(entry)
+            fits.append(_series(factor, dict(key), members))
     return fits
+
+
+def _series(factor: str, group: dict[str, Any], members: list[dict[str, Any]]) -> dict[str, Any]:
+    """One series: the cells of ``group`` (the other factors held) over ``factor``'s values, their
+    points, the peak among them and the scalability law fitted to them (or why there is none)."""
+    n: list[float] = []
+    x: list[float] = []
+    metric = "throughput"
+    for c in members:
+        metric, points = _point_values(c)
+        n += [float(c["factors"][factor])] * len(points)
+        x += points
+    entry: dict[str, Any] = {
+        "factor": factor,
+        "group": group,
+        "metric": metric,
+        "cells": [c["index"] for c in members],
+        "points": [{"n": a, "throughput": b} for a, b in zip(n, x, strict=True)],
+    }
+    if x:
+        peak_n, peak = max(means_by_n(entry["points"]), key=lambda point: point[1])
+        entry["peak"] = {"n": peak_n, "throughput": peak}
+    try:
+        fit = fit_usl(n, x, extrapolate_to=2 * max(n))
+    except ValueError as e:
+        entry["fit"] = None
+        entry["note"] = str(e)
+    else:
+        entry.update(model_or_none(entry, fit))
+    return entry
 
 
 def model_or_none(entry: dict[str, Any], fit: UslFit) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from caplab.analysis.scope import HOST_CPU, ResourceScope, ScopeKind, role_scope
 from caplab.units import parse_duration
 
 _LATENCY = ("p50", "p90", "p95", "p99", "p999", "max", "mean")
@@ -113,7 +114,9 @@ class Slo:
         it, or None."""
         if self.metric != "cpu" or self.op not in ("<=", "<"):
             return None
-        return f"cpu:{self.role}" if self.role is not None else "cpu:host"
+        return (
+            ResourceScope(ScopeKind.CPU, self.role).format() if self.role is not None else HOST_CPU.format()
+        )
 
     @property
     def unit(self) -> str:
@@ -157,7 +160,7 @@ def _roles_cpu(roles: list[str], t: TrialFigures) -> float | None:
         return None
     quotas: dict[str, float | None] = {}
     for r in roles:
-        quotas.setdefault(t.machines.get(r, f"role:{r}"), (t.resources.get(r) or {}).get("quota_cpus"))
+        quotas.setdefault(t.machines.get(r, role_scope(r)), (t.resources.get(r) or {}).get("quota_cpus"))
     total = sum(u for u in used if u is not None)
     if any(not q for q in quotas.values()):
         return total
@@ -176,21 +179,9 @@ def parse_slo(text: str) -> Slo:
         m.group("value").lower(),
     )
     if metric in _LATENCY:
-        _no_role(text, role)
-        if not re.fullmatch(r"\d+(\.\d+)?\s*(us|µs|ms|s|m)", raw):
-            raise SloError(f"{text!r}: {raw!r} is not a latency with a unit (e.g. 50ms, 1s)")
-        try:
-            return Slo(text, metric, None, op, parse_duration(raw) * 1000.0)
-        except ValueError as e:
-            raise SloError(f"{text!r}: {raw!r} is not a latency (e.g. 50ms, 1s)") from e
+        return _latency_slo(text, metric, role, op, raw)
     if metric in ("errors", "cpu", "disk_busy"):
-        if metric != "cpu":
-            _no_role(text, role)
-        if role is not None and not all(part.strip() for part in role.split("+")):
-            raise SloError(f"{text!r}: name the roles to add up, e.g. cpu[transport+access]")
-        if role is not None:
-            role = "+".join(part.strip() for part in role.split("+"))
-        return Slo(text, metric, role, op, _percent(text, raw))
+        return _share_slo(text, metric, role, op, raw)
     if metric == "mem":
         return Slo(text, metric, role, op, _percent(text, raw))
     if metric == "throughput":
@@ -200,21 +191,47 @@ def parse_slo(text: str) -> Slo:
         if not role or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", role):
             raise SloError(f"{text!r}: app takes the name of a figure, e.g. app[processed_per_s]")
         return _rate_slo(text, metric, role, op, raw)
-    known = ", ".join(
-        [
-            *_LATENCY,
-            "errors",
-            "throughput",
-            "cpu",
-            "cpu[ROLE]",
-            "cpu[ROLE+ROLE]",
-            "mem",
-            "mem[ROLE]",
-            "disk_busy",
-            "app[FIGURE]",
-        ]
-    )
-    raise SloError(f"{text!r}: unknown metric {metric!r} (known: {known})")
+    raise SloError(f"{text!r}: unknown metric {metric!r} (known: {_KNOWN})")
+
+
+_KNOWN = ", ".join(
+    [
+        *_LATENCY,
+        "errors",
+        "throughput",
+        "cpu",
+        "cpu[ROLE]",
+        "cpu[ROLE+ROLE]",
+        "mem",
+        "mem[ROLE]",
+        "disk_busy",
+        "app[FIGURE]",
+    ]
+)
+"""The metrics an SLO may name, as the error for an unknown one lists them."""
+
+
+def _latency_slo(text: str, metric: str, role: str | None, op: str, raw: str) -> Slo:
+    """A latency percentile against a duration with its unit (``p99<=50ms``), held in ms."""
+    _no_role(text, role)
+    if not re.fullmatch(r"\d+(\.\d+)?\s*(us|µs|ms|s|m)", raw):
+        raise SloError(f"{text!r}: {raw!r} is not a latency with a unit (e.g. 50ms, 1s)")
+    try:
+        return Slo(text, metric, None, op, parse_duration(raw) * 1000.0)
+    except ValueError as e:
+        raise SloError(f"{text!r}: {raw!r} is not a latency (e.g. 50ms, 1s)") from e
+
+
+def _share_slo(text: str, metric: str, role: str | None, op: str, raw: str) -> Slo:
+    """A percentage: errors, the busiest disk, or CPU — the host's, or roles' added up
+    (``cpu[transport+access]``, their names stripped of spaces)."""
+    if metric != "cpu":
+        _no_role(text, role)
+    if role is not None and not all(part.strip() for part in role.split("+")):
+        raise SloError(f"{text!r}: name the roles to add up, e.g. cpu[transport+access]")
+    if role is not None:
+        role = "+".join(part.strip() for part in role.split("+"))
+    return Slo(text, metric, role, op, _percent(text, raw))
 
 
 def _rate_slo(text: str, metric: str, role: str | None, op: str, raw: str) -> Slo:

@@ -14,6 +14,7 @@ from collections import defaultdict
 from typing import Any
 
 from caplab.analysis.limit import find_limit
+from caplab.analysis.scope import ResourceScope, ScopeKind
 from caplab.collect.base import ResourceSample
 from caplab.collect.summary import summarize
 from caplab.report.model.types import (
@@ -243,7 +244,8 @@ def _fixed_limit(
         }
     # A cell whose system died in its trial (an OOM kill) summarises no resources: its roles are
     # the ones its samples name.
-    roles = roles or sorted(s.removeprefix("role:") for s in scopes if s.startswith("role:"))
+    named = [ResourceScope.of(s) for s in scopes]
+    roles = roles or sorted(n.name for n in named if n is not None and n.kind == ScopeKind.ROLE)
     found = find_limit(float(throughput), scopes, roles)
     if found["kind"] != "software":
         return found
@@ -368,10 +370,11 @@ def _volumes(resources: dict[str, Any], baselines: dict[str, Any]) -> dict[str, 
     """Each ``volume:LABEL`` scope with the fio baseline of that volume (baselines are keyed
     ``role/volume``; a label is the volume's name, or ``role/volume`` where two roles share it)."""
     out: dict[str, VolumeUse] = {}
-    for scope, m in sorted(resources.items()):
-        if not scope.startswith("volume:"):
+    for name, m in sorted(resources.items()):
+        scope = ResourceScope.of(name)
+        if scope is None or scope.kind != ScopeKind.VOLUME:
             continue
-        label = scope.removeprefix("volume:")
+        label = scope.name
         key = next((k for k in baselines if label in (k, k.split("/", 1)[-1])), None)
         alone = {
             j["name"].split("-", 1)[0]: j.get("iops")

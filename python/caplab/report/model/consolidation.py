@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from caplab.analysis.consolidation import compare
+from caplab.analysis.scope import role_scope
 from caplab.collect.base import ResourceSample
 from caplab.collect.summary import summarize
 from caplab.report.model.cells import TrialKey, trial_key
@@ -125,7 +126,7 @@ def _per_trial(
         rows = samples.get(trial_key(cell, t), [])
         warmup = float(t.get("warmup_s") or 0.0)
         means = summarize(rows, warmup, warmup + float(t.get("duration_s") or 0.0)) if rows else {}
-        figures = [means.get(f"role:{r}", {}).get(metric) for r in roles]
+        figures = [means.get(role_scope(r), {}).get(metric) for r in roles]
         if rows and all(f is not None for f in figures):
             total = sum(f for f in figures if f is not None)
             load = _load(t)

@@ -8,25 +8,27 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from caplab.analysis.limit_kind import LimitKind
 from caplab.report.model.types import CellResult, PaperCapacityRow, PaperComparison
 from caplab.units import is_number
 
-KINDS = (
-    (("volume:", "disk:"), "disk"),
-    (("cpu:",), "cpu"),
-    (("memory:",), "memory"),
-    (("link:", "net:", "network"), "network"),
-)
+PAPER_WORDS = {
+    LimitKind.STORAGE: "disk",
+    LimitKind.HOST_CPU: "cpu",
+    LimitKind.CPU: "cpu",
+    LimitKind.CPU_THREAD: "cpu",
+    LimitKind.MEMORY: "memory",
+    LimitKind.NETWORK_BANDWIDTH: "network",
+    LimitKind.NETWORK_ROUND_TRIPS: "network",
+}
+"""The words a seed paper names its limits by, for the kinds of ours it would call so."""
 
 
 def limit_kind(resource: str | None, kind: str | None) -> str | None:
-    """Our limit in the paper's words (disk, cpu, memory, network), else its kind."""
-    if resource is None:
-        return kind
-    for prefixes, word in KINDS:
-        if resource.startswith(prefixes):
-            return word
-    return kind
+    """Our limit in the paper's words (disk, cpu, memory, network), else its kind. A fixed load's
+    busiest resource is worded too: the paper's table names what bounded each configuration."""
+    ours = LimitKind.of_resource(resource)
+    return PAPER_WORDS.get(ours, kind) if ours is not None else kind
 
 
 def paper_comparison(spec: dict[str, Any], cells: list[CellResult]) -> PaperComparison | None:

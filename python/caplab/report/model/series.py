@@ -10,6 +10,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+from caplab.analysis.scope import ResourceScope, ScopeKind, role_scope
 from caplab.collect.base import ResourceSample
 from caplab.report.model.cells import TrialKey, trial_key
 from caplab.report.model.types import SeriesResources, TrialSeries
@@ -23,6 +24,12 @@ def _r(value: Any, digits: int = 3) -> Any:
     return round(value, digits) if isinstance(value, float) else value
 
 
+def _is(scope: str, kind: ScopeKind) -> bool:
+    """Whether a sampled scope is one of ``kind`` (a disk, an interface)."""
+    named = ResourceScope.of(scope)
+    return named is not None and named.kind == kind
+
+
 def _resources(samples: list[ResourceSample], roles: list[str]) -> SeriesResources:
     by_t: dict[float, dict[tuple[str, str], float]] = defaultdict(dict)
     for s in samples:
@@ -34,18 +41,18 @@ def _resources(samples: list[ResourceSample], roles: list[str]) -> SeriesResourc
     def column(pick: Callable[[Row], float | None]) -> list[float | None]:
         return [_r(pick(by_t[t])) for t in times]
 
-    def total(row: Row, prefix: str, metric: str) -> float | None:
-        found = [v for (scope, m), v in row.items() if scope.startswith(prefix) and m == metric]
+    def total(row: Row, kind: ScopeKind, metric: str) -> float | None:
+        found = [v for (scope, m), v in row.items() if m == metric and _is(scope, kind)]
         return sum(found) if found else None
 
     def busiest(row: Row) -> float | None:
-        found = [v for (scope, m), v in row.items() if scope.startswith("disk:") and m == "busy_percent"]
+        found = [v for (scope, m), v in row.items() if m == "busy_percent" and _is(scope, ScopeKind.DISK)]
         return max(found) if found else None
 
     def sampled(scope: str, metric: str) -> list[float | None]:
         return column(lambda row: row.get((scope, metric)))
 
-    cpu = {role: sampled(f"role:{role}", "cpu_percent") for role in roles}
+    cpu = {role: sampled(role_scope(role), "cpu_percent") for role in roles}
     cpu["host"] = sampled("host", "cpu_percent")
     cpu["generator"] = sampled("generator", "cpu_percent")
     app_names = sorted({m for row in by_t.values() for (scope, m) in row if scope == "app"})
@@ -53,8 +60,8 @@ def _resources(samples: list[ResourceSample], roles: list[str]) -> SeriesResourc
         "t": times,
         "cpu_percent": {k: v for k, v in cpu.items() if any(x is not None for x in v)},
         "disk_busy_percent": column(busiest),
-        "net_rx_mb_s": column(lambda row: total(row, "net:", "rx_mb_s")),
-        "net_tx_mb_s": column(lambda row: total(row, "net:", "tx_mb_s")),
+        "net_rx_mb_s": column(lambda row: total(row, ScopeKind.NET, "rx_mb_s")),
+        "net_tx_mb_s": column(lambda row: total(row, ScopeKind.NET, "tx_mb_s")),
         "app": {name: sampled("app", name) for name in app_names},
     }
 

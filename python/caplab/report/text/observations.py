@@ -11,13 +11,12 @@ from itertools import pairwise
 from typing import Literal
 
 from caplab import units as u
-from caplab.analysis.limit import ROUND_TRIPS
+from caplab.analysis.limit import NEAR_SATURATION
+from caplab.analysis.limit_kind import LimitKind
 from caplab.report.model.runs import runs
 from caplab.report.model.types import CellResult, Limit, Measured, Observation
 from caplab.report.text.scaling import scaling_observations
 
-SATURATED = 0.80
-"""Host CPU this busy at capacity: the machine itself is the ceiling."""
 GENERATOR_SHARE_WARN = 0.10
 """The generator using this share of the host's CPU competes with the SUT."""
 MONOTONIC_NOISE = 0.05
@@ -61,18 +60,19 @@ def _limited(cells: list[CellResult]) -> list[tuple[CellResult, Limit]]:
 def _limit_sentence(cell: CellResult, limit: Limit) -> str:
     signals = _signals(limit)
     evidence = f" Evidence: {signals[0]}." if signals else ""
-    if limit["kind"] == "hardware":
+    kind = LimitKind.of(limit)
+    if kind.is_hardware:
         bound = f"; it bounds throughput near {u.rate(limit['bound_rps'])}" if limit.get("bound_rps") else ""
         busy = f"{limit['resource']} at {u.pct(limit['utilization'])}"
         return f"{cell['label']}: {busy}{bound} ({_figure(cell)}).{evidence}"
-    if limit["resource"] == ROUND_TRIPS:
+    if kind == LimitKind.NETWORK_ROUND_TRIPS:
         trips = [s for s in signals if "round trips per message" in s]
         return (
             f"{cell['label']}: the network's round trips, not its bandwidth, at {_figure(cell)} "
             f"(no hardware resource near saturation; the busiest at {u.pct(limit.get('utilization'))})."
             + (f" Evidence: {trips[0]}." if trips else evidence)
         )
-    if limit["kind"] == "software":
+    if kind == LimitKind.SOFTWARE:
         busiest = limit.get("utilization")
         return (
             f"{cell['label']}: no hardware resource was near saturation at {_figure(cell)} (the "
@@ -80,7 +80,7 @@ def _limit_sentence(cell: CellResult, limit: Limit) -> str:
             f"{u.pct(busiest)}): the limit is in the software — pools, locks, serialisation or "
             f"round trips.{evidence}"
         )
-    if limit["kind"] == "not reached":
+    if kind == LimitKind.NOT_REACHED:
         demands = limit["evidence"].get("demands")
         bound = (
             f", would bound throughput near {u.rate(limit['bound_rps'])}" if limit.get("bound_rps") else ""
@@ -100,8 +100,8 @@ def limit_observations(results: Measured) -> list[Observation]:
     for c, limit in cells:
         groups[(limit["kind"], str(limit["resource"]))].append((c, limit))
     out = []
-    for (kind, resource), members in groups.items():
-        if len(members) >= GROUP_AT and kind == "hardware":
+    for (_, resource), members in groups.items():
+        if len(members) >= GROUP_AT and LimitKind.of(members[0][1]).is_hardware:
             utils = [v for _, m in members if u.is_number(v := m["utilization"])]
             bounds = [v for _, m in members if u.is_number(v := m["bound_rps"])]
             span = f" at {u.pct(min(utils))}–{u.pct(max(utils))} at capacity" if utils else ""
@@ -135,7 +135,8 @@ def platform_observations(results: Measured) -> list[Observation]:
         for c in _complete(results)
         if u.is_number(v := c["resources"].get("host", {}).get("cpu_percent"))
     ]
-    saturated = [(c, v) for c, v in busy if v / (100.0 * cores) >= SATURATED]
+    # The host's CPU this busy at capacity: the machine itself is the ceiling.
+    saturated = [(c, v) for c, v in busy if v / (100.0 * cores) >= NEAR_SATURATION]
     if not saturated:
         return []
     host = results["environment"].get("hostname") or "the host"

@@ -12,8 +12,10 @@ from typing import NotRequired, TypedDict
 import numpy as np
 
 from caplab import units as u
-from caplab.analysis.limit import ROUND_TRIPS
+from caplab.analysis.limit import NEAR_SATURATION
+from caplab.analysis.limit_kind import LimitKind
 from caplab.analysis.replicates import overlap
+from caplab.analysis.scope import ResourceScope, ScopeKind
 from caplab.analysis.usl import usl
 from caplab.report.model.runs import size_order
 from caplab.report.model.scenario import DEFAULT_HEADROOM
@@ -35,7 +37,6 @@ from caplab.report.model.types import (
 )
 from caplab.report.model.wear import endurance_rows
 from caplab.report.text.costs import cost_summary, endurance_text, priced
-from caplab.report.text.observations import SATURATED
 from caplab.units import cell_label
 
 GOAL_HINT = "add `goal: {rate: R, headroom: 25%}` to the study file"
@@ -226,7 +227,7 @@ def _to_avoid(ratings: list[Rating], chosen: Rating, goal: float, results: Measu
         for r in ratings
         if r is not chosen
         and (limit := limits.get(r["cell"])) is not None
-        and str(limit["resource"]).startswith("memory:")
+        and LimitKind.of(limit) == LimitKind.MEMORY
     ]
     parts = []
     if short:
@@ -275,50 +276,66 @@ def _limit_advice(cells: list[CellResult], capacity: list[CapacityEntry], for_ea
     naming a workload (cells of different workloads are not compared)."""
     by_advice: dict[str, list[str]] = {}
     for c in cells:
-        limit = c["limit"]
-        if limit is None:
-            continue
-        resource, kind = str(limit["resource"]), limit["kind"]
-        host_util = (c["resources"].get("host") or {}).get("cpu_util_percent")
-        host_busy = u.is_number(host_util) and host_util >= 100 * SATURATED
-        if kind == "hardware" and (resource == "cpu:host" or (resource.startswith("cpu:") and host_busy)):
-            advice = (
-                "The host's CPU is the ceiling: more cores (a larger host, or separate hosts per "
-                "tier and for "
-                "the generator) raise it; more processes on the same host do not."
-            )
-        elif kind == "hardware" and resource.startswith("cpu:") and "thread" in str(limit.get("summary")):
-            role = resource.removeprefix("cpu:")
-            spare = u.is_number(host_util) and host_util < 70
-            advice = f"{role} is bound by one busy thread: faster cores raise one process's ceiling" + (
-                f"; the host had idle cores, so run more {role} processes or threads." if spare else "."
-            )
-        elif kind == "hardware" and resource.startswith("cpu:"):
-            advice = f"{resource.removeprefix('cpu:')} is CPU-bound: more or faster cores raise its ceiling."
-        elif kind == "hardware" and resource.startswith(("disk:", "volume:")):
-            advice = _storage_advice(c, cells, capacity, for_each)
-        elif kind == "hardware" and resource.startswith("link:"):
-            role = resource.removeprefix("link:")
-            advice = f"{role}'s link is the limit: a faster link (its profile's class) or fewer round trips."
-        elif kind == "hardware" and resource.startswith("net:"):
-            link = resource.removeprefix("net:")
-            advice = f"The network ({link}) is the limit: a faster link or fewer round trips."
-        elif resource == ROUND_TRIPS:
-            advice = (
-                "Round trips across the link bound it, not its bandwidth: a faster link will not help; "
-                "fewer round trips per message (larger batches) or a shorter round trip (the database "
-                "on the same box, or a direct cable) will."
-            )
-        elif kind == "software":
-            advice = (
-                "No hardware saturates at capacity: look at pools, locks, serialisation and round "
-                "trips before "
-                "buying hardware — more of it will not help."
-            )
-        else:
-            continue
-        by_advice.setdefault(advice, []).append(c["label"])
+        advice = _advice_for(c, cells, capacity, for_each)
+        if advice is not None:
+            by_advice.setdefault(advice, []).append(c["label"])
     return [f"{advice} ({', '.join(labels)})" for advice, labels in by_advice.items()]
+
+
+HOST_CPU_ADVICE = (
+    "The host's CPU is the ceiling: more cores (a larger host, or separate hosts per tier and for "
+    "the generator) raise it; more processes on the same host do not."
+)
+ROUND_TRIPS_ADVICE = (
+    "Round trips across the link bound it, not its bandwidth: a faster link will not help; fewer "
+    "round trips per message (larger batches) or a shorter round trip (the database on the same "
+    "box, or a direct cable) will."
+)
+SOFTWARE_ADVICE = (
+    "No hardware saturates at capacity: look at pools, locks, serialisation and round trips before "
+    "buying hardware — more of it will not help."
+)
+
+
+def _advice_for(
+    c: CellResult, cells: list[CellResult], capacity: list[CapacityEntry], for_each: list[str]
+) -> str | None:
+    """What to do about one cell's limit, in words; None for a limit no purchase moves (memory
+    is advised on with the choice; a generator's, an unknown or an unreached limit, none)."""
+    limit = c["limit"]
+    if limit is None:
+        return None
+    kind = LimitKind.of(limit)
+    scope = ResourceScope.of(limit["resource"])
+    if kind == LimitKind.NETWORK_ROUND_TRIPS:
+        return ROUND_TRIPS_ADVICE
+    if kind == LimitKind.SOFTWARE:
+        return SOFTWARE_ADVICE
+    if scope is None:
+        return None
+    if kind.is_cpu:
+        return _cpu_advice(kind, scope.name, (c["resources"].get("host") or {}).get("cpu_util_percent"))
+    if kind == LimitKind.STORAGE:
+        return _storage_advice(c, cells, capacity, for_each)
+    if kind == LimitKind.NETWORK_BANDWIDTH and scope.kind == ScopeKind.LINK:
+        return f"{scope.name}'s link is the limit: a faster link (its profile's class) or fewer round trips."
+    if kind == LimitKind.NETWORK_BANDWIDTH:
+        return f"The network ({scope.name}) is the limit: a faster link or fewer round trips."
+    return None
+
+
+def _cpu_advice(kind: LimitKind, role: str, host_util: float | None) -> str:
+    """A CPU limit's advice: the host's when the host's CPU is the limit or was near saturation
+    anyway (a role's cores are then the host's), else the role's — one busy thread (more
+    processes help only where the host had idle cores) or all its cores."""
+    if kind == LimitKind.HOST_CPU or (u.is_number(host_util) and host_util >= 100 * NEAR_SATURATION):
+        return HOST_CPU_ADVICE
+    if kind == LimitKind.CPU_THREAD:
+        spare = u.is_number(host_util) and host_util < 70
+        return f"{role} is bound by one busy thread: faster cores raise one process's ceiling" + (
+            f"; the host had idle cores, so run more {role} processes or threads." if spare else "."
+        )
+    return f"{role} is CPU-bound: more or faster cores raise its ceiling."
 
 
 VOLUME_LINE = re.compile(r"(?P<name>[A-Za-z0-9_.-]+)(?: \((?P<cls>[^)]*)\))?: (?P<desc>.* loop volume)")
@@ -373,41 +390,15 @@ def _storage_advice(
     """A volume or disk bounded ``cell``: which one, and what this study measured with it changed
     (another cell of the same workload whose only hardware difference is that role's volumes) —
     a layout that carried more is named with both figures; without one the advice is neutral."""
-    resource = str(cell["limit"]["resource"]) if cell["limit"] else ""
-    label = resource.split(":", 1)[1]
-    if resource.startswith("disk:"):
+    scope = ResourceScope.parse(str(cell["limit"]["resource"])) if cell["limit"] else None
+    if scope is None or scope.kind == ScopeKind.DISK:
+        label = scope.name if scope else ""
         return (
             f"The disk {label} is the limit: a faster device, or another to take some of what it holds, "
             "raises that ceiling."
         )
-    entries = {e["cell"]: e for e in capacity}
-    mine = entries.get(cell["index"])
-    workload = {k: cell["factors"].get(k) for k in for_each}
-    more: list[tuple[float, str]] = []
-    no_more: list[str] = []
-    if mine is not None and u.is_number(mine["value"]):
-        ours = float(mine["value"])
-        for other in cells:
-            entry = entries.get(other["index"])
-            if other["index"] == cell["index"] or entry is None or not u.is_number(entry["value"]):
-                continue
-            if entry["unit"] != mine["unit"] or {k: other["factors"].get(k) for k in for_each} != workload:
-                continue
-            change = _volume_change(cell, other, label)
-            if change is None:
-                continue
-            theirs = float(entry["value"])
-            said = (
-                f"{other['label']} ({change}) {u.load(theirs, entry['unit'])} against "
-                f"{u.load(ours, mine['unit'])}"
-            )
-            if theirs <= ours:
-                no_more.append(f"{said}, no more")
-            elif other["index"] in mine["indistinguishable"]:
-                no_more.append(f"{said}, within the replicates' noise")
-            else:
-                more.append((theirs, said))
-    what = f"The volume {label} is the limit"
+    more, no_more = _layouts_measured(cell, cells, capacity, for_each, scope.name)
+    what = f"The volume {scope.name} is the limit"
     if more:
         listing = "; ".join(said for _, said in sorted(more, reverse=True))
         which = "a layout" if len(more) == 1 else "layouts"
@@ -419,6 +410,41 @@ def _storage_advice(
     if no_more:
         text += f" Measured here: {'; '.join(no_more)}."
     return text
+
+
+def _layouts_measured(
+    cell: CellResult, cells: list[CellResult], capacity: list[CapacityEntry], for_each: list[str], label: str
+) -> tuple[list[tuple[float, str]], list[str]]:
+    """The other cells of ``cell``'s workload whose storage differs only in the volume ``label``,
+    each said with both figures: those that carried more (with their figure, to rank them), and
+    those that did not (or not beyond the replicates' noise)."""
+    entries = {e["cell"]: e for e in capacity}
+    mine = entries.get(cell["index"])
+    if mine is None or not u.is_number(mine["value"]):
+        return [], []
+    workload = {k: cell["factors"].get(k) for k in for_each}
+    ours = float(mine["value"])
+    more: list[tuple[float, str]] = []
+    no_more: list[str] = []
+    for other in cells:
+        entry = entries.get(other["index"])
+        if other["index"] == cell["index"] or entry is None or not u.is_number(entry["value"]):
+            continue
+        if entry["unit"] != mine["unit"] or {k: other["factors"].get(k) for k in for_each} != workload:
+            continue
+        change = _volume_change(cell, other, label)
+        if change is None:
+            continue
+        theirs = float(entry["value"])
+        figures = f"{u.load(theirs, entry['unit'])} against {u.load(ours, mine['unit'])}"
+        said = f"{other['label']} ({change}) {figures}"
+        if theirs <= ours:
+            no_more.append(f"{said}, no more")
+        elif other["index"] in mine["indistinguishable"]:
+            no_more.append(f"{said}, within the replicates' noise")
+        else:
+            more.append((theirs, said))
+    return more, no_more
 
 
 def advice(results: Measured, observations: list[Observation]) -> list[str]:
