@@ -90,12 +90,7 @@ def cycles(units: dict[str, Unit]) -> list[list[str]]:
             elif w in stack:
                 low[v] = min(low[v], index[w])
         if low[v] == index[v]:
-            group: list[str] = []
-            while True:
-                w = stack.pop()
-                group.append(w)
-                if w == v:
-                    break
+            group = _pop_component(stack, v)
             if len(group) > 1:
                 found.append(sorted(group))
 
@@ -103,6 +98,16 @@ def cycles(units: dict[str, Unit]) -> list[list[str]]:
         if v not in index:
             visit(v)
     return found
+
+
+def _pop_component(stack: list[str], root: str) -> list[str]:
+    """The units above ``root`` on Tarjan's stack, ``root`` included: one strongly connected group."""
+    group: list[str] = []
+    while True:
+        w = stack.pop()
+        group.append(w)
+        if w == root:
+            return group
 
 
 def violations(units: dict[str, Unit], may_import: dict[str, frozenset[str]], terminal: str) -> list[str]:
