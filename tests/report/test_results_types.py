@@ -30,20 +30,25 @@ def _mismatch(value: Any, expected: Any, path: str) -> str | None:
         return None if value in get_args(expected) else f"{path}: {value!r} not in {get_args(expected)}"
     if is_typeddict(expected):
         return _typed_dict(value, expected, path)
-    if origin is list:
-        if not isinstance(value, list):
-            return f"{path}: not a list"
-        (item,) = get_args(expected)
-        return next((m for i, v in enumerate(value) if (m := _mismatch(v, item, f"{path}[{i}]"))), None)
-    if origin is dict:
-        if not isinstance(value, dict):
-            return f"{path}: not an object"
-        _, item = get_args(expected)
-        return next((m for k, v in value.items() if (m := _mismatch(v, item, f"{path}.{k}"))), None)
+    if origin in (list, dict):
+        return _collection(value, expected, path)
     if expected is float:
         ok = isinstance(value, int | float) and not isinstance(value, bool)
         return None if ok else f"{path}: {value!r} is not a number"
     return None if isinstance(value, expected) else f"{path}: {value!r} is not {expected.__name__}"
+
+
+def _collection(value: Any, expected: Any, path: str) -> str | None:
+    """A list's or an object's first item that does not have the item type."""
+    if get_origin(expected) is list:
+        if not isinstance(value, list):
+            return f"{path}: not a list"
+        (item,) = get_args(expected)
+        return next((m for i, v in enumerate(value) if (m := _mismatch(v, item, f"{path}[{i}]"))), None)
+    if not isinstance(value, dict):
+        return f"{path}: not an object"
+    _, item = get_args(expected)
+    return next((m for k, v in value.items() if (m := _mismatch(v, item, f"{path}.{k}"))), None)
 
 
 def _typed_dict(value: Any, expected: Any, path: str) -> str | None:

@@ -31,39 +31,53 @@ def send_channel(
     n-th acknowledgement. With ``retry_s``, a broken connection is reopened (for up to that long)
     and the unacknowledged message sent again, and so is a message answered AR (not queued)."""
     acked: list[str] = []
-    conn: mllp.Connection | None = None
-    i = 0
-    give_up = 0.0
-    while i < len(messages):
-        control_id, body = messages[i]
-        try:
-            if conn is None:
-                conn = mllp.Connection("127.0.0.1", port, timeout_s=30)
-            reply = conn.send(body)
-            if retry_s and ack_code(reply) == "AR":
-                raise ConnectionRefusedError(f"{control_id} not queued: {reply!r}")
-        except OSError:
-            if conn is not None:
-                conn.close()
-                conn = None
-            if not retry_s:
-                raise
-            give_up = give_up or time.monotonic() + retry_s
-            if time.monotonic() > give_up:
-                raise
-            time.sleep(0.1)
-            continue
-        give_up = 0.0
-        code = ack_code(reply)
-        if code != "AA":
+    channel = _Channel(port, retry_s)
+    for i, (control_id, body) in enumerate(messages, start=1):
+        reply = channel.send(control_id, body)
+        if ack_code(reply) != "AA":
             raise AssertionError(f"{control_id}: not accepted: {reply!r}")
         acked.append(control_id)
-        i += 1
         if between is not None:
             between(i)
-    if conn is not None:
-        conn.close()
+    channel.close()
     return acked
+
+
+class _Channel:
+    """One MLLP connection to a channel, reopened on demand; with ``retry_s``, a message is sent
+    again (for up to that long) when the connection breaks or the answer is AR (not queued)."""
+
+    def __init__(self, port: int, retry_s: float) -> None:
+        self.port = port
+        self.retry_s = retry_s
+        self.conn: mllp.Connection | None = None
+
+    def send(self, control_id: str, body: bytes) -> bytes:
+        give_up = 0.0
+        while True:
+            try:
+                return self._send_once(control_id, body)
+            except OSError:
+                self.close()
+                if not self.retry_s:
+                    raise
+                give_up = give_up or time.monotonic() + self.retry_s
+                if time.monotonic() > give_up:
+                    raise
+                time.sleep(0.1)
+
+    def _send_once(self, control_id: str, body: bytes) -> bytes:
+        if self.conn is None:
+            self.conn = mllp.Connection("127.0.0.1", self.port, timeout_s=30)
+        reply = self.conn.send(body)
+        if self.retry_s and ack_code(reply) == "AR":
+            raise ConnectionRefusedError(f"{control_id} not queued: {reply!r}")
+        return reply
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
 
 
 def send_channels(

@@ -4,13 +4,14 @@ Prometheus text format; the sink log."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import re
 import socket
 import struct
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from caplab.systems.msgbus import RunningMsgbus
@@ -64,6 +65,21 @@ def send_http(conn: http.client.HTTPConnection, body: bytes) -> int:
     return ident
 
 
+@contextlib.contextmanager
+def _connection(transport: str, port: int) -> Iterator[Callable[[bytes], int]]:
+    """One keep-alive connection over ``transport`` (``tcp``, else HTTP), as a function that sends
+    one document and returns its interchange id."""
+    if transport == "tcp":
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+            yield lambda body: send_tcp(sock, body)
+        return
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        yield lambda body: send_http(conn, body)
+    finally:
+        conn.close()
+
+
 def send_concurrently(
     transport: str,
     port: int,
@@ -78,23 +94,12 @@ def send_concurrently(
     errors: list[BaseException] = []
 
     def client(k: int) -> None:
-        mine = bodies[k::connections]
         try:
-            if transport == "tcp":
-                with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
-                    for n, body in enumerate(mine):
-                        acked[k].append(send_tcp(sock, body))
-                        if between is not None and k == 0:
-                            between(n + 1)
-            else:
-                conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-                try:
-                    for n, body in enumerate(mine):
-                        acked[k].append(send_http(conn, body))
-                        if between is not None and k == 0:
-                            between(n + 1)
-                finally:
-                    conn.close()
+            with _connection(transport, port) as send:
+                for n, body in enumerate(bodies[k::connections]):
+                    acked[k].append(send(body))
+                    if between is not None and k == 0:
+                        between(n + 1)
         except BaseException as e:
             errors.append(e)
 

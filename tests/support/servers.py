@@ -130,56 +130,67 @@ class FramedServer:
         sel = selectors.DefaultSelector()
         sel.register(self._listener, selectors.EVENT_READ)
         buffers: dict[socket.socket, bytearray] = {}
-
-        def drop(conn: socket.socket) -> None:
-            sel.unregister(conn)
-            buffers.pop(conn, None)
-            conn.close()
-
         while not self._stop.is_set():
             for key, _ in sel.select(timeout=0.05):
                 sock = key.fileobj
                 assert isinstance(sock, socket.socket)
                 if sock is self._listener:
-                    try:
-                        conn, _ = self._listener.accept()
-                    except BlockingIOError:
-                        continue
-                    conn.setblocking(True)
-                    conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                    with contextlib.suppress(OSError):
-                        conn.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-                    sel.register(conn, selectors.EVENT_READ)
-                    buffers[conn] = bytearray()
-                    continue
-                try:
-                    data, ancillary, _, _ = sock.recvmsg(65536, socket.CMSG_SPACE(TIMESPEC.size))
-                except OSError:
-                    data, ancillary = b"", []
-                at = arrival_ns(ancillary)
-                if not data:
-                    drop(sock)
-                    continue
-                buf = buffers[sock]
-                buf += data
-                try:
-                    payloads = split_frames(self.framing, buf)
-                except ValueError as e:
-                    self.problems.append(str(e))
-                    drop(sock)
-                    continue
-                with self._lock:
-                    self._received.extend(Received(at, p) for p in payloads)
-                if payloads and self.reply == "close":
-                    drop(sock)
-                elif self.reply == "echo":
-                    try:
-                        sock.sendall(b"".join(frame(self.framing, p) for p in payloads))
-                    except OSError:
-                        drop(sock)
+                    self._accept(sel, buffers)
+                else:
+                    self._read(sock, sel, buffers)
         for conn in list(buffers):
             conn.close()
         sel.close()
+
+    def _accept(self, sel: selectors.BaseSelector, buffers: dict[socket.socket, bytearray]) -> None:
+        """A new connection, asking the kernel for each packet's arrival time."""
+        try:
+            conn, _ = self._listener.accept()
+        except BlockingIOError:
+            return
+        conn.setblocking(True)
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with contextlib.suppress(OSError):
+            conn.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        sel.register(conn, selectors.EVENT_READ)
+        buffers[conn] = bytearray()
+
+    def _read(
+        self, sock: socket.socket, sel: selectors.BaseSelector, buffers: dict[socket.socket, bytearray]
+    ) -> None:
+        """What arrived on a connection: its whole frames recorded, then answered as ``reply`` says;
+        a closed connection or a malformed frame drops it."""
+
+        def drop() -> None:
+            sel.unregister(sock)
+            buffers.pop(sock, None)
+            sock.close()
+
+        try:
+            data, ancillary, _, _ = sock.recvmsg(65536, socket.CMSG_SPACE(TIMESPEC.size))
+        except OSError:
+            data, ancillary = b"", []
+        at = arrival_ns(ancillary)
+        if not data:
+            drop()
+            return
+        buf = buffers[sock]
+        buf += data
+        try:
+            payloads = split_frames(self.framing, buf)
+        except ValueError as e:
+            self.problems.append(str(e))
+            drop()
+            return
+        with self._lock:
+            self._received.extend(Received(at, p) for p in payloads)
+        if payloads and self.reply == "close":
+            drop()
+        elif self.reply == "echo":
+            try:
+                sock.sendall(b"".join(frame(self.framing, p) for p in payloads))
+            except OSError:
+                drop()
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ import csv
 import json
 import math
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -152,18 +153,8 @@ def cmd_find_capacity(
     agents: int | None = None,
     **request: Any,
 ) -> int:
-    for text in slos:
-        try:
-            parse_slo(text)
-        except SloError as e:
-            raise UsageProblem(str(e)) from e
-    if sut_pid is not None and sut_match is not None:
-        raise UsageProblem("give --sut-pid or --sut-match, not both")
-    roles = []
-    if sut_pid is not None or sut_match is not None:
-        roles.append(RoleSpec(name="server", pid=sut_pid, match=sut_match))
-    if think_s and not closed:
-        raise UsageProblem("--think applies to --closed searches (and --usage sets its own)")
+    check_find_options(slos, sut_pid, sut_match, closed, think_s)
+    roles = sut_roles(sut_pid, sut_match)
     fields = request_fields(request, url)
     base = LoadSpec(think_s=think_s, think_dist=think_dist, **({"url": url} | fields))  # type: ignore[arg-type]
     closed = closed or base.usage is not None  # a usage profile's load is its users
@@ -178,15 +169,7 @@ def cmd_find_capacity(
         repeats=repeats,
     )
     err = consoles.stderr()
-
-    def show(_: TrialRecord, p: Probe) -> None:
-        mark = "[green]pass[/]" if p.passed else "[red]fail[/]"
-        unit = " users" if closed else "/s"
-        why = f"  {escape(p.reasons[0])}" if p.reasons else ""  # cpu[server]: not rich markup
-        err.print(
-            f"{p.phase:8} {p.load:>10,.1f}{unit}  {mark}  {p.throughput:,.1f}/s  p99 {fmt_ms(p.p99_ms)}{why}"
-        )
-
+    show = trial_printer(err, closed)
     try:
         answers = []
         with plan_runner(cluster, agents) as runner:
@@ -209,6 +192,42 @@ def cmd_find_capacity(
     else:
         print_capacity(consoles.stdout(), answer)
     return exits.OK if answer.found else exits.FAILED
+
+
+def check_find_options(
+    slos: tuple[str, ...], sut_pid: int | None, sut_match: str | None, closed: bool, think_s: float
+) -> None:
+    """Options that contradict each other or do not parse are refused before any load is sent."""
+    for text in slos:
+        try:
+            parse_slo(text)
+        except SloError as e:
+            raise UsageProblem(str(e)) from e
+    if sut_pid is not None and sut_match is not None:
+        raise UsageProblem("give --sut-pid or --sut-match, not both")
+    if think_s and not closed:
+        raise UsageProblem("--think applies to --closed searches (and --usage sets its own)")
+
+
+def sut_roles(sut_pid: int | None, sut_match: str | None) -> list[RoleSpec]:
+    """The SUT as one role when it was named, so its resources can name the limit; else none."""
+    if sut_pid is None and sut_match is None:
+        return []
+    return [RoleSpec(name="server", pid=sut_pid, match=sut_match)]
+
+
+def trial_printer(err: Console, closed: bool) -> Callable[[TrialRecord, Probe], None]:
+    """One line on stderr per trial, so a long search shows where it is."""
+    unit = " users" if closed else "/s"
+
+    def show(_: TrialRecord, p: Probe) -> None:
+        mark = "[green]pass[/]" if p.passed else "[red]fail[/]"
+        why = f"  {escape(p.reasons[0])}" if p.reasons else ""  # cpu[server]: not rich markup
+        err.print(
+            f"{p.phase:8} {p.load:>10,.1f}{unit}  {mark}  {p.throughput:,.1f}/s  p99 {fmt_ms(p.p99_ms)}{why}"
+        )
+
+    return show
 
 
 def replicated(answers: list[CapacityAnswer]) -> tuple[CapacityAnswer, dict[str, Any]]:

@@ -3,6 +3,7 @@ the summary table at the end. Progress goes to stderr so `--json` output stays c
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, cast
 
 from rich import box
@@ -148,76 +149,110 @@ def _summary_table(document: dict[str, Any], *, with_roles: bool) -> Table:
     factor_names = list(cells[0]["factors"]) if cells else []
     varied = varying_factors(cells)
     fixed = " ".join(f"{f}={cells[0]['factors'][f]}" for f in factor_names if f not in varied)
-    roles = sorted(
-        {
-            r
-            for c in cells
-            for r, use in (c.get("resources") or {}).items()
-            if with_roles
-            and r not in ("host", "generator")
-            and isinstance(use, dict)
-            and "cpu_percent" in use
-        }
-    )
     title = f"study {document['study']['id']}: {document['study']['name']}" + (f" ({fixed})" if fixed else "")
-    errors = any((c.get("metrics") or {}).get("errors") for c in cells)
     statuses = [_status(c) for c in cells]
-    everything_complete = all(status == "complete" for status in statuses)
-    failed = sum(c["status"] == "failed" for c in cells)
-    # A failed cell measured nothing, or only part: "no errors" would claim more than was measured.
-    caption = "; ".join(
-        (
-            [f"{failed} of {len(cells)} cells failed (see `caplab show`)"]
-            if failed
-            else ([] if errors else ["no errors in any cell"])
-        )
-        + (["every cell complete"] if everything_complete else [])
-        + ([] if with_roles else ["CPU per role: in the report"])
-        + (["a role on a profile: cpu % of its profile's quota"] if _on_profiles(cells, roles) else [])
+    columns = _SummaryColumns(
+        varied=varied,
+        status=not all(status == "complete" for status in statuses),
+        phases=list(
+            dict.fromkeys(
+                p for c in cells for p in ((c.get("metrics") or {}).get("job") or {}).get("phases", {})
+            )
+        ),
+        errors=any((c.get("metrics") or {}).get("errors") for c in cells),
+        roles=_cpu_roles(cells) if with_roles else [],
     )
     table = Table(
         title=scrub(title),
-        caption=caption or None,
+        caption=_summary_caption(cells, columns, with_roles) or None,
         header_style="bold",
         box=box.SIMPLE_HEAD,
         padding=0,
         pad_edge=False,
     )
-    phases = list(
-        dict.fromkeys(p for c in cells for p in ((c.get("metrics") or {}).get("job") or {}).get("phases", {}))
-    )
-    columns = [
-        *varied,
-        *([] if everything_complete else ["status"]),
-        *([f"{p}\nitems/s" for p in phases] if phases else ["req/s", "p99"]),
-        *(["errors"] if errors else []),
-        "limit",
-    ]
-    for name in columns:
+    for name in columns.headers():
         table.add_column(name, justify="left" if name == "limit" else "right", no_wrap=True)
-    for role in [*roles, "host"]:
+    for role in [*columns.roles, "host"]:
         table.add_column(f"cpu %\n{role}", justify="right", no_wrap=True)
     for c, status in zip(cells, statuses, strict=True):
-        m = c.get("metrics") or {}
-        res = c.get("resources") or {}
-        row = [str(c["factors"][f]) for f in varied]
-        if not everything_complete:
+        table.add_row(*columns.row(c, status))
+    return table
+
+
+def _cpu_roles(cells: list[dict[str, Any]]) -> list[str]:
+    """The roles whose CPU some cell measured, each a column of its own."""
+    return sorted(
+        {
+            r
+            for c in cells
+            for r, use in (c.get("resources") or {}).items()
+            if r not in ("host", "generator") and isinstance(use, dict) and "cpu_percent" in use
+        }
+    )
+
+
+def _summary_caption(cells: list[dict[str, Any]], columns: _SummaryColumns, with_roles: bool) -> str:
+    """What holds for every cell, so the rows need not say it."""
+    failed = sum(c["status"] == "failed" for c in cells)
+    # A failed cell measured nothing, or only part: "no errors" would claim more than was measured.
+    return "; ".join(
+        (
+            [f"{failed} of {len(cells)} cells failed (see `caplab show`)"]
+            if failed
+            else ([] if columns.errors else ["no errors in any cell"])
+        )
+        + ([] if columns.status else ["every cell complete"])
+        + ([] if with_roles else ["CPU per role: in the report"])
+        + (
+            ["a role on a profile: cpu % of its profile's quota"]
+            if _on_profiles(cells, columns.roles)
+            else []
+        )
+    )
+
+
+@dataclass(frozen=True)
+class _SummaryColumns:
+    """The summary's columns: the factors that vary, the status unless every cell is complete, a
+    job's items/s per phase (else req/s and p99), errors when any cell had some, the limit, and
+    the CPU of each role and of the host."""
+
+    varied: list[str]
+    status: bool
+    phases: list[str]
+    errors: bool
+    roles: list[str]
+
+    def headers(self) -> list[str]:
+        """Every column's header but the CPU ones."""
+        return [
+            *self.varied,
+            *(["status"] if self.status else []),
+            *([f"{p}\nitems/s" for p in self.phases] if self.phases else ["req/s", "p99"]),
+            *(["errors"] if self.errors else []),
+            "limit",
+        ]
+
+    def row(self, cell: dict[str, Any], status: str) -> list[str]:
+        m = cell.get("metrics") or {}
+        res = cell.get("resources") or {}
+        row = [str(cell["factors"][f]) for f in self.varied]
+        if self.status:
             style = {"complete": "green", "failed": "red"}.get(status, "yellow")
             row.append(f"[{style}]{status}[/]")
-        if phases:
+        if self.phases:
             figures = (m.get("job") or {}).get("phases", {})
-            row += [_items_rate(figures.get(p) or {}) for p in phases]
+            row += [_items_rate(figures.get(p) or {}) for p in self.phases]
         else:
             row.append(f"{m['throughput']:,.0f}" if "throughput" in m else "–")
             row.append(fmt_ms((m.get("latency_ms") or {}).get("p99")))
-        if errors:
+        if self.errors:
             row.append(str(m.get("errors", "–")))
         row.append((m.get("limit") or _phase_limit(m) or {}).get("resource", "–"))
-        for role in [*roles, "host"]:
+        for role in [*self.roles, "host"]:
             cpu = _cpu_share(res.get(role) or {})
             row.append(f"{cpu:.0f}" if cpu is not None else "–")
-        table.add_row(*row)
-    return table
+        return row
 
 
 def _items_rate(phase: dict[str, Any]) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -14,10 +14,11 @@ from caplab import studies
 from caplab.cli import consoles, exits
 from caplab.cli.cluster import cluster_options
 from caplab.cli.options import DB_HELP
-from caplab.spec import SpecError, load_study
+from caplab.spec import SpecError, Study, load_study
 
 if TYPE_CHECKING:
     from caplab.store import Store
+    from caplab.study.runner import StudyOutcome
 
 DEMO_STUDY = "biztalk-scaleout"
 DEMO_FULL = "study.yaml"
@@ -148,28 +149,57 @@ def cmd_run(
     # The runner, the store, the fits and the report load scipy, pandas and the plotting
     # libraries: only once the study file has parsed, so a bad file is answered at once.
     from caplab.analysis.scaling import study_scaling
-    from caplab.cli.progress import StudyProgress, replicates_line, scaling_line, summary_table
     from caplab.store import Store, StoreError, default_url
-    from caplab.study.hardware import HardwareUnavailable
-    from caplab.study.runner import StudyRunner
 
     try:
         store = Store(db or default_url())
     except StoreError as e:
         click.echo(f"caplab: {e}", err=True)
         return exits.FAILED
+    outcome = run_study(study, store, resume, metrics_port, cluster, agents)
+    if isinstance(outcome, int):
+        return outcome
+    document = store.study_document(outcome.study_id)
+    document["scaling"] = study_scaling(document)
+    report = write_study_report(store, outcome.study_id, report_dir)
+    if as_json:
+        json.dump(document, sys.stdout, default=str)
+        sys.stdout.write("\n")
+    else:
+        print_study_summary(document, store, outcome.study_id)
+    if report is not None:
+        click.echo(f"report: {report}", err=True)
+    if outcome.status == "interrupted":
+        click.echo(f"interrupted: resume with `caplab run {study_file} --resume`", err=True)
+        return exits.INTERRUPTED
+    return exits.FAILED if outcome.cells_failed else exits.OK
+
+
+def run_study(
+    study: Study,
+    store: Store,
+    resume: bool,
+    metrics_port: int | None,
+    cluster: str | None,
+    agents: int | None,
+) -> StudyOutcome | int:
+    """Runs every cell with the progress display (and the live metrics endpoint if asked for);
+    the outcome, or the exit code when the hardware, the cluster or the options stop it first."""
     from caplab.cli.cluster import plan_runner
     from caplab.cli.load import start_publisher
+    from caplab.cli.progress import StudyProgress
     from caplab.cli.publish import PublishingObserver
     from caplab.cluster.errors import ClusterUnreachable
     from caplab.engine import UsageProblem
+    from caplab.study.hardware import HardwareUnavailable
+    from caplab.study.runner import StudyRunner
 
     publisher = start_publisher(metrics_port)
     progress = StudyProgress()
     try:
         observer = PublishingObserver(progress, publisher) if publisher is not None else progress
         with plan_runner(cluster, agents) as runner:
-            outcome = StudyRunner(study, store, observer, runner).run(resume=resume)
+            return StudyRunner(study, store, observer, runner).run(resume=resume)
     except (HardwareUnavailable, ClusterUnreachable) as e:
         click.echo(f"caplab: {e}", err=True)
         return exits.FAILED
@@ -180,23 +210,16 @@ def cmd_run(
         progress.close()
         if publisher is not None:
             publisher.stop()
-    document = store.study_document(outcome.study_id)
-    document["scaling"] = study_scaling(document)
-    report = write_study_report(store, outcome.study_id, report_dir)
-    if as_json:
-        json.dump(document, sys.stdout, default=str)
-        sys.stdout.write("\n")
-    else:
-        console = consoles.stdout()
-        console.print(summary_table(document, console))
-        if (replicated := replicates_line(document)) is not None:
-            console.print(replicated, highlight=False)
-        for fit in document["scaling"]:
-            console.print(scaling_line(fit))
-        console.print(f"stored as study {outcome.study_id} in {store.url} — `caplab show {outcome.study_id}`")
-    if report is not None:
-        click.echo(f"report: {report}", err=True)
-    if outcome.status == "interrupted":
-        click.echo(f"interrupted: resume with `caplab run {study_file} --resume`", err=True)
-        return exits.INTERRUPTED
-    return exits.FAILED if outcome.cells_failed else exits.OK
+
+
+def print_study_summary(document: dict[str, Any], store: Store, study_id: int) -> None:
+    """The cells' table, the replicates' spread and the scale-out fits, then where the study is stored."""
+    from caplab.cli.progress import replicates_line, scaling_line, summary_table
+
+    console = consoles.stdout()
+    console.print(summary_table(document, console))
+    if (replicated := replicates_line(document)) is not None:
+        console.print(replicated, highlight=False)
+    for fit in document["scaling"]:
+        console.print(scaling_line(fit))
+    console.print(f"stored as study {study_id} in {store.url} — `caplab show {study_id}`")

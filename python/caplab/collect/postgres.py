@@ -80,6 +80,55 @@ def node_name(url: str) -> str:
     return f"{parts.get('host') or 'localhost'}:{parts.get('port') or 5432}"
 
 
+def _node_state(t: float, scope: str, now: _Reading) -> list[ResourceSample]:
+    """What one reading says on its own: the node's role, its connections and its replication lag
+    (a lag the server does not report is left out, not written as zero)."""
+    out = [
+        ResourceSample(t, scope, "primary", 1.0 if now.primary else 0.0),
+        ResourceSample(t, scope, "connections", now.connections),
+    ]
+    send, replay, replay_ms, write_ms, flush_ms = now.replication
+    for metric, value in (
+        ("send_lag_mb", send / MB if send is not None else None),
+        ("replay_lag_mb", replay / MB if replay is not None else None),
+        ("write_lag_ms", write_ms),
+        ("flush_lag_ms", flush_ms),
+        ("replay_lag_ms", replay_ms),
+        ("receive_lag_mb", now.receive_lag_bytes / MB if now.receive_lag_bytes is not None else None),
+    ):
+        if value is not None:
+            out.append(ResourceSample(t, scope, metric, value))
+    return out
+
+
+def _node_rates(
+    t: float, scope: str, before: _Reading, now: _Reading, wall: float, per_db: dict[str, list[float]]
+) -> list[ResourceSample]:
+    """The node's rates between two readings of the same role; each database's commits and
+    rollbacks are also added into ``per_db`` (``[commits, rollbacks, wall]``), summed over nodes."""
+    commits = rollbacks = 0.0
+    for db, (c, r) in now.databases.items():
+        c0, r0 = before.databases.get(db, (c, r))
+        dc, dr = max(0.0, c - c0), max(0.0, r - r0)
+        commits, rollbacks = commits + dc, rollbacks + dr
+        if dc or dr:
+            sums = per_db.setdefault(db, [0.0, 0.0, wall])
+            sums[0] += dc
+            sums[1] += dr
+    out = [
+        ResourceSample(t, scope, "commits_s", commits / wall),
+        ResourceSample(t, scope, "rollbacks_s", rollbacks / wall),
+        ResourceSample(t, scope, "checkpoints_s", max(0.0, now.checkpoints - before.checkpoints) / wall),
+    ]
+    for metric, a, b in (
+        ("wal_mb_s", now.wal_bytes, before.wal_bytes),
+        ("replay_mb_s", now.replayed_bytes, before.replayed_bytes),
+    ):
+        if a is not None and b is not None:
+            out.append(ResourceSample(t, scope, metric, max(0.0, a - b) / MB / wall))
+    return out
+
+
 class PostgresCollector:
     """Samples each node of a PostgreSQL set (one URL per node; a URL's database is where the
     collector connects, any database of the cluster will do)."""
@@ -113,46 +162,11 @@ class PostgresCollector:
             before = self._prev.get(node)
             self._prev[node] = now
             scope = f"pg:{node}"
-            out += [
-                ResourceSample(t, scope, "primary", 1.0 if now.primary else 0.0),
-                ResourceSample(t, scope, "connections", now.connections),
-            ]
-            send, replay, replay_ms, write_ms, flush_ms = now.replication
-            for metric, value in (
-                ("send_lag_mb", send / MB if send is not None else None),
-                ("replay_lag_mb", replay / MB if replay is not None else None),
-                ("write_lag_ms", write_ms),
-                ("flush_lag_ms", flush_ms),
-                ("replay_lag_ms", replay_ms),
-                ("receive_lag_mb", now.receive_lag_bytes / MB if now.receive_lag_bytes is not None else None),
-            ):
-                if value is not None:
-                    out.append(ResourceSample(t, scope, metric, value))
+            out += _node_state(t, scope, now)
             if before is None or before.primary != now.primary or now.at <= before.at:
                 continue  # a role change resets what the rates are of
             wall = self.walls[node] = now.at - before.at
-            commits = rollbacks = 0.0
-            for db, (c, r) in now.databases.items():
-                c0, r0 = before.databases.get(db, (c, r))
-                dc, dr = max(0.0, c - c0), max(0.0, r - r0)
-                commits, rollbacks = commits + dc, rollbacks + dr
-                if dc or dr:
-                    sums = per_db.setdefault(db, [0.0, 0.0, wall])
-                    sums[0] += dc
-                    sums[1] += dr
-            out += [
-                ResourceSample(t, scope, "commits_s", commits / wall),
-                ResourceSample(t, scope, "rollbacks_s", rollbacks / wall),
-                ResourceSample(
-                    t, scope, "checkpoints_s", max(0.0, now.checkpoints - before.checkpoints) / wall
-                ),
-            ]
-            for metric, a, b in (
-                ("wal_mb_s", now.wal_bytes, before.wal_bytes),
-                ("replay_mb_s", now.replayed_bytes, before.replayed_bytes),
-            ):
-                if a is not None and b is not None:
-                    out.append(ResourceSample(t, scope, metric, max(0.0, a - b) / MB / wall))
+            out += _node_rates(t, scope, before, now, wall, per_db)
         for db, (dc, dr, wall) in per_db.items():
             out += [
                 ResourceSample(t, f"pgdb:{db}", "commits_s", dc / wall),

@@ -27,8 +27,12 @@ __all__ = ["ProfileCollector", "ProfileSource", "RoleUsage"]
 
 MIB = 1024 * 1024
 MB = 1_000_000
-RoleUsage = Mapping[str, Mapping[str, int | float | str]]
+Counted = Mapping[str, int | float | str]
+"""One of a role's counter groups (``cpu``, ``memory``, ``link``, ``volume:NAME``) by counter."""
+RoleUsage = Mapping[str, Counted]
 """``{"cpu": {…}, "memory": {…}, "volume:data": {…}}``: what the kernel counted for one role."""
+Figure = tuple[str, str, float]
+"""A sample's scope, metric and value, before the caller's time is put on it."""
 
 
 @dataclass(frozen=True)
@@ -91,63 +95,91 @@ class ProfileCollector:
         now_t = time.monotonic()
         wall = now_t - self.sampled_at
         scope = f"role:{self.role}"
-        out: list[ResourceSample] = []
+        figures = [
+            *self._cpu(scope, now.get("cpu"), self._prev.get("cpu")),
+            *self._memory(scope, now.get("memory"), self._start.get("memory") or {}),
+            *self._link(now.get("link"), self._prev.get("link"), wall),
+            *self._volumes(now, wall),
+        ]
+        self._prev, self.sampled_at = now, now_t
+        return [ResourceSample(t, where, metric, value) for where, metric, value in figures]
 
-        def add(where: str, metric: str, value: float) -> None:
-            out.append(ResourceSample(t, where, metric, value))
+    def _cpu(self, scope: str, cpu: Counted | None, before: Counted | None) -> list[Figure]:
+        """The quota in host CPUs, and the share of quota periods since the last sample that ran out."""
+        if cpu is None:
+            return []
+        out = [(scope, "quota_cpus", _num(cpu, "quota_host_cpus"))]
+        if before is not None:
+            periods = _num(cpu, "periods") - _num(before, "periods")
+            throttled = _num(cpu, "throttled_periods") - _num(before, "throttled_periods")
+            if periods > 0:
+                out.append((scope, "cpu_throttled_percent", 100.0 * max(0.0, throttled) / periods))
+        return out
 
-        cpu, before = now.get("cpu"), self._prev.get("cpu")
-        if cpu is not None:
-            add(scope, "quota_cpus", _num(cpu, "quota_host_cpus"))
-            if before is not None:
-                periods = _num(cpu, "periods") - _num(before, "periods")
-                throttled = _num(cpu, "throttled_periods") - _num(before, "throttled_periods")
-                if periods > 0:
-                    add(scope, "cpu_throttled_percent", 100.0 * max(0.0, throttled) / periods)
-        memory, first = now.get("memory"), self._start.get("memory") or {}
-        if memory is not None:
-            used, limit = _num(memory, "usage_bytes"), _num(memory, "limit_bytes")
-            add(scope, "mem_used_mb", used / MIB)
-            add(scope, "mem_peak_mb", _num(memory, "peak_bytes") / MIB)
-            if limit > 0:
-                add(scope, "mem_limit_mb", limit / MIB)
-                add(scope, "mem_percent", 100.0 * used / limit)
-            add(scope, "mem_limit_hits", _num(memory, "limit_hits") - _num(first, "limit_hits"))
-            add(scope, "mem_major_faults", _num(memory, "major_faults") - _num(first, "major_faults"))
-            add(scope, "oom_kills", _num(memory, "oom_kills") - _num(first, "oom_kills"))
-        link, before = now.get("link"), self._prev.get("link")
-        if link is not None and before is not None and wall > 0:
-            where = f"link:{self.role}"
+    def _memory(self, scope: str, memory: Counted | None, first: Counted) -> list[Figure]:
+        """Memory used against the limit; limit hits, major faults and OOM kills since the trial
+        started (``first``), since the kernel's counters run from the cgroup's creation."""
+        if memory is None:
+            return []
+        used, limit = _num(memory, "usage_bytes"), _num(memory, "limit_bytes")
+        out = [
+            (scope, "mem_used_mb", used / MIB),
+            (scope, "mem_peak_mb", _num(memory, "peak_bytes") / MIB),
+        ]
+        if limit > 0:
+            out += [(scope, "mem_limit_mb", limit / MIB), (scope, "mem_percent", 100.0 * used / limit)]
+        out += [
+            (scope, "mem_limit_hits", _num(memory, "limit_hits") - _num(first, "limit_hits")),
+            (scope, "mem_major_faults", _num(memory, "major_faults") - _num(first, "major_faults")),
+            (scope, "oom_kills", _num(memory, "oom_kills") - _num(first, "oom_kills")),
+        ]
+        return out
+
+    def _link(self, link: Counted | None, before: Counted | None, wall: float) -> list[Figure]:
+        """The role's traffic as it receives and sends it, its class's shaped rate and the round trip."""
+        if link is None or before is None or wall <= 0:
+            return []
+        where = f"link:{self.role}"
+        out = [
+            (where, metric, max(0.0, _num(link, counter) - _num(before, counter)) / unit / wall)
             for metric, counter, unit in (
                 ("rx_mb_s", "received_bytes", MB),
                 ("tx_mb_s", "sent_bytes", MB),
                 ("rx_packets_s", "received_packets", 1.0),
                 ("tx_packets_s", "sent_packets", 1.0),
                 ("dropped_s", "dropped", 1.0),
-            ):
-                add(where, metric, max(0.0, _num(link, counter) - _num(before, counter)) / unit / wall)
-            add(where, "link_mb_s", _num(link, "rate_bits") / 8 / MB)
-            if "rtt_ms" in link:  # probed now: a SYN answered across the link
-                add(where, "rtt_ms", _num(link, "rtt_ms"))
+            )
+        ]
+        out.append((where, "link_mb_s", _num(link, "rate_bits") / 8 / MB))
+        if "rtt_ms" in link:  # probed now: a SYN answered across the link
+            out.append((where, "rtt_ms", _num(link, "rtt_ms")))
+        return out
+
+    def _volumes(self, now: RoleUsage, wall: float) -> list[Figure]:
+        """Each volume seen at both samples, under its label."""
+        out: list[Figure] = []
         for key, volume in now.items():
             if not key.startswith("volume:") or key not in self._prev:
                 continue
             name = key.removeprefix("volume:")
             label = self.source.volume_labels.get(name, name)
-            rates = disk_rates(_counters(self._prev[key]), _counters(volume), wall)
-            if "flushes" in volume and wall > 0:
-                # An fsync's cache flush is a request of its own: the throttle counts it as a write.
-                flushes = max(0.0, _num(volume, "flushes") - _num(self._prev[key], "flushes"))
-                rates["flush_iops"] = flushes / wall
-            counted = rates | {"write_iops": rates["write_iops"] + rates.get("flush_iops", 0.0)}
-            ceilings = self.source.volume_limits.get(name, {})
-            shares = [counted[k] / limit for k, limit in ceilings.items() if k in counted and limit > 0]
-            if shares:
-                rates["throttle_percent"] = 100.0 * max(shares)
-            for metric, value in rates.items():
-                add(f"volume:{label}", metric, value)
-        self._prev, self.sampled_at = now, now_t
+            rates = self._volume_rates(name, self._prev[key], volume, wall)
+            out += [(f"volume:{label}", metric, value) for metric, value in rates.items()]
         return out
+
+    def _volume_rates(self, name: str, before: Counted, volume: Counted, wall: float) -> dict[str, float]:
+        """A volume's disk rates, its flushes, and its busiest figure against its throttle ceiling."""
+        rates = disk_rates(_counters(before), _counters(volume), wall)
+        if "flushes" in volume and wall > 0:
+            # An fsync's cache flush is a request of its own: the throttle counts it as a write.
+            flushes = max(0.0, _num(volume, "flushes") - _num(before, "flushes"))
+            rates["flush_iops"] = flushes / wall
+        counted = rates | {"write_iops": rates["write_iops"] + rates.get("flush_iops", 0.0)}
+        ceilings = self.source.volume_limits.get(name, {})
+        shares = [counted[k] / limit for k, limit in ceilings.items() if k in counted and limit > 0]
+        if shares:
+            rates["throttle_percent"] = 100.0 * max(shares)
+        return rates
 
     def stop(self) -> None:
         self._prev = self._start = {}

@@ -81,22 +81,38 @@ def cell_resources(
         ):  # volumes, links, PostgreSQL, hosts
             out[scope] = dict(metrics)
 
+    host = _host_figures(means)
+    if host:
+        out["host"] = host
+    return out
+
+
+def _host_figures(means: dict[str, dict[str, float]]) -> dict[str, float]:
+    """The host scope's own figures with its disks and interfaces folded in (see ``cell_resources``)."""
     host: dict[str, float] = {k: v for k, v in means.get("host", {}).items() if k in HOST_METRICS}
     total_mb = means.get("host", {}).get("mem_total_mb")
     if "mem_used_mb" in host and total_mb:
         host["mem_percent"] = 100.0 * host["mem_used_mb"] / total_mb
-    disks = {scope.removeprefix("disk:"): m for scope, m in means.items() if scope.startswith("disk:")}
-    if disks:
-        host["disk_busy_percent"] = max(m.get("busy_percent", 0.0) for m in disks.values())
-        host["disk_avg_queue"] = max(m.get("avg_queue", 0.0) for m in disks.values())
-        physical = [m for name, m in disks.items() if not name.startswith(STACKED_PREFIXES)]
-        counted = physical or list(disks.values())
-        for metric in ("read_mb_s", "write_mb_s", "read_iops", "write_iops"):
-            host[f"disk_{metric}"] = sum(m.get(metric, 0.0) for m in counted)
+    host |= _disk_figures(means)
     nets = [m for scope, m in means.items() if scope.startswith(("net:", "link:"))]
     if nets:
         host["net_rx_mb_s"] = sum(m.get("rx_mb_s", 0.0) for m in nets)
         host["net_tx_mb_s"] = sum(m.get("tx_mb_s", 0.0) for m in nets)
-    if host:
-        out["host"] = host
-    return out
+    return host
+
+
+def _disk_figures(means: dict[str, dict[str, float]]) -> dict[str, float]:
+    """The busiest disk's busy % and queue (one saturated disk limits the system), and the traffic
+    summed over the physical disks (over every disk when there are only stacked devices)."""
+    disks = {scope.removeprefix("disk:"): m for scope, m in means.items() if scope.startswith("disk:")}
+    if not disks:
+        return {}
+    figures = {
+        "disk_busy_percent": max(m.get("busy_percent", 0.0) for m in disks.values()),
+        "disk_avg_queue": max(m.get("avg_queue", 0.0) for m in disks.values()),
+    }
+    physical = [m for name, m in disks.items() if not name.startswith(STACKED_PREFIXES)]
+    counted = physical or list(disks.values())
+    for metric in ("read_mb_s", "write_mb_s", "read_iops", "write_iops"):
+        figures[f"disk_{metric}"] = sum(m.get(metric, 0.0) for m in counted)
+    return figures

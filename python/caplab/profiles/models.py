@@ -144,24 +144,8 @@ class VolumeClass:
             raise ValueError(f"{where}: unknown field(s) {', '.join(unknown)} (known: {known})")
         if "size" not in fields:
             raise ValueError(f"{where}: size is required (example: size: 2G)")
-        values: dict[str, Any] = {
-            "size": parse_size(_scalar(fields["size"], f"{where}.size"), f"{where}.size")
-        }
-        for key in ("read_bw", "write_bw"):
-            if key in fields:
-                values[key] = parse_size(_scalar(fields[key], f"{where}.{key}"), f"{where}.{key}")
-        for key in ("read_iops", "write_iops"):
-            if key in fields:
-                value = fields[key]
-                if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                    raise ValueError(f"{where}.{key} must be a whole number > 0, got {value!r}")
-                values[key] = value
-        for key in ("dwpd", "years", "tbw"):
-            if key in fields:
-                value = fields[key]
-                if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-                    raise ValueError(f"{where}.{key} must be a number > 0, got {value!r}")
-                values[key] = float(value)
+        size = parse_size(_scalar(fields["size"], f"{where}.size"), f"{where}.size")
+        values: dict[str, Any] = {"size": size} | _volume_limits(where, fields)
         try:
             return cls(**values)
         except ValueError as exc:
@@ -185,6 +169,28 @@ class VolumeClass:
             ]
         limits = " throttle, ".join(parts) + " throttle" if parts else "no throttle"
         return f"{limits} on a {format_size(self.size)} loop volume"
+
+
+def _volume_limits(where: str, fields: Mapping[str, object]) -> dict[str, Any]:
+    """A volume class's optional fields, each checked for its kind: bandwidths are sizes, IOPS
+    whole numbers, endurance figures (dwpd, years, tbw) positive numbers."""
+    values: dict[str, Any] = {}
+    for key in ("read_bw", "write_bw"):
+        if key in fields:
+            values[key] = parse_size(_scalar(fields[key], f"{where}.{key}"), f"{where}.{key}")
+    for key in ("read_iops", "write_iops"):
+        if key in fields:
+            value = fields[key]
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{where}.{key} must be a whole number > 0, got {value!r}")
+            values[key] = value
+    for key in ("dwpd", "years", "tbw"):
+        if key in fields:
+            value = fields[key]
+            if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+                raise ValueError(f"{where}.{key} must be a number > 0, got {value!r}")
+            values[key] = float(value)
+    return values
 
 
 @dataclass(frozen=True)

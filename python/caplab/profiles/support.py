@@ -27,11 +27,41 @@ def check_support(profiles: Iterable[Profile]) -> list[str]:
             "hardware profiles need root (cgroups, loop devices, network namespaces);"
             f" running as uid {os.geteuid()}"
         )
+    problems += _cgroup_problems(profiles)
+    if wants_volumes:
+        problems += _volume_problems()
+    if wants_links:
+        problems += _link_problems(profiles)
+    return problems
+
+
+def _cgroup_problems(profiles: list[Profile]) -> list[str]:
+    """Each cgroup controller the profiles need that is missing or cannot be written."""
     layout = detect()
+    needed = _controllers_needed(profiles, layout.version)
+    if not needed:
+        return []
+    if layout.version == 0:
+        return ["no cgroup filesystem is mounted under /sys/fs/cgroup"]
+    problems = []
+    for controller, use in needed.items():
+        name = "blkio" if controller == "io" and layout.version == 1 else controller
+        if not layout.available(controller):
+            problems.append(f"cgroup v{layout.version} controller {name} is not available (needed for {use})")
+        elif not os.access(layout.root_of(controller), os.W_OK):
+            problems.append(
+                f"cgroup v{layout.version} controller {name} is read-only at {layout.root_of(controller)}"
+                f" (needed for {use}; a container needs --privileged or a writable cgroup mount)"
+            )
+    return problems
+
+
+def _controllers_needed(profiles: list[Profile], version: int) -> dict[str, str]:
+    """The cgroup controllers the profiles use, each with what it is for (said in the message)."""
     needed: dict[str, str] = {}
     if any(p.cpus for p in profiles):
         needed["cpu"] = "cpus (CPU quota)"
-        if layout.version == 1:
+        if version == 1:
             needed["cpuacct"] = "cpus (CPU time read-out)"
     if any(p.cpus and p.cpus.cpuset for p in profiles):
         needed["cpuset"] = "cpuset"
@@ -39,32 +69,25 @@ def check_support(profiles: Iterable[Profile]) -> list[str]:
         needed["memory"] = "memory limits"
     if any(v.throttled for p in profiles for v in p.volumes.values()):
         needed["io"] = "volume IOPS/bandwidth throttling"
-    if needed and layout.version == 0:
-        problems.append("no cgroup filesystem is mounted under /sys/fs/cgroup")
-    elif needed:
-        for controller, use in needed.items():
-            name = "blkio" if controller == "io" and layout.version == 1 else controller
-            if not layout.available(controller):
-                problems.append(
-                    f"cgroup v{layout.version} controller {name} is not available (needed for {use})"
-                )
-            elif not os.access(layout.root_of(controller), os.W_OK):
-                problems.append(
-                    f"cgroup v{layout.version} controller {name} is read-only at {layout.root_of(controller)}"
-                    f" (needed for {use}; a container needs --privileged or a writable cgroup mount)"
-                )
-    if wants_volumes:
-        if not Path("/dev/loop-control").exists():
-            problems.append("no loop devices (/dev/loop-control is missing; modprobe loop)")
-        elif not os.access("/dev/loop-control", os.R_OK | os.W_OK):
-            problems.append("loop devices are not usable: /dev/loop-control is not writable")
-        problems += _missing_tools(["losetup", "mkfs.ext4", "mount", "umount"], "volumes")
-    if wants_links:
-        missing = _missing_tools(["ip", "tc", "nsenter"], "links")
-        if any(p.link and p.link.rtt_ms for p in profiles):
-            missing += _missing_tools(["iptables"], "a link's round trip (NFQUEUE)")
-        problems += missing or _probe_netns()
-    return problems
+    return needed
+
+
+def _volume_problems() -> list[str]:
+    """Loop devices and the tools that make, format and mount a volume on one."""
+    problems = []
+    if not Path("/dev/loop-control").exists():
+        problems.append("no loop devices (/dev/loop-control is missing; modprobe loop)")
+    elif not os.access("/dev/loop-control", os.R_OK | os.W_OK):
+        problems.append("loop devices are not usable: /dev/loop-control is not writable")
+    return problems + _missing_tools(["losetup", "mkfs.ext4", "mount", "umount"], "volumes")
+
+
+def _link_problems(profiles: list[Profile]) -> list[str]:
+    """The tools a link needs; when they are all there, whether a namespace can be made at all."""
+    missing = _missing_tools(["ip", "tc", "nsenter"], "links")
+    if any(p.link and p.link.rtt_ms for p in profiles):
+        missing += _missing_tools(["iptables"], "a link's round trip (NFQUEUE)")
+    return missing or _probe_netns()
 
 
 def _probe_netns() -> list[str]:

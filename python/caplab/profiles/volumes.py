@@ -152,13 +152,7 @@ class LoopVolume:
         if self.maj_min and self.group.layout.version == 1:
             clear_v1_rules(self.group.layout.root_of("io"), self.maj_min)
         if self._mounted:
-            try:
-                run_tool(["umount", str(self.mount_path)], f"volume {self.name}: unmounting")
-            except ProfileError:  # busy: detach it now, the kernel finishes when the last user goes
-                try:
-                    run_tool(["umount", "-l", str(self.mount_path)], f"volume {self.name}: unmounting")
-                except ProfileError as exc:
-                    errors.append(str(exc))
+            errors += self._unmount()
             self._mounted = False
         if self.device:
             try:
@@ -175,3 +169,15 @@ class LoopVolume:
                 errors.append(f"volume {self.name}: {exc}")
         if errors:
             raise ProfileError("; ".join(errors))
+
+    def _unmount(self) -> list[str]:
+        """Unmounts the volume; a busy one is detached lazily (the kernel finishes when its last
+        user goes). What could not be done, as messages."""
+        try:
+            run_tool(["umount", str(self.mount_path)], f"volume {self.name}: unmounting")
+        except ProfileError:
+            try:
+                run_tool(["umount", "-l", str(self.mount_path)], f"volume {self.name}: unmounting")
+            except ProfileError as exc:
+                return [str(exc)]
+        return []

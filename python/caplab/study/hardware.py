@@ -226,6 +226,11 @@ class Attacher:
         if not fresh:
             return
         now = boot_clock()
+        self._place(self._matching(fresh, now), now)
+
+    def _matching(self, fresh: set[int], now: float) -> dict[int, tuple[str, float]]:
+        """The fresh processes some role's ``match`` finds, with their role and start time; a
+        process old enough not to exec into a match any more is settled without a role."""
         found: dict[int, tuple[str, float]] = {}
         for pid in fresh:
             stat = read_stat(pid)
@@ -237,14 +242,15 @@ class Attacher:
                 found[pid] = (role, stat.started_s)
             elif now - stat.started_s >= YOUNG_S:
                 self._settled.add(pid)
+        return found
+
+    def _place(self, found: dict[int, tuple[str, float]], now: float) -> None:
+        """Each found process onto its role's profile, unless it is there already."""
         # A role's processes are read only when something matched it: a cgroup's list is slow to read.
         inside: dict[str, set[int] | None] = {}
         for pid, (role, started_s) in found.items():
             if role not in inside:
-                try:
-                    inside[role] = set(self.hw.pids(role))
-                except (ProfileError, OSError):
-                    inside[role] = None  # the role's profile is not there (yet): try next pass
+                inside[role] = self._members(role)
             members = inside[role]
             if members is None:
                 continue
@@ -252,6 +258,14 @@ class Attacher:
                 self._settled.add(pid)
             else:
                 self._attach(role, pid, started_s, now)
+
+    def _members(self, role: str) -> set[int] | None:
+        """The processes on a role's profile, or None when the profile is not there (yet): the
+        next pass tries again."""
+        try:
+            return set(self.hw.pids(role))
+        except (ProfileError, OSError):
+            return None
 
     def _attach(self, role: str, pid: int, started_s: float, now_s: float) -> None:
         try:

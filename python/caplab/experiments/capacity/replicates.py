@@ -21,21 +21,51 @@ def combine_replicates(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     experiments that search nothing), else one capacity with its interval from the replicates."""
     searched = [s for s in summaries if "capacity" in s]
     if len(summaries) == 1 or not searched:
-        merged = dict(summaries[-1]) if summaries else {}
-        for key in ("recovery", "ledger", "failover"):  # every replicate's faults and ledgers
-            found = [r for s in summaries for r in s.get(key, [])]
-            merged |= {key: found} if found else {}
-        return merged
+        return _unsearched(summaries)
     closed = searched[0]["capacity"].get("model") == "closed"
+    found = [s for s in searched if s["capacity"].get("found")]
+    capacity = _pooled(searched)
+    all_trials = [t for s in searched for t in s.get("search_trials") or []]
+    limited = [s for s in searched if s["capacity"].get("generator_saturated")]
+    if not found and limited:
+        return {
+            "capacity": capacity | _generator_floor(limited, len(searched), closed),
+            "search_trials": all_trials,
+            "limit": limited[-1].get("limit"),
+        }
+    if len(found) < 2:
+        return {
+            "capacity": capacity | _no_interval(found, len(searched), len(limited)),
+            "search_trials": all_trials,
+            "limit": (found or searched)[-1].get("limit"),
+        }
+    return {
+        "capacity": capacity | _replicate_interval(found, len(searched), len(limited), closed),
+        "search_trials": all_trials,
+        "limit": found[-1].get("limit"),
+    }
+
+
+def _unsearched(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """The last replicate's metrics, with every replicate's faults and ledgers."""
+    merged = dict(summaries[-1]) if summaries else {}
+    for key in ("recovery", "ledger", "failover"):
+        found = [r for s in summaries for r in s.get(key, [])]
+        merged |= {key: found} if found else {}
+    return merged
+
+
+def _pooled(searched: list[dict[str, Any]]) -> dict[str, Any]:
+    """The last replicate's capacity with each replicate's own figures beside it, their searches'
+    time and trials summed; its figure and interval are still to be decided."""
     per_replicate = [
         {k: s["capacity"].get(k) for k in ("found", "capacity_rps", "capacity_users", "ci95", "search_s")}
         | {k: s["capacity"].get(k) for k in ("trial_count", "message", "capacity_at_least")}
         | {"generator_saturated": bool(s["capacity"].get("generator_saturated"))}
         for s in searched
     ]
-    found = [s for s in searched if s["capacity"].get("found")]
     capacity = {k: v for k, v in searched[-1]["capacity"].items() if k not in ("ci95", "search_s")}
-    capacity |= {
+    return capacity | {
         "replicates": per_replicate,
         "replicate_count": len(searched),
         "search_s": sum(r["search_s"] or 0.0 for r in per_replicate),
@@ -50,48 +80,45 @@ def combine_replicates(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         )
         or None,
     }
-    all_trials = [t for s in searched for t in s.get("search_trials") or []]
-    limited = [s for s in searched if s["capacity"].get("generator_saturated")]
-    if not found and limited:
-        return {
-            "capacity": capacity | _generator_floor(limited, len(searched), closed),
-            "search_trials": all_trials,
-            "limit": limited[-1].get("limit"),
-        }
-    if len(found) < 2:
-        # One capacity (or none) among the replicates is no interval: say so, claim nothing.
-        capacity |= {"found": bool(found), "ci95": None, "interval": None}
-        if found:
-            capacity |= {k: found[0]["capacity"].get(k) for k in ("capacity_rps", "capacity_users")}
-        capacity["message"] = (
-            f"capacity found in {len(found)} of {len(searched)} replicates"
-            + (f" ({len(limited)} stopped at the generator's limit)" if limited else "")
-            + ": no interval from replicates"
-        )
-        return {
-            "capacity": capacity,
-            "search_trials": all_trials,
-            "limit": (found or searched)[-1].get("limit"),
-        }
+
+
+def _no_interval(found: list[dict[str, Any]], replicates: int, limited: int) -> dict[str, Any]:
+    """One capacity (or none) among the replicates is no interval: say so, claim nothing."""
+    figures: dict[str, Any] = {"found": bool(found), "ci95": None, "interval": None}
+    if found:
+        figures |= {k: found[0]["capacity"].get(k) for k in ("capacity_rps", "capacity_users")}
+    figures["message"] = (
+        f"capacity found in {len(found)} of {replicates} replicates"
+        + (f" ({limited} stopped at the generator's limit)" if limited else "")
+        + ": no interval from replicates"
+    )
+    return figures
+
+
+def _replicate_interval(
+    found: list[dict[str, Any]], replicates: int, limited: int, closed: bool
+) -> dict[str, Any]:
+    """The mean of the replicates that found a capacity and its t-interval, in the unit searched,
+    never narrower than their search brackets."""
     rps = t_interval([float(s["capacity"]["capacity_rps"]) for s in found])
     if not closed:
         rps = within_resolution(rps, _brackets(found))
-    capacity |= {
+    figures: dict[str, Any] = {
         "found": True,
         "capacity_rps": rps.mean,
         "interval": INTERVAL_REPLICATES,
         "message": f"mean of {len(found)} replicates"
-        + (f" ({len(searched) - len(found)} found no capacity)" if len(found) < len(searched) else "")
-        + (f" ({len(limited)} stopped at the generator's limit)" if limited else ""),
+        + (f" ({replicates - len(found)} found no capacity)" if len(found) < replicates else "")
+        + (f" ({limited} stopped at the generator's limit)" if limited else ""),
     }
     if closed:
         users = within_resolution(
             t_interval([float(s["capacity"]["capacity_users"]) for s in found]), _brackets(found)
         )
-        capacity |= {"capacity_users": users.mean, "ci95": [users.low, users.high]}
+        figures |= {"capacity_users": users.mean, "ci95": [users.low, users.high]}
     else:
-        capacity["ci95"] = [rps.low, rps.high]
-    return {"capacity": capacity, "search_trials": all_trials, "limit": found[-1].get("limit")}
+        figures["ci95"] = [rps.low, rps.high]
+    return figures
 
 
 def _brackets(found: list[dict[str, Any]]) -> list[tuple[float, float]]:

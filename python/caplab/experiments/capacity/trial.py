@@ -12,13 +12,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from caplab.analysis.backlog import backlog, longest_stall
+from caplab.analysis.backlog import Backlog, Stall, backlog, longest_stall
 from caplab.analysis.generator import closed_loop_gap, crowded_out, generator_limited
 from caplab.analysis.limit import Limit, LimitEvidence, demands, find_limit, same_resource
-from caplab.analysis.slo import Slo, TrialFigures, as_dict, evaluate, parse_slo, sustainable
-from caplab.analysis.steady import LittlesLaw, littles_law, steadiness
+from caplab.analysis.slo import Slo, TrialFigures, Verdict, as_dict, evaluate, parse_slo, sustainable
+from caplab.analysis.steady import LittlesLaw, Steadiness, littles_law, steadiness
 from caplab.collect import MetricsSource, RoleSpec, cell_resources, default_collectors, summarize
-from caplab.engine import LoadSpec, build_plan, run
+from caplab.engine import LoadSpec, RunResult, build_plan, run
 from caplab.experiments.base import PlanRunner, ProgressFn, SamplerSet, SystemFault, TrialRecord, run_trial
 from caplab.experiments.capacity.mix import ActionFigures, PerUser, action_figures, per_user
 from caplab.experiments.capacity.search import GeneratorSaturated, Phase, Probe, SearchOutcome
@@ -56,6 +56,31 @@ class LimitAnalysis:
     """Each request class (a usage profile's action) over the confirmation trials at capacity."""
     per_user: PerUser | None = None
     """A usage profile's actions per user-second, offered and reached, at capacity."""
+
+
+@dataclass(frozen=True)
+class _Measured:
+    """One trial's result and what its measured window says: every scope's means, the cell's
+    resources, the backlog the window left and its longest stall."""
+
+    result: RunResult
+    scopes: dict[str, dict[str, float]]
+    resources: dict[str, dict[str, float]]
+    carried: Backlog | None
+    stall: Stall | None
+
+
+def _failures(verdicts: list[Verdict], steady: Steadiness, measured: _Measured) -> list[str]:
+    """Why the trial failed on the system's side: each SLO it missed, an unsteady window, an
+    interruption; and, for a failed trial, where the interval series shows a stall."""
+    reasons = [v.reason for v in verdicts if not v.passed]
+    if not steady.steady:
+        reasons.append(f"not steady: {steady.reason}")
+    if measured.result.interrupted:
+        reasons.append("interrupted")
+    if measured.stall and reasons:
+        reasons.append(measured.stall.describe())  # why it failed, where the interval series shows it
+    return reasons
 
 
 class TrialProber:
@@ -131,55 +156,83 @@ class TrialProber:
 
     def _attempt(self, load: float, phase: Phase) -> tuple[Probe, str | None]:
         """Runs and judges one trial; also returns why its generator fell behind, if it did."""
+        record, measured = self._measure(load, phase)
+        r = measured.result
+        verdicts = evaluate(self.slos, self._figures(measured))
+        steady = steadiness(r.intervals, r.warmup_s + r.duration_s, r.users)
+        reasons = _failures(verdicts, steady, measured)
+        blamed, stalled = self._blame_generator(measured, failed=bool(reasons))
+        reasons += blamed
+        probe = Probe(
+            phase,
+            load,
+            not reasons,
+            reasons,
+            r.throughput,
+            r.latency_ms.p99,
+            self._details(measured, verdicts, steady),
+            # A stall's shortfall is a pause, not the rate the system sustains: no step down to it.
+            None if measured.stall else sustainable(load, self.slos, verdicts),
+        )
+        return self._settle(record, probe, stalled)
+
+    def _measure(self, load: float, phase: Phase) -> tuple[TrialRecord, _Measured]:
+        """Runs one trial at ``load`` and reads its measured window (the plan's: the trial as
+        actually run)."""
         plan = build_plan(self.load_spec(load, phase))
         collectors = self.collectors or default_collectors(self.roles, self.metrics)
         record = run_trial(plan, collectors, self.progress, runner=self.runner)
         record.kind = f"search:{phase}"
         r = record.result
-        warmup = plan.warmup_s
-        window_end = warmup + plan.duration_s  # plan: the trial as actually run
-        scopes = summarize(record.samples, warmup, window_end)
-        resources = cell_resources(record.samples, warmup, window_end)
-        cores = int(scopes.get("host", {}).get("cores", 1))
-        carried, stall = backlog(r), longest_stall(r)
-        trial = TrialFigures(
+        warmup, window_end = plan.warmup_s, plan.warmup_s + plan.duration_s
+        return record, _Measured(
+            r,
+            summarize(record.samples, warmup, window_end),
+            cell_resources(record.samples, warmup, window_end),
+            backlog(r),
+            longest_stall(r),
+        )
+
+    def _figures(self, measured: _Measured) -> TrialFigures:
+        """What the SLOs are evaluated against."""
+        r = measured.result
+        return TrialFigures(
             r.offered_rate,
             r.throughput,
             r.sent,
             r.errors,
             r.latency_ms.__dict__,
-            resources,
-            cores,
+            measured.resources,
+            int(measured.scopes.get("host", {}).get("cores", 1)),
             self.machines,
-            carried.carried_rate if carried else None,
+            measured.carried.carried_rate if measured.carried else None,
         )
-        verdicts = evaluate(self.slos, trial)
-        steady = steadiness(r.intervals, r.warmup_s + r.duration_s, r.users)
-        reasons = [v.reason for v in verdicts if not v.passed]
-        if not steady.steady:
-            reasons.append(f"not steady: {steady.reason}")
-        if r.interrupted:
-            reasons.append("interrupted")
-        if stall and reasons:
-            reasons.append(stall.describe())  # why it failed, where the interval series shows it
+
+    def _blame_generator(self, measured: _Measured, failed: bool) -> tuple[list[str], str | None]:
+        """Whether the generator rather than the system made the trial what it was: the reasons
+        that say so and, when the generator fell behind on its own, why (the trial is then not a
+        measurement of the system). A late generator crowded out by the SUT is the system's doing."""
+        generator, resources = measured.result.generator, measured.resources
         crowded = (
-            crowded_out(r.generator, resources, [x.name for x in self.roles])
-            if r.generator.saturated
-            else None
+            crowded_out(generator, resources, [x.name for x in self.roles]) if generator.saturated else None
         )
-        stalled = (r.generator.saturation_reason or "late") if r.generator.saturated and not crowded else None
         if crowded:
-            reasons.append(crowded)
-        if stalled:
-            reasons.append(f"generator fell behind ({stalled}): not a measurement of the system")
-        elif reasons and not crowded:
+            return [crowded], None
+        if generator.saturated:
+            stalled = generator.saturation_reason or "late"
+            return [f"generator fell behind ({stalled}): not a measurement of the system"], stalled
+        if failed:
             # A failure is the system's only if the generator's own lateness did not make it.
-            limited = generator_limited(r.generator, self.slos, resources)
+            limited = generator_limited(generator, self.slos, resources)
             if limited:
-                reasons.append(limited)
-                stalled = limited
-        table = demands(r.throughput, scopes, [x.name for x in self.roles], self.machines)
-        details: dict[str, Any] = {
+                return [limited], limited
+        return [], None
+
+    def _details(self, measured: _Measured, verdicts: list[Verdict], steady: Steadiness) -> dict[str, Any]:
+        """What a trial's record keeps beside its verdict: the figures the search and the report read."""
+        r, carried, stall, resources = measured.result, measured.carried, measured.stall, measured.resources
+        table = demands(r.throughput, measured.scopes, [x.name for x in self.roles], self.machines)
+        return {
             "offered_rate": r.offered_rate,
             "users": r.users,
             "sent": r.sent,
@@ -206,26 +259,19 @@ class TrialProber:
             ],
             "resources": resources,
         }
-        probe = Probe(
-            phase,
-            load,
-            not reasons,
-            reasons,
-            r.throughput,
-            r.latency_ms.p99,
-            details,
-            # A stall's shortfall is a pause, not the rate the system sustains: no step down to it.
-            None if stall else sustainable(load, self.slos, verdicts),
-        )
+
+    def _settle(self, record: TrialRecord, probe: Probe, stalled: str | None) -> tuple[Probe, str | None]:
+        """Shows the judged trial to ``on_trial``, which may say the system gave out during it;
+        keeps it for the limit analysis; an interrupted trial then ends the search."""
         fault = self.on_trial(record, probe) if self.on_trial is not None else None
         if fault is not None:
             # The system gave out at this load (and was started again): a failed trial whose figures,
             # cut short, say nothing of what it would sustain; its own verdicts are the kill's doing.
-            details["failed_resource"] = fault.resource
+            probe.details["failed_resource"] = fault.resource
             probe = replace(probe, passed=False, reasons=[fault.reason], sustainable=None)
             stalled = None
         self.records.append((probe, record))
-        if r.interrupted and fault is None:
+        if record.result.interrupted and fault is None:
             raise KeyboardInterrupt
         return probe, stalled
 

@@ -12,6 +12,7 @@ from caplab.report.layout.blocks import Column, Table, TableCell, kv_table, num_
 from caplab.report.model.scenario import goal_text
 from caplab.report.model.types import (
     CapacityEntry,
+    CellCapacity,
     CellResult,
     Json,
     Limit,
@@ -110,16 +111,7 @@ def results_table(results: Results) -> Table:
         host = res.get("host") or {}
         row = [num_cell(c["index"], str(c["index"])), *_factor_cells(results, c), _status(c)]
         if searched:
-            cap = m["capacity"]
-            value = cap["value"] if cap else None
-            low, high = cap["ci95"] if cap else [None, None]
-            kind = interval_kind(cap["interval"], cap["replicates"]) if cap else ""
-            shown = u.num(value) + (f" {u.interval(low, high)} {kind}".rstrip() if low is not None else "")
-            if cap and cap["at_least"] is not None:
-                shown = f"≥ {u.num(cap['at_least'])} (generator's limit)"
-            elif cap and cap["unstable"]:
-                shown += " (unstable above)"
-            row.append(num_cell(value, shown))
+            row.append(_capacity_cell(m["capacity"]))
         lat = m["latency_ms"]
         net = [v for v in (host.get("net_rx_mb_s"), host.get("net_tx_mb_s")) if u.is_number(v)]
         error_pct = 100 * m["error_ratio"] if u.is_number(m["error_ratio"]) else None
@@ -152,6 +144,21 @@ def results_table(results: Results) -> Table:
             " The last figures before the limit are the system's own counters (per second where named so)."
         )
     return drop_empty_columns(Table(columns, rows, caption="Results per configuration", note=note))
+
+
+def _capacity_cell(cap: CellCapacity | None) -> TableCell:
+    """A searched cell's capacity with its interval and what kind it is; a search the generator
+    stopped shows only the floor it proved, and one that fell back below failing confirmations
+    says so."""
+    value = cap["value"] if cap else None
+    low, high = cap["ci95"] if cap else [None, None]
+    kind = interval_kind(cap["interval"], cap["replicates"]) if cap else ""
+    shown = u.num(value) + (f" {u.interval(low, high)} {kind}".rstrip() if low is not None else "")
+    if cap and cap["at_least"] is not None:
+        shown = f"≥ {u.num(cap['at_least'])} (generator's limit)"
+    elif cap and cap["unstable"]:
+        shown += " (unstable above)"
+    return num_cell(value, shown)
 
 
 def volumes_table(results: Results) -> Table | None:

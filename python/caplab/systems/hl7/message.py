@@ -76,19 +76,11 @@ def read_header(text: str) -> Header:
     message_type = msh_field(9)
     if not message_type:
         raise Malformed("MSH-9 message type missing")
-    for seg in segs[1:]:
-        if not SEGMENT_ID.match(seg[:3]) or (len(seg) > 3 and seg[3] != sep):
-            raise Malformed(f"not a segment: {seg[:20]!r}")
-    patient_id = None
-    pid = next((s for s in segs if s.startswith("PID" + sep)), None)
-    if pid is not None:
-        pid_fields = pid.split(sep)
-        if len(pid_fields) > 3:
-            patient_id = pid_fields[3].split(encoding[1])[0].split(component)[0].strip() or None
+    _check_segments(segs[1:], sep)
     return Header(
         control_id=control_id,
         message_type=message_type,
-        patient_id=patient_id,
+        patient_id=_patient_id(segs, sep, encoding),
         sending_application=msh_field(3),
         sending_facility=msh_field(4),
         receiving_application=msh_field(5),
@@ -97,6 +89,25 @@ def read_header(text: str) -> Header:
         field_separator=sep,
         component_separator=component,
     )
+
+
+def _check_segments(segs: list[str], sep: str) -> None:
+    """Every segment after MSH starts with a segment id and the field separator."""
+    for seg in segs:
+        if not SEGMENT_ID.match(seg[:3]) or (len(seg) > 3 and seg[3] != sep):
+            raise Malformed(f"not a segment: {seg[:20]!r}")
+
+
+def _patient_id(segs: list[str], sep: str, encoding: str) -> str | None:
+    """PID-3's first identifier (its first repetition's first component), if there is a PID."""
+    pid = next((s for s in segs if s.startswith("PID" + sep)), None)
+    if pid is None:
+        return None
+    pid_fields = pid.split(sep)
+    if len(pid_fields) <= 3:
+        return None
+    component, repetition = encoding[0], encoding[1]
+    return pid_fields[3].split(repetition)[0].split(component)[0].strip() or None
 
 
 def ack(header: Header | None, code: str, text: str = "", control_id: str = "") -> bytes:

@@ -78,15 +78,19 @@ class Settings:
         if self.sink is not None and not HOST_PORT.match(self.sink):
             raise BadSettings(f"--sink: expected HOST:PORT, got {self.sink!r}")
         if self.db is not None:
-            if not self.db.startswith(("sqlite:///", "postgresql://", "postgres://")):
-                raise BadSettings("--db: expected sqlite:///PATH or postgresql://USER@HOST:PORT/DB")
-            if self.db_on_command_line and URL_PASSWORD.match(self.db):
-                raise BadSettings(
-                    "--db: a password on the command line is visible to every user; "
-                    "use PGPASSWORD, a passfile (PGPASSFILE) or CAPLAB_HL7_DB"
-                )
-            if self.db.startswith("sqlite:///") and self.db_dir is not None:
-                raise BadSettings("--db-dir: give --db sqlite:///PATH or --db-dir, not both")
+            self._check_db(self.db)
+
+    def _check_db(self, db: str) -> None:
+        """A database URL caplab-hl7 can use, never with its password on the command line."""
+        if not db.startswith(("sqlite:///", "postgresql://", "postgres://")):
+            raise BadSettings("--db: expected sqlite:///PATH or postgresql://USER@HOST:PORT/DB")
+        if self.db_on_command_line and URL_PASSWORD.match(db):
+            raise BadSettings(
+                "--db: a password on the command line is visible to every user; "
+                "use PGPASSWORD, a passfile (PGPASSFILE) or CAPLAB_HL7_DB"
+            )
+        if db.startswith("sqlite:///") and self.db_dir is not None:
+            raise BadSettings("--db-dir: give --db sqlite:///PATH or --db-dir, not both")
 
     @property
     def postgres(self) -> bool:
