@@ -1,6 +1,8 @@
 """caplab's shape, as a test: the first-level packages import along the data flow
 (spec → study → experiments ‖ collect → store → analysis → report; cli on top), never in a loop;
-analysis stays pure; only cli talks to the terminal; the reference systems stand alone."""
+grammar, the study file's SLO and trigger syntax, sits below both spec (which checks the texts)
+and analysis (which evaluates them); analysis stays pure; spec computes nothing; only cli talks to
+the terminal; the reference systems stand alone."""
 
 from __future__ import annotations
 
@@ -16,10 +18,11 @@ PACKAGE = Path(caplab.__file__).parent
 MAY_IMPORT: dict[str, frozenset[str]] = {
     "_engine": frozenset(),
     "units": frozenset(),
+    "grammar": frozenset({"units"}),
     "engine": frozenset({"_engine", "units"}),
     "cluster": frozenset({"engine", "units"}),
-    "analysis": frozenset({"engine", "units"}),
-    "spec": frozenset({"analysis", "profiles", "units"}),
+    "analysis": frozenset({"engine", "grammar", "units"}),
+    "spec": frozenset({"grammar", "profiles", "units"}),
     "collect": frozenset({"engine", "units"}),
     "store": frozenset({"collect", "engine", "units"}),
     "results": frozenset({"store"}),
@@ -39,11 +42,10 @@ is part of adding it."""
 
 MAY_IMPORT_FROM: dict[str, dict[str, frozenset[str]]] = {
     "analysis": {"engine": frozenset({"result"})},
-    "spec": {"analysis": frozenset({"slo", "trigger"})},
 }
 """Where a unit may import only some modules of another: analysis reads the engine's result types,
-never its plans, builder or package; the spec computes nothing, so of analysis it uses only the
-SLO and trigger grammars, to check a study's texts where the file gives them (file:line)."""
+never its plans, builder or package. (The spec imports no analysis at all: it checks a study's SLO
+and trigger texts with grammar, the syntax analysis evaluates.)"""
 
 
 def test_caplab_follows_its_layering() -> None:
@@ -96,8 +98,12 @@ def write(root: Path, files: dict[str, str]) -> Path:
             "analysis imports engine.build (analysis/steady.py): only engine.result",
         ),
         (
-            {"spec/study.py": "from pkg.analysis.cost import Prices\n", "analysis/cost.py": ""},
-            "spec imports analysis.cost (spec/study.py): only analysis.slo, analysis.trigger",
+            {"spec/search.py": "from pkg.analysis.slo import parse_slo\n", "analysis/slo.py": ""},
+            "spec imports analysis (spec/search.py)",
+        ),
+        (
+            {"grammar/slo.py": "from pkg.analysis import slo\n", "analysis/slo.py": ""},
+            "grammar imports analysis (grammar/slo.py)",
         ),
         (
             {"spec/study.py": "from pkg.store import Store\n", "store/__init__.py": ""},
@@ -111,12 +117,10 @@ def test_a_broken_rule_is_reported(tmp_path: Path, files: dict[str, str], expect
         "store": frozenset(),
         "report": frozenset({"*"}),
         "systems": frozenset(),
-        "spec": frozenset({"analysis", "profiles", "units"}),
+        "spec": frozenset({"grammar", "profiles", "units"}),
+        "grammar": frozenset({"units"}),
     }
-    narrowed = {
-        "analysis": {"engine": frozenset({"result"})},
-        "spec": {"analysis": frozenset({"slo", "trigger"})},
-    }
+    narrowed = {"analysis": {"engine": frozenset({"result"})}}
     problems = violations(imports_of(write(tmp_path, files)), rules, terminal="cli", may_import_from=narrowed)
     assert any(expected in p for p in problems), problems
 

@@ -6,41 +6,34 @@ the fault hits a system in its steady state, not one still warming its caches).
 
 A trigger is checked once per interval, on the load's clock, so it fires at the end of the first
 interval where it holds: ± one interval, as every time read from the series. Pure: it sees the
-interval and the samples it is given, nothing else.
+interval and the samples it is given, nothing else. A condition's syntax is caplab.grammar's
+(grammar/condition.py), which the study file's checks share.
 """
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Protocol
 
+from caplab import grammar
 from caplab.analysis.steady import FAIR_CV, steadiness
 from caplab.engine.result import IntervalSnapshot
-from caplab.units import parse_duration
+from caplab.grammar.condition import LATENCY, LOAD_METRICS, ConditionTerm
+from caplab.grammar.condition import TriggerError as TriggerError  # callers catch it from here
 
-LATENCY = ("p50", "p90", "p95", "p99", "p999", "max", "mean")
 STEADY_INTERVALS = 5
 """``after: steady`` needs this many measured intervals in a row with completions, no errors, a
 throughput that varies less than the 'fair' consistency bound and no trend."""
 AFTER = ("steady",)
 
-_PATTERN = re.compile(
-    r"^\s*(?P<metric>[A-Za-z_][A-Za-z_0-9]*)(?:\[(?P<scope>[^\]]+)\])?\s*"
-    r"(?P<op><=|>=|<|>)\s*(?P<value>.+?)\s*$"
-)
 _OPS = {
     "<=": lambda a, b: a <= b,
     "<": lambda a, b: a < b,
     ">=": lambda a, b: a >= b,
     ">": lambda a, b: a > b,
 }
-
-
-class TriggerError(ValueError):
-    """A condition that does not parse; the message says what would."""
 
 
 class Figure(Protocol):
@@ -70,7 +63,9 @@ class Trigger(Protocol):
 class Condition:
     """``METRIC[SCOPE] OP VALUE`` on one interval: the load's latency percentile (ms), ``errors`` (%
     of the interval's finished requests) or ``throughput`` (/s); any other name is a collector's
-    figure, held by any sample of it (of that scope, when one is given)."""
+    figure, held by any sample of it (of that scope, when one is given). Built from
+    caplab.grammar's `ConditionTerm`, whose fields it repeats: it is not frozen, since it keeps
+    whether the figure was ever sampled."""
 
     text: str
     metric: str
@@ -81,6 +76,10 @@ class Condition:
     seen: bool = field(default=False, compare=False)
     """Whether a sample of the collector's figure ever came (else: nothing measures it here)."""
 
+    @classmethod
+    def of(cls, term: ConditionTerm) -> Condition:
+        return cls(**asdict(term))
+
     def check(self, interval: IntervalSnapshot, samples: Sequence[Figure]) -> str | None:
         for observed in self._observed(interval, samples):
             if _OPS[self.op](observed, self.value):
@@ -88,7 +87,7 @@ class Condition:
         return None
 
     def never(self) -> str:
-        if self.metric in (*LATENCY, "errors", "throughput") or self.seen:
+        if self.metric in LOAD_METRICS or self.seen:
             return f"{self.text} never held"
         where = f" of {self.scope}" if self.scope else ""
         return f"{self.text} never held: no collector sampled {self.metric}{where}"
@@ -141,30 +140,9 @@ class Steady:
 
 
 def parse_condition(text: str) -> Condition:
-    """Parses one condition; raises TriggerError naming what is wrong."""
-    m = _PATTERN.match(text)
-    if not m:
-        raise TriggerError(
-            f"{text!r}: expected METRIC OP VALUE, e.g. 'p99 > 50ms', 'errors > 1%', 'replay_lag_ms > 100'"
-        )
-    metric, scope, op, raw = m.group("metric").lower(), m.group("scope"), m.group("op"), m.group("value")
-    raw = raw.strip().lower()
-    if metric in (*LATENCY, "errors", "throughput") and scope is not None:
-        raise TriggerError(f"{text!r}: only a collector's figure takes a [scope]")
-    if metric in LATENCY:
-        try:
-            return Condition(text, metric, None, op, parse_duration(raw) * 1000.0, "ms")
-        except ValueError as e:
-            raise TriggerError(f"{text!r}: {raw!r} is not a latency with a unit (e.g. 50ms, 1s)") from e
-    if metric == "errors":
-        if not raw.endswith("%"):
-            raise TriggerError(f"{text!r}: {raw!r} must be a percentage, e.g. 1%")
-        return Condition(text, metric, None, op, _number(text, raw[:-1]), "%")
-    if metric == "throughput":
-        return Condition(text, metric, None, op, _number(text, raw.removesuffix("/s")), "/s")
-    unit = metric.rsplit("_", 1)[-1] if "_" in metric else ""
-    number = raw.removesuffix(unit).strip() if unit and raw.endswith(unit) else raw
-    return Condition(text, metric, scope, op, _number(text, number), unit and f" {unit}")
+    """Parses one condition (caplab.grammar's syntax) into one that is checked interval by
+    interval; raises TriggerError naming what is wrong."""
+    return Condition.of(grammar.parse_condition(text))
 
 
 def trigger_for(when: str | None, after: str | None) -> Trigger | None:
@@ -176,10 +154,3 @@ def trigger_for(when: str | None, after: str | None) -> Trigger | None:
             raise TriggerError(f"{after!r}: after: takes {', '.join(AFTER)}")
         return Steady()
     return None
-
-
-def _number(text: str, raw: str) -> float:
-    try:
-        return float(raw)
-    except ValueError:
-        raise TriggerError(f"{text!r}: {raw!r} is not a number") from None

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, model_validator
 
+from caplab.grammar import parse_condition
 from caplab.spec.fields import Strict, as_seconds
 
 
@@ -19,10 +20,8 @@ class RecoverySpec(Strict):
 
 
 def _condition(value: Any) -> Any:
-    """A trigger condition that parses, checked with analysis's own grammar (the one module of
-    analysis, beside the SLO's, the spec may import: tests/test_layering.py)."""
-    from caplab.analysis.trigger import parse_condition
-
+    """A trigger condition that parses, checked with the grammar analysis/trigger.py evaluates
+    (caplab.grammar), so a bad one is reported where the file gives it."""
     if isinstance(value, str):
         parse_condition(value)  # raises TriggerError (a ValueError) naming what is wrong
     return value
@@ -33,7 +32,7 @@ class ActionSpec(Strict):
     actions (``do: switchover``) or any command (``run: "kill -9 …"``, in the study's directory),
     fired ``at`` seconds after the load starts (warm-up included), or ``when`` a condition first
     holds on an interval (``p99 > 50ms``, ``replay_lag_ms > 100``), or ``after: steady``
-    (analysis/trigger.py)."""
+    (grammar/condition.py, analysis/trigger.py)."""
 
     at: Annotated[float, BeforeValidator(as_seconds), Field(ge=0)] | None = None
     when: Annotated[str | None, BeforeValidator(_condition)] = None

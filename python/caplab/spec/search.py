@@ -6,14 +6,13 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, model_validator
 
+from caplab.grammar import parse_slo
 from caplab.spec.fields import Seconds, Strict, as_fraction
 
 
 def _slo_text(value: Any) -> Any:
-    """An SLO that parses, checked with analysis's own grammar (the one module of analysis,
-    beside the trigger's, the spec may import: tests/test_layering.py)."""
-    from caplab.analysis.slo import parse_slo
-
+    """An SLO that parses, checked with the grammar analysis/slo.py evaluates (caplab.grammar), so
+    a bad one is reported where the file gives it."""
     if isinstance(value, str):
         parse_slo(value)  # raises SloError (a ValueError) naming what is wrong
     return value
