@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from support.profiles import leftovers
+from support.profiles import left_behind, leftovers
 from support.require import require_profiles
 
 
@@ -16,7 +16,8 @@ from support.require import require_profiles
 def nothing_left_behind() -> Iterator[None]:
     before = set(leftovers())
     yield
-    left = [item for item in leftovers() if item not in before]
+    # left_behind: a resource whose owner still runs is in use, by a test on the other worker.
+    left = left_behind(before)
     assert not left, f"left behind: {left}"
 
 

@@ -26,12 +26,15 @@ def leftovers() -> list[str]:
 
 
 def left_behind(before: set[str]) -> list[str]:
-    """What caplab runs that have ended left behind (other jobs on this machine make caplab-*
-    resources too: those of a live process are theirs, still in use)."""
+    """What caplab runs that have ended, or this process itself, left behind (other jobs on this
+    machine — a test on the other xdist worker — make caplab-* resources too: those of another live
+    process are theirs, still in use)."""
 
     def ended(item: str) -> bool:
         owner = re.search(r"caplab-(\d+)-", item)
-        return owner is None or not Path(f"/proc/{owner.group(1)}").exists()
+        if owner is None or int(owner.group(1)) == os.getpid():
+            return True
+        return not Path(f"/proc/{owner.group(1)}").exists()
 
     return [item for item in leftovers() if item not in before and ended(item)]
 
