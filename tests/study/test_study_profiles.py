@@ -470,9 +470,10 @@ def test_a_server_across_a_far_link_is_bound_by_its_round_trips(tmp_path: Path) 
     How far under: the open model holds at most four requests in flight (``connections``), so a
     send is dropped whenever four replies are each later than four sends' spacing, and the search
     fails a load that drops 1 % of its sends. The link's queue daemon shares two cores with the
-    generator and the server, and puts the round trip's p99 at 1.5–3× its 5 ms; so capacity lands
-    between about 4 / (3 × 5 ms) and 4 / 5 ms (here 261–475/s in five runs), and a quarter of the
-    ceiling is the floor that only a broken search or a broken link falls through."""
+    generator and the server, and puts the round trip's p99 at 1.5–3× its 5 ms (more under a
+    neighbour's load); so capacity lands between about 4 / (3 × 5 ms) and 4 / 5 ms (213–475/s in
+    six runs here). The floor is the search's start, 100/s: four sends' spacing is then 40 ms, eight
+    round trips, which only a broken link or a broken search fails to carry."""
     port = free_port()
     study = knownserver_study("far", port, ("web", {"link": "far"}), linked=True) | {
         "links": {"far": {"rate": "1gbit", "rtt": "5ms"}},
@@ -487,7 +488,7 @@ def test_a_server_across_a_far_link_is_bound_by_its_round_trips(tmp_path: Path) 
     assert done.returncode == 0, done.stderr[-3000:]
     [cell] = json_out(done)["cells"]
     capacity = cell["metrics"]["capacity"]["capacity_rps"]
-    assert 0.25 * 800 <= capacity <= 800, capacity
+    assert 100 <= capacity <= 800, capacity
     link = cell["resources"]["link:server"]
     assert 5.0 <= link["rtt_ms"] <= 7.0, link
     limit = cell["metrics"]["limit"]
