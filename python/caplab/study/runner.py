@@ -181,12 +181,13 @@ class StudyRunner:
 
 def experiment_for(plan: CellPlan, run: CellRun) -> Experiment:
     """What the cell runs: a job's phases, a capacity search, or the load as written."""
-    kind = plan.experiment
-    if kind.job is not None:
-        role, hw = kind.job.role, run.system.hw
+    planned = plan.experiment
+    if planned.job is not None:  # its phases run on the job's role's profile, when it has one
+        role, hw = planned.job.role, run.system.hw
         prefix = hw.launch_prefix(role) if role is not None and hw is not None and role in hw.profiles else []
         roles = [r.name for r in run.roles]
-        return JobExperiment(kind.job, plan.directory, sut_environment(), roles, prefix, kind.metrics_url)
-    if kind.kind == "capacity":
+        job, url = planned.job, planned.metrics_url
+        return JobExperiment(job, plan.directory, sut_environment(), roles, prefix, url)
+    if planned.kind == "capacity":
         return CapacityExperiment(plan.config)
-    return FixedLoad(kind.repeat)
+    return FixedLoad(planned.repeat)
