@@ -14,7 +14,7 @@ import pytest
 from caplab.engine import ClosedLoad, LoadSpec, Think, UsageAction, UsageProblem, build_plan, run
 from caplab.experiments.alongside import run_alongside
 from caplab.spec import SpecError, load_study, load_usage
-from caplab.study.runner import plan_for
+from caplab.study.load import plan_for
 from support.servers import KnownServer, served_requests
 
 STUDY = """\

@@ -10,7 +10,7 @@ import pytest
 
 from caplab.engine import build_plan
 from caplab.spec import SpecError, load_study
-from caplab.study.runner import load_spec_for
+from caplab.study.load import load_spec_for
 from support.studies import caplab, free_port, json_out, knownserver, write_study
 
 STUDY = """name: channels

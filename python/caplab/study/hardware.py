@@ -15,10 +15,9 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import replace
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
@@ -28,6 +27,9 @@ from caplab.profiles import CellHardware, Profile, ProfileError, check_support, 
 from caplab.profiles.design import role_hardware
 from caplab.profiles.placeholders import fill
 from caplab.spec.study import Study, StudyConfig
+
+if TYPE_CHECKING:
+    from caplab.study.plan import HardwarePlan
 
 ATTACH_POLL_S = 0.1
 
@@ -71,14 +73,14 @@ def preflight(study: Study) -> list[str]:
 
 
 @contextlib.contextmanager
-def cell_hardware(config: StudyConfig, workdir: Path) -> Iterator[CellHardware | None]:
+def cell_hardware(plan: HardwarePlan) -> Iterator[CellHardware | None]:
     """The cell's hardware for the life of the block (None when no role is on a profile)."""
-    roles = role_hardware(config)
-    if not roles:
+    if not plan.profiles:
         yield None
         return
+    workdir = plan.workdir
     try:
-        with CellHardware(workdir, roles, config.scale.cpu, shared_machines(config)) as hw:
+        with CellHardware(workdir, dict(plan.profiles), plan.cpu_scale, dict(plan.shared)) as hw:
             yield hw
     finally:
         for directory in (workdir / "volumes", workdir, workdir.parent):  # volumes took their files
@@ -122,9 +124,10 @@ def bind(config: StudyConfig, hw: CellHardware | None) -> StudyConfig:
     return config.model_copy(update={"sut": sut, "target": target, "job": job})
 
 
-def launched_role(config: StudyConfig, hw: CellHardware) -> str | None:
-    """The role whose launch prefix the start command runs under, if one plainly owns it."""
-    linked = [role for role, p in hw.profiles.items() if p.link is not None]
+def launched_role(config: StudyConfig, profiles: Mapping[str, Profile]) -> str | None:
+    """The role whose launch prefix the start command runs under, if one plainly owns it (of the
+    roles on a ``profiles``)."""
+    linked = [role for role, p in profiles.items() if p.link is not None]
     if len(linked) > 1:
         raise ProfileError(
             f"roles {', '.join(linked)} each have a link, but one start command runs in one network "
@@ -133,15 +136,15 @@ def launched_role(config: StudyConfig, hw: CellHardware) -> str | None:
     if linked:
         return linked[0]
     declared = config.sut.roles if config.sut else {}
-    if len(hw.profiles) == 1 and len(declared) <= 1:
-        return next(iter(hw.profiles))
+    if len(profiles) == 1 and len(declared) <= 1:
+        return next(iter(profiles))
     shared = shared_machines(config)
     local = {name for name, role in declared.items() if role.host is None}
-    if len(set(shared.values())) == 1 and set(shared) == set(hw.profiles) and local <= set(shared):
+    if len(set(shared.values())) == 1 and set(shared) == set(profiles) and local <= set(shared):
         # One combined server and nothing else: the start command runs on it whole. A role off the
         # machine (a mail system's mailbox beside a combined transport and access) must not be
         # born inside its cgroup, so then each role's processes are attached by their match.
-        return next(iter(hw.profiles))
+        return next(iter(profiles))
     return None
 
 
@@ -281,11 +284,11 @@ class Attacher:
 
 
 def describe(
-    config: StudyConfig, hw: CellHardware, launched: str | None, attacher: Attacher | None
+    cpu_scale: float, hw: CellHardware, launched: str | None, attacher: Attacher | None
 ) -> dict[str, Any]:
     """What the cell ran on, for its metrics: each role's profile in words, the CPU scale, how
     the processes got onto their profiles and whether any ran outside first."""
-    out: dict[str, Any] = {"scale": {"cpu": config.scale.cpu}, "roles": hw.describe()}
+    out: dict[str, Any] = {"scale": {"cpu": cpu_scale}, "roles": hw.describe()}
     if launched is not None:
         out["launched_under"] = launched
     if attacher is not None:

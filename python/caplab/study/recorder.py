@@ -1,0 +1,81 @@
+"""The store step: where a cell's trials, events and outcome go, and the figures its metrics are
+made of. The runner and a cell's run write through a `CellRecorder`, so what a cell leaves in the
+store is written in one place, in the shape the report reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from caplab.analysis.failover import Verdict, success_rate
+from caplab.collect import cell_resources
+from caplab.experiments.base import TrialRecord
+from caplab.experiments.capacity import combine_replicates
+from caplab.store import CellRow, Store
+from caplab.study.metrics import cell_metrics
+from caplab.study.plan import CellPlan
+
+
+class CellRecorder:
+    """One cell's row in the study's store."""
+
+    def __init__(self, store: Store, study_id: int, row: CellRow) -> None:
+        self.store = store
+        self.study_id = study_id
+        self.row = row
+
+    def begin(self) -> None:
+        """Marks the cell running; an earlier attempt's trials would mix with this one's, so they go."""
+        if self.row.status != "pending":
+            self.store.reset_cell(self.row.id)
+        self.store.set_cell_status(self.row.id, "running")
+
+    def trial(self, index: int, record: TrialRecord, status: str) -> None:
+        self.store.save_trial(
+            self.row.id, index, record.result, record.samples, kind=record.kind, status=status
+        )
+
+    def event(self, kind: str, line: str) -> None:
+        self.store.add_event(self.study_id, kind, line, cell_id=self.row.id)
+
+    def complete(self, metrics: dict[str, Any], resources: dict[str, Any]) -> None:
+        self.store.set_cell_status(self.row.id, "complete", metrics=metrics, resources=resources)
+
+    def failed(self, reason: str, metrics: dict[str, Any] | None) -> None:
+        self.store.set_cell_status(self.row.id, "failed", error=reason, metrics=metrics)
+        self.event("cell_failed", reason)
+
+    def interrupted(self) -> None:
+        self.store.set_cell_status(self.row.id, "interrupted", error="interrupted by Ctrl-C")
+
+
+def cell_figures(
+    plan: CellPlan,
+    records: list[TrialRecord],
+    summaries: list[dict[str, Any]],
+    hardware: dict[str, Any] | None,
+    volume_baseline: dict[str, dict[str, Any]],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A complete cell's metrics and resources: the trials' figures, what its experiment summed up
+    over the replicates, the failovers' success rate, its hardware and its price."""
+    metrics = {**cell_metrics([r.result for r in records]), **combine_replicates(summaries)}
+    failovers = [f for f in metrics.get("failover", []) if "verdict" in f]
+    if judged := [(str(f["trial"]), Verdict(**f["verdict"])) for f in failovers]:
+        metrics["success"] = success_rate(judged).as_dict()  # k/K over the cell's failovers
+    if hardware is not None:
+        metrics["hardware"] = hardware | ({"volume_baseline": volume_baseline} if volume_baseline else {})
+    samples = [s for r in records for s in r.samples]
+    resources = cell_resources(samples, *plan.experiment.window)
+    if plan.experiment.kind == "job":  # a job's resources are its phases', sampled by the job
+        resources = metrics["job"].pop("resources", {})
+    if "app" in resources:
+        metrics["app"] = resources["app"]  # what the SUT says it did, beside what caplab saw
+    metrics |= dict(plan.prices)
+    return metrics, resources
+
+
+def partial_figures(records: list[TrialRecord], hardware: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A failed cell's metrics: those of any trials it completed, and its hardware."""
+    metrics: dict[str, Any] | None = cell_metrics([r.result for r in records]) if records else None
+    if hardware is not None:
+        metrics = {**(metrics or {}), "hardware": hardware}
+    return metrics

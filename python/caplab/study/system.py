@@ -1,0 +1,70 @@
+"""One replicate's system under test on the cell's hardware: started under its launch prefix,
+ready, each role's processes put on its profile, and stopped whatever happens — the plan's
+"start the SUT" and "stop" steps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from caplab.collect import RoleSpec
+from caplab.profiles import CellHardware
+from caplab.study.hardware import Attacher, describe, with_profiles
+from caplab.study.plan import CellPlan
+from caplab.study.sut import Sut
+
+
+class RunningSystem:
+    """The SUT (None when caplab does not start it) and the attacher that puts its roles'
+    processes on their profiles (None when the start command's prefix does it alone)."""
+
+    def __init__(self, plan: CellPlan, hw: CellHardware | None) -> None:
+        self.plan = plan
+        self.hw = hw
+        launched = plan.hardware.launched if hw is not None else None
+        prefix = hw.launch_prefix(launched) if hw is not None and launched is not None else []
+        spec = plan.sut.spec
+        self.sut = Sut(spec, plan.directory, prefix, launched) if spec is not None else None
+        attach = dict(plan.hardware.attach)
+        self.attacher = Attacher(hw, attach) if hw is not None and spec is not None and attach else None
+
+    def start(self) -> None:
+        """Starts the system and waits until it is ready; a failure stops whatever was started."""
+        try:
+            if self.sut is not None:
+                self.sut.start()
+                if self.attacher is not None:
+                    self.attacher.start()
+                self.sut.wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        if self.attacher is not None:
+            self.attacher.stop()
+        if self.sut is not None:
+            self.sut.stop()
+
+    def restart(self) -> None:
+        """Stops the system and starts it again, ready. The attacher keeps running and puts the
+        new processes on their profiles."""
+        if self.sut is not None:
+            self.sut.restart()
+
+    def alive(self) -> bool:
+        return self.sut is None or self.sut.alive()
+
+    def roles(self) -> list[RoleSpec]:
+        """The roles the collectors watch, each on its profile; a SUT caplab started and no roles
+        declared is the role ``sut``."""
+        roles = list(self.plan.sut.roles)
+        if not roles and self.sut is not None and self.sut.pid is not None:
+            roles.append(RoleSpec(name="sut", pid=self.sut.pid))
+        return with_profiles(roles, self.hw)
+
+    def hardware_summary(self) -> dict[str, Any] | None:
+        """What the replicate ran on, for the cell's metrics (None without hardware)."""
+        if self.hw is None:
+            return None
+        launched = self.sut.launched_role if self.sut is not None else None
+        return describe(self.plan.hardware.cpu_scale, self.hw, launched, self.attacher)

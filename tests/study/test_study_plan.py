@@ -1,0 +1,66 @@
+"""A cell's plan is worked out once, before anything starts, and cannot change under the runner."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
+
+import pytest
+
+from caplab.profiles import CellHardware
+from caplab.spec import load_study
+from caplab.study.plan import plan_cell
+
+STUDY = """name: planned
+target:
+  http:
+    url: http://127.0.0.1:8080/
+profiles:
+  small: {cpus: 2, memory: 4G, volumes: {data: ssd}}
+volumes:
+  ssd: {size: 2G, write_iops: 900, dwpd: 1, years: 5}
+cost:
+  profiles:
+    small: {base: 1000}
+  volumes: {ssd: 200}
+factors: {rate: [10, 20]}
+sut:
+  start: ./server --data {volume.data}
+  roles:
+    app: {match: server, profile: small}
+load: {rate: "{rate}", warmup: 2s, duration: 8s}
+"""
+
+
+def test_a_cell_is_compiled_into_its_hardware_sut_experiment_and_price(tmp_path: Path) -> None:
+    path = tmp_path / "study.yaml"
+    path.write_text(STUDY)
+    study = load_study(path)
+    plan = plan_cell(study, study.cells[1])
+    assert set(plan.hardware.profiles) == {"app"}
+    assert plan.hardware.launched == "app", "one role on one profile: the start command runs on it"
+    assert dict(plan.hardware.attach) == {}, "so nothing needs attaching by its match"
+    assert plan.hardware.workdir == tmp_path / ".caplab-hardware" / "cell-1"
+    assert [r.name for r in plan.sut.roles] == ["app"]
+    assert plan.experiment.kind == "fixed" and plan.experiment.window == (2.0, 10.0)
+    assert plan.prices["cost"]["total"] == 1200.0
+    assert plan.prices["ratings"]["data"]["class"] == "ssd"
+
+
+def test_a_plan_cannot_change_and_is_bound_to_the_hardware_once_made(tmp_path: Path) -> None:
+    path = tmp_path / "study.yaml"
+    path.write_text(STUDY)
+    study = load_study(path)
+    plan = plan_cell(study, study.cells[0])
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.replicates = 2  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        cast(dict[str, Any], plan.hardware.profiles)["db"] = None
+    assert plan.on(None) is plan, "no hardware: nothing to fill in"
+    hw = cast(CellHardware, SimpleNamespace(volume_paths={"app/data": "/mnt/data"}, addresses={}))
+    bound = plan.on(hw)
+    assert bound.sut.spec is not None and bound.sut.spec.start == "./server --data /mnt/data"
+    assert plan.sut.spec is not None and plan.sut.spec.start == "./server --data {volume.data}"
+    assert bound.hardware is plan.hardware and bound.prices is plan.prices
