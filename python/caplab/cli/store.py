@@ -139,7 +139,7 @@ def cmd_show(db_url: str | None, ref: str, as_json: bool) -> int:
         with open_store(db_url) as store:
             study_id = store.resolve_study(ref)
             if as_json:
-                document = store.study_document(study_id)
+                document = store.study_document(study_id).to_json()
                 document["scaling"] = study_scaling(document)
                 _json_out(document)
                 return exits.OK

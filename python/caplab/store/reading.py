@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from sqlalchemy import Connection, Select, select
 
@@ -26,6 +26,19 @@ _TRIAL_KEYS = [
     trials.c.idx.label("trial_index"),
     trials.c.kind.label("trial_kind"),
 ]
+
+
+class SampleRow(TypedDict):
+    """One resource sample of a trial, with the trial it belongs to."""
+
+    trial_id: int
+    cell_index: int
+    trial_index: int
+    trial_kind: str
+    t: float
+    scope: str
+    metric: str
+    value: float
 
 
 def _study_trials(study_id: int) -> Select[Any]:
@@ -65,7 +78,7 @@ def interval_rows(conn: Connection, study_id: int) -> list[dict[str, Any]]:
     return [dict(r) for r in conn.execute(query).mappings()]
 
 
-def sample_rows(conn: Connection, study_id: int) -> list[dict[str, Any]]:
+def sample_rows(conn: Connection, study_id: int) -> list[SampleRow]:
     query = (
         _study_trials(study_id)
         .add_columns(resource_samples.c.t, resource_samples.c.scope, resource_samples.c.metric)
@@ -73,7 +86,7 @@ def sample_rows(conn: Connection, study_id: int) -> list[dict[str, Any]]:
         .join(resource_samples, resource_samples.c.trial_id == trials.c.id)
         .order_by(cells.c.idx, trials.c.id, resource_samples.c.t, resource_samples.c.id)
     )
-    return [dict(r) for r in conn.execute(query).mappings()]
+    return [cast(SampleRow, dict(r)) for r in conn.execute(query).mappings()]
 
 
 def event_rows(conn: Connection, study_id: int) -> list[dict[str, Any]]:

@@ -33,8 +33,10 @@ from caplab.engine import RunResult
 from caplab.store import reading
 from caplab.store.codec import HDR_ENCODING, split_result
 from caplab.store.connect import WRITE_OPTION, open_engine
+from caplab.store.document import StudyDocument
 from caplab.store.errors import NotFound, StoreError, StudyNotFound
 from caplab.store.migrate import upgrade
+from caplab.store.reading import SampleRow
 from caplab.store.schema import cells, events, histograms, intervals, resource_samples, studies, trials
 from caplab.store.urls import describe, redact_url, scrub, scrub_json
 
@@ -403,21 +405,19 @@ class Store:
             self._require_study(conn, study_id)
             return [_cell_row(r) for r in reading.cell_rows(conn, study_id)]
 
-    def study_document(self, study_id: int) -> dict[str, Any]:
-        """Everything about a study as one JSON-able dict, shaped like ``caplab run --json``:
-        ``{"study": {id, name, status, created_at, finished_at, spec}, "cells": [{index, factors,
-        status, error, metrics, resources, trials: [<the caplab load --json object of each trial,
-        rebuilt from the stored rows, intervals and histograms included>]}], "events": [...]}``.
-
-        Each trial object also has a ``trial`` key: ``{index, kind, status, started_at}``.
+    def study_document(self, study_id: int) -> StudyDocument:
+        """Everything about a study as one typed document (``caplab.store.document``): the study,
+        its cells (factors, status, error, metrics, resources) each with its trials (the
+        ``caplab load --json`` object of each, rebuilt from the stored rows, intervals and
+        histograms included) and its events. ``.to_json()`` is what ``caplab run --json`` prints.
         """
         with self._read() as conn:
             self._require_study(conn, study_id)
             doc = reading.study_document(conn, study_id)
         doc["study"]["store"] = self._url
-        return doc
+        return StudyDocument.from_json(doc)
 
-    def resource_samples(self, study_id: int) -> list[dict[str, Any]]:
+    def resource_samples(self, study_id: int) -> list[SampleRow]:
         """Rows of (cell_index, trial_index, t, scope, metric, value), plus trial_kind and trial_id."""
         with self._read() as conn:
             self._require_study(conn, study_id)
