@@ -453,7 +453,7 @@ def test_a_chart_of_many_cells_is_drawn_one_panel_per_group(
                 "workers=2": 1,
                 "workers=3": 2,
             }
-        layout = figure(chart)["layout"]
+        layout = json.loads(json.dumps(figure(chart)))["layout"]
         assert {f"yaxis{n}" for n in ("", "2", "3", "4")} <= set(layout)
         assert sum("flow=" in a["text"] for a in layout["annotations"]) == 4
         svg = render_svg(chart, tmp_path / f"{key}.svg").read_text()
