@@ -41,6 +41,16 @@ class SampleRow(TypedDict):
     value: float
 
 
+class EventRow(TypedDict):
+    """Something that happened during the study, with the cell and trial it concerns (if any)."""
+
+    at: str | None
+    kind: str
+    message: str
+    cell_index: int | None
+    trial_index: int | None
+
+
 def _study_trials(study_id: int) -> Select[Any]:
     return (
         select(*_TRIAL_KEYS)
@@ -89,7 +99,7 @@ def sample_rows(conn: Connection, study_id: int) -> list[SampleRow]:
     return [cast(SampleRow, dict(r)) for r in conn.execute(query).mappings()]
 
 
-def event_rows(conn: Connection, study_id: int) -> list[dict[str, Any]]:
+def event_rows(conn: Connection, study_id: int) -> list[EventRow]:
     query = (
         select(events.c.at, events.c.kind, events.c.message)
         .add_columns(cells.c.idx.label("cell_index"), trials.c.idx.label("trial_index"))
@@ -101,7 +111,7 @@ def event_rows(conn: Connection, study_id: int) -> list[dict[str, Any]]:
         .where(events.c.study_id == study_id)
         .order_by(events.c.id)
     )
-    return [{**r, "at": iso(r["at"])} for r in conn.execute(query).mappings()]
+    return [cast(EventRow, {**r, "at": iso(r["at"])}) for r in conn.execute(query).mappings()]
 
 
 def histogram_rows(conn: Connection, study_id: int) -> dict[int, list[Histogram]]:
