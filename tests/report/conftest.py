@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
+from caplab.store.reading import SampleRow
 from support.reports import (
     STUDY_TIMEOUT_S,
     Built,
@@ -42,11 +43,11 @@ def study_document(built: Built) -> dict[str, Any]:
     from caplab.store import Store
 
     with Store(built.db_url) as store:
-        return store.study_document(1)
+        return cast(dict[str, Any], store.study_document(1).to_json())
 
 
 @pytest.fixture(scope="session")
-def study_samples(built: Built) -> list[dict[str, Any]]:
+def study_samples(built: Built) -> list[SampleRow]:
     from caplab.store import Store
 
     with Store(built.db_url) as store:

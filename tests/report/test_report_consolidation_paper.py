@@ -26,9 +26,7 @@ def spec(**paper: Any) -> dict[str, Any]:
 
 
 def test_by_the_papers_factor_or_the_combined_servers_profile() -> None:
-    by_factor = paper_consolidation(
-        spec(factor="config"), {"factors": {"config": "4c-8g", "placement": "together"}}
-    )
+    by_factor = paper_consolidation(spec(factor="config"), {"config": "4c-8g", "placement": "together"})
     assert by_factor == {
         "source": "seed 003",
         "configuration": "4c-8g",
@@ -37,14 +35,14 @@ def test_by_the_papers_factor_or_the_combined_servers_profile() -> None:
         "memory_predicted": None,
         "memory_actual": 5069.0,
     }
-    by_profile = paper_consolidation(spec(), {"factors": {"placement": "together"}})
+    by_profile = paper_consolidation(spec(), {"placement": "together"})
     assert by_profile is not None and by_profile["configuration"] == "4c-8g"
 
 
 def test_none_without_figures_for_the_configuration() -> None:
     other = {"consolidation": {"together": "8c-16g"}, "paper": {"consolidation": FIGURES}}
-    assert paper_consolidation(other, {"factors": {"placement": "together"}}) is None
-    assert paper_consolidation({"paper": {"capacity": {}}}, {"factors": {}}) is None
+    assert paper_consolidation(other, {"placement": "together"}) is None
+    assert paper_consolidation({"paper": {"capacity": {}}}, {}) is None
 
 
 def searched(index: int, placement: str, users: int, limit: str, consistency: str) -> CellResult:

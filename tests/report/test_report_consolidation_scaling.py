@@ -11,6 +11,7 @@ import pytest
 from caplab.collect.base import ResourceSample
 from caplab.report.model.cells import TrialKey
 from caplab.report.model.consolidation import consolidation_entries
+from caplab.store.document import CellRecord
 
 SPEC = {"consolidation": {"apart": {"transport": "small", "access": "small"}, "together": "big"}}
 ROLES = ("transport", "access")
@@ -20,8 +21,9 @@ def trial(kind: str, index: int, users: int) -> dict[str, Any]:
     return {"trial": {"kind": kind, "index": index}, "users": users, "warmup_s": 0.0, "duration_s": 2.0}
 
 
-def cell(index: int, placement: str, trials: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"index": index, "factors": {"placement": placement}, "status": "complete", "trials": trials}
+def cell(index: int, placement: str, trials: list[dict[str, Any]]) -> CellRecord:
+    stored = {"index": index, "factors": {"placement": placement}, "status": "complete", "trials": trials}
+    return CellRecord.from_json(stored, f"cells[{index}]")
 
 
 def samples(cpu: dict[str, float], rss: dict[str, float]) -> list[ResourceSample]:

@@ -9,6 +9,7 @@ from typing import Any, cast
 from caplab.report.model.cells import cell_result
 from caplab.report.model.types import Measured
 from caplab.report.text.observations import search_observations
+from caplab.store.document import CellRecord
 
 STALL = "stalled 1.5 s (1.0–2.5 s into the trial): almost no replies while 40 requests were in flight"
 
@@ -40,7 +41,7 @@ def stored_cell(unstable: str | None) -> dict[str, Any]:
 
 
 def observed(unstable: str | None) -> list[str]:
-    cell = cell_result(stored_cell(unstable), {})
+    cell = cell_result(CellRecord.from_json(stored_cell(unstable), "cell"), {})
     assert cell["metrics"]["capacity"] is not None
     assert cell["metrics"]["capacity"]["unstable"] == unstable
     return [o["text"] for o in search_observations(cast(Measured, {"cells": [cell]}))]

@@ -12,6 +12,7 @@ from caplab.report.layout.usage import actions_table, cpu_per_user_table, per_us
 from caplab.report.model.cells import _capacity
 from caplab.report.model.types import CellResult, Results
 from caplab.report.render.markdown import render_markdown
+from caplab.store.document import CellMetrics
 
 STORED = {  # a cell's capacity as the search stores it (CapacityAnswer.to_dict, less limit and trials)
     "model": "closed",
@@ -55,7 +56,7 @@ def results(*stored: dict[str, Any]) -> Results:
             {
                 "index": i,
                 "factors": {"placement": f"p{i}"},
-                "metrics": {"capacity": _capacity({"capacity": s})},
+                "metrics": {"capacity": _capacity(CellMetrics({"capacity": s}))},
             },
         )
         for i, s in enumerate(stored)
@@ -89,7 +90,7 @@ def test_actions_per_user_hour_offered_against_reached() -> None:
 def test_a_study_without_a_usage_profile_gets_neither_table() -> None:
     plain = {"model": "open", "found": True, "capacity_rps": 500.0}
     assert actions_table(results(plain)) is None and per_user_table(results(plain)) is None
-    assert _capacity({"capacity": plain}) is not None
+    assert _capacity(CellMetrics({"capacity": plain})) is not None
 
 
 def test_the_tables_render_in_markdown() -> None:

@@ -22,6 +22,7 @@ from caplab.report.render.html import render_html
 from caplab.report.render.markdown import render_markdown
 from caplab.report.render.plotly_charts import figure
 from caplab.report.render.static_charts import render_svg
+from caplab.store.reading import SampleRow
 
 
 def _render(results: Results) -> tuple[str, str]:
@@ -44,7 +45,7 @@ def _capacities(document: dict[str, Any]) -> list[float]:
 
 
 def test_a_goal_picks_the_smallest_configuration_that_carries_it(
-    study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+    study_document: dict[str, Any], study_samples: list[SampleRow]
 ) -> None:
     capacities = _capacities(study_document)  # workers = 1, 2, 3
     rate = max(capacities) * 0.75 * 0.95  # the largest capacity carries it with the headroom kept
@@ -63,7 +64,7 @@ def test_a_goal_picks_the_smallest_configuration_that_carries_it(
 
 
 def test_a_goal_for_each_workload_recommends_one_configuration_per_workload(
-    study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+    study_document: dict[str, Any], study_samples: list[SampleRow]
 ) -> None:
     """Two flows over the same sizes, the heavy one needing two workers: each flow gets the
     smallest size that carries it, compared only with its own flow's cells, named without the flow."""
@@ -92,7 +93,7 @@ def test_a_goal_for_each_workload_recommends_one_configuration_per_workload(
 
 
 def test_a_goal_beyond_every_configuration_says_so(
-    study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+    study_document: dict[str, Any], study_samples: list[SampleRow]
 ) -> None:
     rate = max(_capacities(study_document)) * 10
     rec = build_results(_with_goal(study_document, rate), study_samples)["recommendation"]
@@ -101,7 +102,7 @@ def test_a_goal_beyond_every_configuration_says_so(
 
 
 def test_application_counters_become_columns(
-    study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+    study_document: dict[str, Any], study_samples: list[SampleRow]
 ) -> None:
     varied = copy.deepcopy(study_document)
     for i, cell in enumerate(varied["cells"]):
@@ -115,7 +116,7 @@ def test_application_counters_become_columns(
 
 
 def test_disks_and_a_storage_baseline_are_reported(
-    study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+    study_document: dict[str, Any], study_samples: list[SampleRow]
 ) -> None:
     varied = copy.deepcopy(study_document)
     varied["study"]["environment"]["disks"] = [
@@ -154,7 +155,7 @@ def test_disks_and_a_storage_baseline_are_reported(
 
 
 def test_an_interrupted_study_reports_its_pending_cells(
-    study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+    study_document: dict[str, Any], study_samples: list[SampleRow]
 ) -> None:
     varied = copy.deepcopy(study_document)
     varied["study"]["status"] = "interrupted"
@@ -179,7 +180,7 @@ def test_an_interrupted_study_reports_its_pending_cells(
 
 
 def test_capacity_falling_between_larger_configurations_is_an_anomaly(
-    study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+    study_document: dict[str, Any], study_samples: list[SampleRow]
 ) -> None:
     varied = copy.deepcopy(study_document)
     for cell, capacity in zip(varied["cells"], (300.0, 600.0, 420.0), strict=True):
@@ -204,7 +205,7 @@ def _scale_out(document: dict[str, Any], capacities: list[float]) -> dict[str, A
 
 
 def test_a_fit_that_does_not_fit_is_no_model_anywhere_in_the_report(
-    study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+    study_document: dict[str, Any], study_samples: list[SampleRow]
 ) -> None:
     """2,000 / 2,960 / 2,800 / 2,800: the points and their peak, that no model fits and why, and
     nothing extrapolated — in the text, the tables, the chart and results.json alike."""
@@ -226,7 +227,7 @@ def test_a_fit_that_does_not_fit_is_no_model_anywhere_in_the_report(
 
 
 def test_a_fit_that_fits_is_shown_as_its_model(
-    study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+    study_document: dict[str, Any], study_samples: list[SampleRow]
 ) -> None:
     results = build_results(_scale_out(study_document, [1000, 1950, 2900, 3800]), study_samples)
     [entry] = results["scaling"]
@@ -238,7 +239,7 @@ def test_a_fit_that_fits_is_shown_as_its_model(
 
 @pytest.mark.parametrize("replicates", [1, 3])
 def test_each_interval_is_labelled_by_what_it_is(
-    replicates: int, study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+    replicates: int, study_document: dict[str, Any], study_samples: list[SampleRow]
 ) -> None:
     """One search's bracket is not a 95% confidence interval: the results table and the capacity
     chart say which each interval is, as the capacity table does."""
@@ -262,7 +263,7 @@ def test_each_interval_is_labelled_by_what_it_is(
 
 
 def test_a_cell_stopped_by_the_generator_shows_its_floor_and_names_the_generator(
-    study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+    study_document: dict[str, Any], study_samples: list[SampleRow]
 ) -> None:
     varied = copy.deepcopy(study_document)
     cell = varied["cells"][0]
@@ -310,7 +311,7 @@ def _replicated(document: dict[str, Any], intervals: list[tuple[float, float]]) 
 
 
 def test_configurations_within_each_others_noise_are_not_ranked(
-    study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+    study_document: dict[str, Any], study_samples: list[SampleRow]
 ) -> None:
     """workers = 2 and 3 overlap (1,800–2,000 against 1,900–2,100): without a goal the report names
     no best between them and picks by the stated tiebreak (size); with a goal none meets, it ranks
@@ -334,7 +335,7 @@ def test_configurations_within_each_others_noise_are_not_ranked(
 
 
 def test_non_finite_figures_become_null(
-    study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+    study_document: dict[str, Any], study_samples: list[SampleRow]
 ) -> None:
     varied = _scale_out(study_document, [1000, 1950, 2900])  # a fit that fits, with an infinite AICc
     varied["cells"][0]["metrics"]["throughput_stdev"] = float("nan")
@@ -353,7 +354,7 @@ def _failed(cell: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("case", ["no cells", "every cell failed", "no intervals", "unreadable spec"])
 def test_a_study_with_little_in_it_still_gets_a_report(
-    case: str, study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+    case: str, study_document: dict[str, Any], study_samples: list[SampleRow]
 ) -> None:
     varied = copy.deepcopy(study_document)
     if case == "no cells":
@@ -385,7 +386,7 @@ def _searched_users(document: dict[str, Any], users: list[int]) -> dict[str, Any
 
 
 def test_a_closed_model_capacity_is_in_users_and_rated_in_users(
-    study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+    study_document: dict[str, Any], study_samples: list[SampleRow]
 ) -> None:
     users = [4, 5, 6]
     results = build_results(_searched_users(study_document, users), study_samples)
@@ -399,7 +400,7 @@ def test_a_closed_model_capacity_is_in_users_and_rated_in_users(
 
 
 def test_a_goal_of_users_picks_the_smallest_that_carries_them_and_names_those_to_avoid(
-    study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+    study_document: dict[str, Any], study_samples: list[SampleRow]
 ) -> None:
     """The Exchange paper's question: which server carries N users with headroom — and which not
     to buy (too small, or held back by its memory before its cores)."""
@@ -427,7 +428,7 @@ def test_a_goal_of_users_picks_the_smallest_that_carries_them_and_names_those_to
 
 
 def test_a_chart_of_many_cells_is_drawn_one_panel_per_group(
-    study_document: dict[str, Any], study_samples: list[dict[str, Any]], tmp_path: Path
+    study_document: dict[str, Any], study_samples: list[SampleRow], tmp_path: Path
 ) -> None:
     """Four flows over the three sizes: twelve cells, drawn as one panel per flow with a line per
     size, each size the same colour in every panel — not twelve lines (24 latency lines) in one."""
@@ -452,7 +453,7 @@ def test_a_chart_of_many_cells_is_drawn_one_panel_per_group(
                 "workers=2": 1,
                 "workers=3": 2,
             }
-        layout = figure(chart)["layout"]
+        layout = json.loads(json.dumps(figure(chart)))["layout"]
         assert {f"yaxis{n}" for n in ("", "2", "3", "4")} <= set(layout)
         assert sum("flow=" in a["text"] for a in layout["annotations"]) == 4
         svg = render_svg(chart, tmp_path / f"{key}.svg").read_text()
@@ -462,7 +463,7 @@ def test_a_chart_of_many_cells_is_drawn_one_panel_per_group(
 
 
 def test_a_priced_goal_chooses_the_configuration_the_cost_line_names_cheapest(
-    study_document: dict[str, Any], study_samples: list[dict[str, Any]]
+    study_document: dict[str, Any], study_samples: list[SampleRow]
 ) -> None:
     """workers = 2 and 3 both carry the goal, and the larger is the cheaper (as the hl7 study's SSD
     against RAID 0 HDD + SSD log): the choice and the cost line name the same one, and the text says

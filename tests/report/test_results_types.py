@@ -4,6 +4,7 @@ key added to a builder but not to the types (or the reverse) fails here."""
 
 from __future__ import annotations
 
+import json
 import types
 import typing
 from typing import Any, Literal, NotRequired, Required, get_args, get_origin, get_type_hints, is_typeddict
@@ -75,3 +76,31 @@ def test_the_shape_check_finds_an_undeclared_key(built: Built) -> None:
     results = {**built.scaleout.results, "cells": [{**built.scaleout.results["cells"][0], "extra": 1}]}
     found = _mismatch(results, Results, "results")
     assert found == "results.cells[0]: missing [], not in the types ['extra']"
+
+
+@pytest.mark.parametrize("study_id", [1, 2])
+def test_stored_cell_documents_load_into_their_types_and_back_losslessly(built: Built, study_id: int) -> None:
+    """Every cell a real study stored (searched, fixed, failed) reads into the document's types and
+    writes back as the same JSON; the report built from that JSON is the one built from the types."""
+    from caplab.report.document import build_results
+    from caplab.store import Store, StudyDocument
+
+    with Store(built.db_url) as store:
+        typed = store.study_document(study_id)
+        samples = store.resource_samples(study_id)
+    stored = json.loads(json.dumps(typed.to_json()))
+    assert StudyDocument.from_json(stored) == typed
+    assert StudyDocument.from_json(stored).to_json() == stored
+    assert {c.status for c in typed.cells} >= {"complete"}
+    at = "2026-01-01T00:00:00+00:00"
+    assert build_results(stored, samples, at) == build_results(typed, samples, at)
+
+
+@pytest.mark.parametrize("which", ["scaleout", "fixed"])
+def test_results_json_reads_back_as_written(built: Built, which: str) -> None:
+    """results.json round-trips through its types' JSON unchanged (strict JSON, no NaN)."""
+    from caplab.report.document import dumps
+
+    written = getattr(built, which)
+    text = (written.directory / "results.json").read_text(encoding="utf-8")
+    assert dumps(json.loads(text)) == text

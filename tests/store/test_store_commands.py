@@ -75,7 +75,7 @@ def test_show_json_is_the_study_document(
     doc = json.loads(capsys.readouterr().out)
     # The stored document plus the scaling fits derived from it (none: no numeric factor here).
     assert doc.pop("scaling") == []
-    assert same_json(doc, store.study_document(filled.study_id))
+    assert same_json(doc, store.study_document(filled.study_id).to_json())
     trial = doc["cells"][0]["trials"][0]
     del trial["trial"]
     assert same_json(trial, run_result.raw)
@@ -116,7 +116,7 @@ def test_export_json_goes_to_stdout_or_to_a_file(
     on_stdout = json.loads(capsys.readouterr().out)
     assert cmd_export(store_url, "latest", "json", tmp_path / "study.json") == 0
     assert json.loads((tmp_path / "study.json").read_text()) == on_stdout
-    assert same_json(on_stdout, store.study_document(filled.study_id))
+    assert same_json(on_stdout, store.study_document(filled.study_id).to_json())
 
 
 def test_export_refuses_a_bad_format_and_a_file_where_a_directory_should_be(

@@ -19,15 +19,14 @@ def test_each_stored_trial_rebuilds_the_engine_result(
     store: Store, filled: Filled, run_result: RunResult
 ) -> None:
     doc = store.study_document(filled.study_id)
-    trials = doc["cells"][0]["trials"]
-    assert [t["trial"]["index"] for t in trials] == [0, 1]
+    trials = doc.cells[0].trials
+    assert [t.index for t in trials] == [0, 1]
     for t in trials:
-        meta = t.pop("trial")
-        assert meta["kind"] == "fixed" and meta["status"] == "complete"
-        assert same_json(t, run_result.raw)
-        assert list(t) == list(run_result.raw), "the engine's key order is kept"
+        assert t.kind == "fixed" and t.status == "complete"
+        assert same_json(dict(t.result), run_result.raw)
+        assert list(t.result) == list(run_result.raw), "the engine's key order is kept"
     assert same_json(store.trial_result(filled.trial_ids[0]), run_result.raw)
-    json.dumps(doc)  # the whole document is JSON as it stands
+    json.dumps(doc.to_json())  # the whole document is JSON as it stands
 
 
 def test_histograms_are_stored_per_class_and_for_all_classes(run_result: RunResult) -> None:
@@ -61,24 +60,24 @@ def test_duplicate_request_class_names_are_refused_before_anything_is_written(
     twin = RunResult.from_json(json.dumps(raw))
     with pytest.raises(ValueError, match="unique"):
         store.save_trial(filled.cell_ids[1], 0, twin, [])
-    assert store.study_document(filled.study_id)["cells"][1]["trials"] == []
+    assert store.study_document(filled.study_id).cells[1].trials == ()
 
 
 def test_the_document_carries_study_cells_and_events(store: Store, filled: Filled) -> None:
-    doc = store.study_document(filled.study_id)
-    study = doc["study"]
-    assert study["id"] == filled.study_id and study["name"] == "checkout" and study["status"] == "failed"
-    assert study["spec"].startswith("name: checkout") and study["created_at"].endswith("+00:00")
-    assert study["finished_at"] is not None and study["environment"] == {"host": "x"}
-    first, second = doc["cells"]
-    assert (first["index"], first["factors"], first["status"]) == (0, {"workers": 1}, "complete")
-    assert first["metrics"]["latency_ms"]["p99"] is not None and first["resources"] == {
-        "host": {"cpu_percent": 42.0}
-    }
-    assert (second["status"], second["error"], second["trials"]) == ("failed", "SUT exited with status 3", [])
-    assert doc["events"] == [
+    typed = store.study_document(filled.study_id)
+    study = typed.study
+    assert study.id == filled.study_id and study.name == "checkout" and study.status == "failed"
+    assert (study.spec or "").startswith("name: checkout") and (study.created_at or "").endswith("+00:00")
+    assert study.finished_at is not None and study.environment == {"host": "x"}
+    first, second = typed.cells
+    assert (first.index, first.factors, first.status) == (0, {"workers": 1}, "complete")
+    latency = first.metrics.part("latency_ms")
+    assert latency is not None and latency["p99"] is not None
+    assert first.resources == {"host": {"cpu_percent": 42.0}}
+    assert (second.status, second.error, second.trials) == ("failed", "SUT exited with status 3", ())
+    assert [e.to_json() for e in typed.events] == [
         {
-            "at": doc["events"][0]["at"],
+            "at": typed.events[0].at,
             "kind": "cell_failed",
             "message": "SUT exited with status 3",
             "cell_index": 1,

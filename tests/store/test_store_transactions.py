@@ -59,7 +59,7 @@ def test_a_constraint_violation_half_way_rolls_back_trial_intervals_and_histogra
     with pytest.raises(IntegrityError):
         store.save_trial(filled.cell_ids[1], 0, run_result, bad)
     assert counts(store_url) == before
-    assert store.study_document(filled.study_id)["cells"][1]["trials"] == []
+    assert store.study_document(filled.study_id).cells[1].trials == ()
 
 
 def test_saving_a_trial_again_replaces_it_and_a_failed_replacement_keeps_the_old_one(
@@ -73,9 +73,9 @@ def test_saving_a_trial_again_replaces_it_and_a_failed_replacement_keeps_the_old
     with pytest.raises(ZeroDivisionError):
         store.save_trial(filled.cell_ids[0], 1, run_result, [])
     assert counts(store_url) == before
-    kept = store.study_document(filled.study_id)["cells"][0]["trials"][1]
-    assert kept.pop("trial")["index"] == 1
-    assert same_json(kept, run_result.raw)
+    kept = store.study_document(filled.study_id).cells[0].trials[1]
+    assert kept.index == 1
+    assert same_json(dict(kept.result), run_result.raw)
 
 
 # A writer that saves trials in a loop. With STALL it stops inside the transaction of its fourth

@@ -157,8 +157,8 @@ def test_the_store_holds_what_was_printed(ran: Ran) -> None:
         samples = store.resource_samples(study_id)
         assert any(s["scope"] == "role:server" and s["metric"] == "cpu_percent" for s in samples)
         stored = store.study_document(study_id)
-    assert stored["cells"] == ran.doc["cells"]
-    assert stored["study"]["spec"].startswith("name: cpu-cost")
+    assert [c.to_json() for c in stored.cells] == ran.doc["cells"]
+    assert (stored.study.spec or "").startswith("name: cpu-cost")
 
 
 def test_ls_and_show_read_the_study(ran: Ran) -> None:

@@ -159,7 +159,7 @@ def cmd_run(
     outcome = run_study(study, store, resume, metrics_port, cluster, agents)
     if isinstance(outcome, int):
         return outcome
-    document = store.study_document(outcome.study_id)
+    document = store.study_document(outcome.study_id).to_json()
     document["scaling"] = study_scaling(document)
     report = write_study_report(store, outcome.study_id, report_dir)
     if as_json:

@@ -24,6 +24,7 @@ from caplab.cli.options import DB_HELP
 from caplab.store.errors import StoreError
 from caplab.store.export import FORMATS, export_study
 from caplab.store.frames import flatten
+from caplab.store.reading import EventRow
 from caplab.store.repository import CellRow, Store, StudyRow, default_url
 from caplab.store.urls import describe, redact_url, scrub, sqlite_path
 from caplab.units import num
@@ -139,7 +140,7 @@ def cmd_show(db_url: str | None, ref: str, as_json: bool) -> int:
         with open_store(db_url) as store:
             study_id = store.resolve_study(ref)
             if as_json:
-                document = store.study_document(study_id)
+                document = store.study_document(study_id).to_json()
                 document["scaling"] = study_scaling(document)
                 _json_out(document)
                 return exits.OK
@@ -200,7 +201,7 @@ def _cells_table(cells: list[CellRow], trial_counts: dict[int, int]) -> Table:
     return table
 
 
-def _events_table(events: list[dict[str, Any]], total: int) -> Table:
+def _events_table(events: list[EventRow], total: int) -> Table:
     shown = f"last {len(events)} of {total} events" if total > len(events) else "events"
     table = Table(title=shown, title_justify="left")
     for name in ("At (UTC)", "Cell", "Kind", "Message"):

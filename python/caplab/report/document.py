@@ -10,13 +10,16 @@ and the HTML and Markdown are written from it alone. Its shape is ``model.types.
 from __future__ import annotations
 
 import json
-from typing import Any, cast
+from collections.abc import Mapping, Sequence
+from typing import cast
 
 from caplab.report.model.build import SCHEMA, build_measured
 from caplab.report.model.types import Measured, Results
 from caplab.report.text.observations import observe
 from caplab.report.text.pricing import study_cost, study_endurance
 from caplab.report.text.recommend import recommend
+from caplab.store.document import StudyDocument
+from caplab.store.reading import SampleRow
 from caplab.store.repository import Store
 from caplab.store.urls import scrub_json
 
@@ -29,11 +32,15 @@ def load_results(store: Store, study_id: int) -> Results:
 
 
 def build_results(
-    document: dict[str, Any], sample_rows: list[dict[str, Any]], generated_at: str | None = None
+    document: StudyDocument | Mapping[str, object],
+    sample_rows: Sequence[SampleRow],
+    generated_at: str | None = None,
 ) -> Results:
-    """The results document (see the module docstring and the report's README section)."""
+    """The results document (see the module docstring and the report's README section), from
+    the study document or its JSON (``StudyDocument.to_json``, any format version it reads)."""
+    study = document if isinstance(document, StudyDocument) else StudyDocument.from_json(document)
     # Masked (and NaN nulled) before any text is written from it: scrub_json keeps the shape.
-    measured = cast(Measured, scrub_json(build_measured(document, sample_rows, generated_at)))
+    measured = cast(Measured, scrub_json(build_measured(study, list(sample_rows), generated_at)))
     observations = observe(measured)
     recommendation = recommend(measured, observations)
     results: Results = {

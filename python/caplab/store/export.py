@@ -10,9 +10,9 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, TextIO, get_args
+from typing import Literal, TextIO, get_args
 
 import pandas as pd
 
@@ -57,14 +57,14 @@ def write_tables(store: Store, study_id: int, fmt: Literal["csv", "parquet"], di
             frame.to_parquet(path, index=False)
         written.append(path)
     doc = store.study_document(study_id)
-    about = {"study": doc["study"], "factors": r.factors, "events": doc["events"]}
+    about = {"study": doc.study.to_json(), "factors": r.factors, "events": [e.to_json() for e in doc.events]}
     path = directory / "study.json"
     path.write_text(json.dumps(about, indent=2) + "\n")
     written.append(path)
     return written
 
 
-def write_document(doc: dict[str, Any], out: Path | TextIO) -> None:
+def write_document(doc: Mapping[str, object], out: Path | TextIO) -> None:
     """The study document as JSON, to a file or an open stream."""
     if isinstance(out, Path):
         with out.open("w") as f:
@@ -78,7 +78,7 @@ def write_document(doc: dict[str, Any], out: Path | TextIO) -> None:
 def export_study(store: Store, study_id: int, fmt: str, out: Path | None, stdout: TextIO) -> Sequence[Path]:
     """Exports one study; csv/parquet default to ``./study-ID/``, json to ``stdout``."""
     if fmt == "json":
-        write_document(store.study_document(study_id), out if out is not None else stdout)
+        write_document(store.study_document(study_id).to_json(), out if out is not None else stdout)
         return [out] if out is not None else []
     directory = out or default_directory(study_id)
     if fmt == "csv":

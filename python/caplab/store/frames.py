@@ -159,7 +159,8 @@ def read(store: Store, study_id: int) -> Results:
         interval_rows.append(row)
 
     resource_rows = []
-    for s in samples:
+    for sample in samples:
+        s: dict[str, Any] = dict(sample)
         row = keyed(s, _RESOURCE_COLUMNS)
         row.update({k: s[k] for k in _RESOURCE_COLUMNS})
         resource_rows.append(row)

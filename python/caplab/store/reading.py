@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from sqlalchemy import Connection, Select, select
 
@@ -26,6 +26,29 @@ _TRIAL_KEYS = [
     trials.c.idx.label("trial_index"),
     trials.c.kind.label("trial_kind"),
 ]
+
+
+class SampleRow(TypedDict):
+    """One resource sample of a trial, with the trial it belongs to."""
+
+    trial_id: int
+    cell_index: int
+    trial_index: int
+    trial_kind: str
+    t: float
+    scope: str
+    metric: str
+    value: float
+
+
+class EventRow(TypedDict):
+    """Something that happened during the study, with the cell and trial it concerns (if any)."""
+
+    at: str | None
+    kind: str
+    message: str
+    cell_index: int | None
+    trial_index: int | None
 
 
 def _study_trials(study_id: int) -> Select[Any]:
@@ -65,7 +88,7 @@ def interval_rows(conn: Connection, study_id: int) -> list[dict[str, Any]]:
     return [dict(r) for r in conn.execute(query).mappings()]
 
 
-def sample_rows(conn: Connection, study_id: int) -> list[dict[str, Any]]:
+def sample_rows(conn: Connection, study_id: int) -> list[SampleRow]:
     query = (
         _study_trials(study_id)
         .add_columns(resource_samples.c.t, resource_samples.c.scope, resource_samples.c.metric)
@@ -73,10 +96,10 @@ def sample_rows(conn: Connection, study_id: int) -> list[dict[str, Any]]:
         .join(resource_samples, resource_samples.c.trial_id == trials.c.id)
         .order_by(cells.c.idx, trials.c.id, resource_samples.c.t, resource_samples.c.id)
     )
-    return [dict(r) for r in conn.execute(query).mappings()]
+    return [cast(SampleRow, dict(r)) for r in conn.execute(query).mappings()]
 
 
-def event_rows(conn: Connection, study_id: int) -> list[dict[str, Any]]:
+def event_rows(conn: Connection, study_id: int) -> list[EventRow]:
     query = (
         select(events.c.at, events.c.kind, events.c.message)
         .add_columns(cells.c.idx.label("cell_index"), trials.c.idx.label("trial_index"))
@@ -88,7 +111,7 @@ def event_rows(conn: Connection, study_id: int) -> list[dict[str, Any]]:
         .where(events.c.study_id == study_id)
         .order_by(events.c.id)
     )
-    return [{**r, "at": iso(r["at"])} for r in conn.execute(query).mappings()]
+    return [cast(EventRow, {**r, "at": iso(r["at"])}) for r in conn.execute(query).mappings()]
 
 
 def histogram_rows(conn: Connection, study_id: int) -> dict[int, list[Histogram]]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -33,8 +33,11 @@ from caplab.engine import RunResult
 from caplab.store import reading
 from caplab.store.codec import HDR_ENCODING, split_result
 from caplab.store.connect import WRITE_OPTION, open_engine
+from caplab.store.document import StudyDocument
 from caplab.store.errors import NotFound, StoreError, StudyNotFound
+from caplab.store.json_values import JsonObject
 from caplab.store.migrate import upgrade
+from caplab.store.reading import EventRow, SampleRow
 from caplab.store.schema import cells, events, histograms, intervals, resource_samples, studies, trials
 from caplab.store.urls import describe, redact_url, scrub, scrub_json
 
@@ -67,11 +70,11 @@ class CellRow:
     id: int
     study_id: int
     index: int
-    factors: dict[str, Any]
+    factors: JsonObject
     status: str
     error: str | None
-    metrics: dict[str, Any] | None
-    resources: dict[str, Any] | None
+    metrics: JsonObject | None
+    resources: JsonObject | None
 
 
 def _now() -> datetime:
@@ -93,7 +96,7 @@ def _new_id(result: CursorResult[Any]) -> int:
     return int(key[0])
 
 
-def _cell_row(r: dict[str, Any]) -> CellRow:
+def _cell_row(r: Mapping[str, Any]) -> CellRow:
     return CellRow(
         id=r["id"],
         study_id=r["study_id"],
@@ -163,7 +166,7 @@ class Store:
                 yield conn
 
     # -- writing a study ---------------------------------------------------------------------
-    def create_study(self, name: str, spec_text: str, spec_path: str, environment: dict[str, Any]) -> int:
+    def create_study(self, name: str, spec_text: str, spec_path: str, environment: JsonObject) -> int:
         row = {
             "name": name,
             "status": "running",
@@ -194,7 +197,7 @@ class Store:
         with self._write() as conn:
             self._update_one(conn, studies, study_id, status="running", finished_at=None)
 
-    def add_cells(self, study_id: int, factors: list[dict[str, Any]]) -> list[CellRow]:
+    def add_cells(self, study_id: int, factors: Sequence[JsonObject]) -> list[CellRow]:
         """Creates the cells (index = position) unless they exist; returns all cells in order."""
         with self._write() as conn:
             self._require_study(conn, study_id)
@@ -213,13 +216,13 @@ class Store:
         cell_id: int,
         status: str,
         error: str | None = None,
-        metrics: dict[str, Any] | None = None,
-        resources: dict[str, Any] | None = None,
+        metrics: JsonObject | None = None,
+        resources: JsonObject | None = None,
     ) -> None:
         """Sets the status with its error, metrics and resources (None clears them): ``running``
         stamps the start, a final status the finish."""
         _check(status, CELL_STATUSES, "cell")
-        values: dict[str, Any] = {
+        values: dict[str, object] = {
             "status": status,
             "error": scrub(error) if error is not None else None,
             "metrics": scrub_json(metrics) if metrics is not None else None,
@@ -342,11 +345,9 @@ class Store:
                 raise StudyNotFound(f"no study {row_id} in {self._url}")
             raise NotFound(f"no {table.name.removesuffix('s')} with id {row_id} in {self._url}")
 
-    def _require_study(self, conn: Connection, study_id: int) -> dict[str, Any]:
-        row = reading.study_row(conn, study_id)
-        if row is None:
+    def _require_study(self, conn: Connection, study_id: int) -> None:
+        if reading.study_row(conn, study_id) is None:
             raise StudyNotFound(f"no study {study_id} in {self._url}")
-        return row
 
     # -- reading -----------------------------------------------------------------------------
     def list_studies(self) -> list[StudyRow]:
@@ -403,21 +404,19 @@ class Store:
             self._require_study(conn, study_id)
             return [_cell_row(r) for r in reading.cell_rows(conn, study_id)]
 
-    def study_document(self, study_id: int) -> dict[str, Any]:
-        """Everything about a study as one JSON-able dict, shaped like ``caplab run --json``:
-        ``{"study": {id, name, status, created_at, finished_at, spec}, "cells": [{index, factors,
-        status, error, metrics, resources, trials: [<the caplab load --json object of each trial,
-        rebuilt from the stored rows, intervals and histograms included>]}], "events": [...]}``.
-
-        Each trial object also has a ``trial`` key: ``{index, kind, status, started_at}``.
+    def study_document(self, study_id: int) -> StudyDocument:
+        """Everything about a study as one typed document (``caplab.store.document``): the study,
+        its cells (factors, status, error, metrics, resources) each with its trials (the
+        ``caplab load --json`` object of each, rebuilt from the stored rows, intervals and
+        histograms included) and its events. ``.to_json()`` is what ``caplab run --json`` prints.
         """
         with self._read() as conn:
             self._require_study(conn, study_id)
             doc = reading.study_document(conn, study_id)
         doc["study"]["store"] = self._url
-        return doc
+        return StudyDocument.from_json(doc)
 
-    def resource_samples(self, study_id: int) -> list[dict[str, Any]]:
+    def resource_samples(self, study_id: int) -> list[SampleRow]:
         """Rows of (cell_index, trial_index, t, scope, metric, value), plus trial_kind and trial_id."""
         with self._read() as conn:
             self._require_study(conn, study_id)
@@ -436,7 +435,7 @@ class Store:
             self._require_study(conn, study_id)
             return reading.interval_rows(conn, study_id)
 
-    def events(self, study_id: int) -> list[dict[str, Any]]:
+    def events(self, study_id: int) -> list[EventRow]:
         """The study's events in order: at, kind, message, cell_index, trial_index."""
         with self._read() as conn:
             self._require_study(conn, study_id)

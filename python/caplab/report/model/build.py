@@ -4,16 +4,18 @@ document (``Store.study_document``) and its resource samples, so it can be built
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import cast
 
 from caplab.report.model.cells import cell_result, samples_by_trial
 from caplab.report.model.consolidation import consolidation_entries
 from caplab.report.model.jobs import job_entries
 from caplab.report.model.matrix import capacity_entries, matrix, scaling_entries
 from caplab.report.model.paper import paper_comparison
-from caplab.report.model.scenario import goal_of, naming_factors, parse_spec, scenario
+from caplab.report.model.scenario import goal_of, naming_factors, scenario, study_spec
 from caplab.report.model.series import cell_series
-from caplab.report.model.types import Event, Measured, StudyInfo
+from caplab.report.model.types import Environment, Event, Measured, StudyInfo
+from caplab.store.document import EventRecord, StudyDocument, StudyRecord
+from caplab.store.reading import SampleRow
 
 SCHEMA = "caplab-report/1"
 
@@ -27,37 +29,32 @@ def _elapsed(start: str | None, end: str | None) -> float | None:
         return None
 
 
-def _study(study: dict[str, Any]) -> StudyInfo:
+def _study(study: StudyRecord) -> StudyInfo:
     return {
-        "id": study["id"],
-        "name": study["name"],
-        "status": study["status"],
-        "created_at": study.get("created_at"),
-        "finished_at": study.get("finished_at"),
-        "elapsed_s": _elapsed(study.get("created_at"), study.get("finished_at")),
-        "spec_path": study.get("spec_path"),
-        "store": study.get("store"),
-        "caplab_version": study.get("caplab_version"),
+        "id": study.id,
+        "name": study.name,
+        "status": study.status,
+        "created_at": study.created_at,
+        "finished_at": study.finished_at,
+        "elapsed_s": _elapsed(study.created_at, study.finished_at),
+        "spec_path": study.spec_path,
+        "store": study.store,
+        "caplab_version": study.caplab_version,
     }
 
 
-def _event(e: dict[str, Any]) -> Event:
-    return {
-        "at": e.get("at"),
-        "kind": e.get("kind"),
-        "message": e.get("message"),
-        "cell": e.get("cell_index"),
-    }
+def _event(e: EventRecord) -> Event:
+    return {"at": e.at, "kind": e.kind, "message": e.message, "cell": e.cell_index}
 
 
 def build_measured(
-    document: dict[str, Any], sample_rows: list[dict[str, Any]], generated_at: str | None = None
+    document: StudyDocument, sample_rows: list[SampleRow], generated_at: str | None = None
 ) -> Measured:
     """The results document's measurements (everything but the text written from them)."""
-    study = document["study"]
-    spec = parse_spec(study.get("spec"))
+    study = document.study
+    spec = study_spec(study)
     samples = samples_by_trial(sample_rows)
-    raw_cells = document.get("cells", [])
+    raw_cells = list(document.cells)
     naming = naming_factors(spec, raw_cells)
     cells = [cell_result(c, samples, naming) for c in raw_cells]
     goal = goal_of(spec)
@@ -68,14 +65,14 @@ def build_measured(
         "schema": SCHEMA,
         "generated_at": generated_at or datetime.now(UTC).isoformat(timespec="seconds"),
         "study": _study(study),
-        "environment": dict(study.get("environment") or {}),
+        "environment": cast(Environment, dict(study.environment)),  # the probe's JSON
         "scenario": scenario(spec),
         "goal": goal,
         "matrix": matrix(cells, naming),
         "cells": cells,
         "capacity": capacity_entries(cells, goal),
         "scaling": scaling_entries(document, {c["index"]: c["label"] for c in cells}),
-        "events": [_event(e) for e in document.get("events", [])],
+        "events": [_event(e) for e in document.events],
         "series": series,
         "consolidation": consolidation_entries(spec, raw_cells, samples),
         "jobs": job_entries(spec, raw_cells, cells),

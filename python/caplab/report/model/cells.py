@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from typing import Any
+from typing import cast
 
 from caplab.analysis.limit import find_limit
 from caplab.analysis.scope import ResourceScope, ScopeKind
@@ -19,11 +19,17 @@ from caplab.collect.base import ResourceSample
 from caplab.collect.summary import summarize
 from caplab.report.model.types import (
     ActionRow,
+    Busiest,
     CellCapacity,
+    CellCost,
     CellResult,
     DatabaseFailover,
+    Factors,
+    FailoverSuccess,
+    IntervalKind,
     Latency,
     Limit,
+    LittlesLaw,
     Metrics,
     PerUserRow,
     RecoveryRow,
@@ -31,8 +37,25 @@ from caplab.report.model.types import (
     Search,
     SearchTrial,
     TrialRow,
+    VolumeRating,
     VolumeUse,
 )
+from caplab.store.document import CellMetrics, CellRecord, DocumentFormatError, TrialRecord
+from caplab.store.json_values import (
+    EMPTY,
+    JsonObject,
+    flag,
+    integer,
+    items,
+    member,
+    members,
+    number,
+    optional_member,
+    strings,
+    text,
+    truthy,
+)
+from caplab.store.reading import SampleRow
 from caplab.units import cell_label, free_text
 
 TrialKey = tuple[int, str, int]
@@ -40,7 +63,7 @@ TrialKey = tuple[int, str, int]
 NOT_ROLES = frozenset({"host", "generator", "app"})
 
 
-def samples_by_trial(rows: list[dict[str, Any]]) -> dict[TrialKey, list[ResourceSample]]:
+def samples_by_trial(rows: list[SampleRow]) -> dict[TrialKey, list[ResourceSample]]:
     """The store's sample rows, grouped by trial."""
     out: dict[TrialKey, list[ResourceSample]] = defaultdict(list)
     for r in rows:
@@ -53,120 +76,139 @@ def roles_of(resources: Resources) -> list[str]:
     return [r for r in resources if r not in NOT_ROLES and ":" not in r]  # volume:NAME is no role
 
 
-def _latency(summary: object) -> Latency:
-    found: dict[str, Any] = summary if isinstance(summary, dict) else {}
+def _latency(found: JsonObject) -> Latency:
     return {
-        "mean": found.get("mean"),
-        "p50": found.get("p50"),
-        "p90": found.get("p90"),
-        "p95": found.get("p95"),
-        "p99": found.get("p99"),
-        "p999": found.get("p999"),
-        "max": found.get("max"),
-        "count": found.get("count"),
+        "mean": number(found, "mean"),
+        "p50": number(found, "p50"),
+        "p90": number(found, "p90"),
+        "p95": number(found, "p95"),
+        "p99": number(found, "p99"),
+        "p999": number(found, "p999"),
+        "max": number(found, "max"),
+        "count": integer(found, "count"),
     }
 
 
-def _capacity(m: dict[str, Any]) -> CellCapacity | None:
-    c = m.get("capacity")
-    if not isinstance(c, dict):
+def _interval(c: JsonObject) -> IntervalKind | None:
+    kind = c.get("interval")
+    return "search" if kind == "search" else "replicates" if kind == "replicates" else None
+
+
+def _capacity(m: CellMetrics) -> CellCapacity | None:
+    c = m.part("capacity")
+    if c is None:
         return None
     closed = c.get("model") == "closed"
-    ci = c.get("ci95") or [None, None]
+    ci = items(c, "ci95")
+    low, high = (ci[0], ci[1]) if len(ci) == 2 else (None, None)
     return {
-        "value": c.get("capacity_users") if closed else c.get("capacity_rps"),
+        "value": number(c, "capacity_users" if closed else "capacity_rps"),
         "unit": "users" if closed else "req/s",
-        "ci95": [ci[0], ci[1]] if len(ci) == 2 else [None, None],
-        "interval": c.get("interval") if c.get("interval") in ("search", "replicates") else None,
-        "replicates": int(c.get("replicate_count") or 1),
-        "found": bool(c.get("found")),
-        "message": c.get("message"),
-        "trial_count": c.get("trial_count"),
-        "search_s": c.get("search_s"),
-        "precision": c.get("precision"),
-        "slo": list(c.get("slo") or []),
-        "generator_saturated": bool(c.get("generator_saturated")),
-        "at_least": c.get("capacity_at_least") if c.get("generator_saturated") else None,
-        "unstable": c.get("unstable"),
-        "actions": [_action(a) for a in c.get("actions") or [] if isinstance(a, dict)],
-        "per_user": _per_user(c.get("per_user")),
+        "ci95": [_figure(low), _figure(high)],
+        "interval": _interval(c),
+        "replicates": integer(c, "replicate_count") or 1,
+        "found": truthy(c, "found"),
+        "message": text(c, "message"),
+        "trial_count": integer(c, "trial_count"),
+        "search_s": number(c, "search_s"),
+        "precision": number(c, "precision"),
+        "slo": strings(c, "slo"),
+        "generator_saturated": truthy(c, "generator_saturated"),
+        "at_least": number(c, "capacity_at_least") if truthy(c, "generator_saturated") else None,
+        "unstable": text(c, "unstable"),
+        "actions": [_action(a) for a in members(c, "actions")],
+        "per_user": _per_user(member(c, "per_user")),
     }
 
 
-def _action(a: dict[str, Any]) -> ActionRow:
+def _figure(value: object) -> float | None:
+    return value if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _action(a: JsonObject) -> ActionRow:
     return {
         "name": str(a.get("name")),
-        "completed": int(a.get("completed") or 0),
-        "errors": int(a.get("errors") or 0),
-        "per_s": float(a.get("per_s") or 0.0),
-        "p50_ms": a.get("p50_ms"),
-        "p90_ms": a.get("p90_ms"),
-        "p95_ms": a.get("p95_ms"),
-        "p99_ms": a.get("p99_ms"),
+        "completed": integer(a, "completed") or 0,
+        "errors": integer(a, "errors") or 0,
+        "per_s": float(number(a, "per_s") or 0.0),
+        "p50_ms": number(a, "p50_ms"),
+        "p90_ms": number(a, "p90_ms"),
+        "p95_ms": number(a, "p95_ms"),
+        "p99_ms": number(a, "p99_ms"),
     }
 
 
-def _per_user(u: object) -> PerUserRow | None:
-    if not isinstance(u, dict) or u.get("offered_per_hour") is None or u.get("achieved_per_hour") is None:
+def _per_user(u: JsonObject) -> PerUserRow | None:
+    offered, achieved = number(u, "offered_per_hour"), number(u, "achieved_per_hour")
+    if offered is None or achieved is None:
         return None
-    return {
-        "offered_per_hour": float(u["offered_per_hour"]),
-        "achieved_per_hour": float(u["achieved_per_hour"]),
-    }
+    return {"offered_per_hour": float(offered), "achieved_per_hour": float(achieved)}
 
 
-def _metrics(m: dict[str, Any], resources: dict[str, Any]) -> Metrics:
-    consistency = m.get("consistency") or {}
-    app = {**(resources.get("app") or {}), **(m.get("app") or {})}
+def _app(cell: CellRecord) -> dict[str, float | None]:
+    """The system's own counters: the role's samples, then what the cell's metrics added."""
+    found = {**cell.resource("app"), **cell.metrics.app}
+    return {name: _figure(value) for name, value in found.items()}
+
+
+def _metrics(cell: CellRecord) -> Metrics:
+    m = cell.metrics
+    consistency = m.part("consistency") or EMPTY
     return {
-        "trials": m.get("trials"),
-        "offered_rate": m.get("offered_rate"),
-        "users": m.get("users"),
-        "throughput": m.get("throughput"),
-        "throughput_stdev": m.get("throughput_stdev"),
-        "throughput_min": m.get("throughput_min"),
-        "throughput_max": m.get("throughput_max"),
-        "latency_ms": _latency(m.get("latency_ms")),
-        "service_time_ms": _latency(m.get("service_time_ms")),
-        "sent": m.get("sent"),
-        "completed": m.get("completed"),
-        "errors": m.get("errors"),
-        "dropped": m.get("dropped"),
-        "error_ratio": m.get("error_ratio"),
-        "consistency": consistency.get("rating"),
-        "throughput_cv": consistency.get("throughput_cv"),
-        "steady": m.get("steady"),
-        "steady_notes": list(m.get("steady_notes") or []),
-        "littles_law": m.get("littles_law"),
-        "generator_cpu_us_per_request": m.get("generator_cpu_us_per_request"),
-        "generator_saturated": bool(m.get("generator_saturated")),
+        "trials": m.trials,
+        "offered_rate": m.figure("offered_rate"),
+        "users": m.users,
+        "throughput": m.figure("throughput"),
+        "throughput_stdev": m.figure("throughput_stdev"),
+        "throughput_min": m.figure("throughput_min"),
+        "throughput_max": m.figure("throughput_max"),
+        "latency_ms": _latency(m.part("latency_ms") or EMPTY),
+        "service_time_ms": _latency(m.part("service_time_ms") or EMPTY),
+        "sent": integer(m.json, "sent"),
+        "completed": integer(m.json, "completed"),
+        "errors": integer(m.json, "errors"),
+        "dropped": integer(m.json, "dropped"),
+        "error_ratio": m.figure("error_ratio"),
+        "consistency": text(consistency, "rating"),
+        "throughput_cv": number(consistency, "throughput_cv"),
+        "steady": m.steady,
+        "steady_notes": m.steady_notes,
+        "littles_law": cast(LittlesLaw | None, m.part("littles_law")),  # written by analysis.steady
+        "generator_cpu_us_per_request": m.figure("generator_cpu_us_per_request"),
+        "generator_saturated": m.generator_saturated,
         "capacity": _capacity(m),
-        "app": app,
+        "app": _app(cell),
     }
 
 
-def _search(m: dict[str, Any]) -> Search | None:
-    trials = m.get("search_trials")
-    if not isinstance(trials, list):
+def _search_trial(t: JsonObject) -> SearchTrial:
+    return {
+        "phase": str(t["phase"]),
+        "load": _required_figure(t, "load"),
+        "passed": truthy(t, "passed"),
+        "reasons": [free_text(r) for r in strings(t, "reasons")],
+        "offered_rate": number(t, "offered_rate"),
+        "users": integer(t, "users"),
+        "throughput": number(t, "throughput"),
+        "p50_ms": number(t, "p50_ms"),
+        "p99_ms": number(t, "p99_ms"),
+        "errors": integer(t, "errors"),
+        "consistency": text(t, "consistency"),
+        "busiest": cast(Busiest | None, optional_member(t, "busiest")),  # written by the search
+    }
+
+
+def _required_figure(obj: JsonObject, key: str) -> float:
+    found = number(obj, key)
+    if found is None:
+        raise DocumentFormatError(f"a search trial has no {key}: {dict(obj)!r}")
+    return found
+
+
+def _search(m: CellMetrics) -> Search | None:
+    if not isinstance(m.json.get("search_trials"), list):
         return None
-    kept: list[SearchTrial] = [
-        {
-            "phase": t["phase"],
-            "load": t["load"],
-            "passed": bool(t.get("passed")),
-            "reasons": [free_text(r) for r in t.get("reasons") or []],
-            "offered_rate": t.get("offered_rate"),
-            "users": t.get("users"),
-            "throughput": t.get("throughput"),
-            "p50_ms": t.get("p50_ms"),
-            "p99_ms": t.get("p99_ms"),
-            "errors": t.get("errors"),
-            "consistency": t.get("consistency"),
-            "busiest": t.get("busiest"),
-        }
-        for t in trials
-        if isinstance(t, dict)
-    ]
+    kept = [_search_trial(t) for t in m.parts("search_trials")]
     rejected: dict[str, int] = defaultdict(int)
     for t in kept:
         for reason in t["reasons"]:
@@ -184,41 +226,35 @@ def reason_kind(reason: str) -> str:
     return reason.split(":", 1)[0].strip()
 
 
-def _trials(cell: dict[str, Any]) -> list[TrialRow]:
-    out: list[TrialRow] = []
-    for t in cell.get("trials") or []:
-        meta = t.get("trial") or {}
-        latency = t.get("latency_ms") or {}
-        generator = t.get("generator") or {}
-        out.append(
-            {
-                "index": meta.get("index"),
-                "kind": meta.get("kind"),
-                "status": meta.get("status"),
-                "offered_rate": t.get("offered_rate"),
-                "users": t.get("users"),
-                "throughput": t.get("throughput"),
-                "p50_ms": latency.get("p50"),
-                "p99_ms": latency.get("p99"),
-                "errors": t.get("errors"),
-                "dropped": t.get("dropped"),
-                "warmup_s": t.get("warmup_s"),
-                "duration_s": t.get("duration_s"),
-                "generator_cpu_us_per_request": generator.get("cpu_us_per_request"),
-                "generator_saturated": bool(generator.get("saturated")),
-            }
-        )
-    return out
+def _trials(cell: CellRecord) -> list[TrialRow]:
+    return [
+        {
+            "index": t.index,
+            "kind": t.kind,
+            "status": t.status,
+            "offered_rate": t.offered_rate,
+            "users": t.users,
+            "throughput": t.throughput,
+            "p50_ms": number(t.latency_ms, "p50"),
+            "p99_ms": number(t.latency_ms, "p99"),
+            "errors": t.errors,
+            "dropped": t.dropped,
+            "warmup_s": number(t.result, "warmup_s"),
+            "duration_s": number(t.result, "duration_s"),
+            "generator_cpu_us_per_request": number(t.generator, "cpu_us_per_request"),
+            "generator_saturated": truthy(t.generator, "saturated"),
+        }
+        for t in cell.trials
+    ]
 
 
-def trial_key(cell: dict[str, Any], trial: dict[str, Any]) -> TrialKey:
+def trial_key(cell: CellRecord, trial: TrialRecord) -> TrialKey:
     """The key that matches a trial of the study document with its samples."""
-    meta = trial.get("trial") or {}
-    return (cell["index"], str(meta.get("kind")), int(meta.get("index") or 0))
+    return (cell.index, trial.kind, trial.index)
 
 
 def _fixed_limit(
-    cell: dict[str, Any],
+    cell: CellRecord,
     metrics: Metrics,
     roles: list[str],
     samples: dict[TrialKey, list[ResourceSample]],
@@ -228,11 +264,10 @@ def _fixed_limit(
     if not throughput:
         return None
     per_trial = []
-    for t in cell.get("trials") or []:
+    for t in cell.trials:
         rows = samples.get(trial_key(cell, t), [])
-        warmup = float(t.get("warmup_s") or 0.0)
         if rows:
-            per_trial.append(summarize(rows, warmup, warmup + float(t.get("duration_s") or 0.0)))
+            per_trial.append(summarize(rows, t.warmup_s, t.warmup_s + t.duration_s))
     if not per_trial:
         return None
     scopes: dict[str, dict[str, float]] = {}
@@ -266,129 +301,143 @@ def _fixed_limit(
 
 
 def cell_result(
-    cell: dict[str, Any], samples: dict[TrialKey, list[ResourceSample]], naming: list[str] | None = None
+    cell: CellRecord, samples: dict[TrialKey, list[ResourceSample]], naming: list[str] | None = None
 ) -> CellResult:
     """One cell as results.json holds it (see the module docstring); ``naming``: the factors its
     label shows (all when None)."""
-    factors = cell.get("factors") or {}
+    factors = cast(Factors, dict(cell.factors))  # the study file's values: JSON
     shown = {k: v for k, v in factors.items() if naming is None or k in naming}
-    raw = cell.get("metrics") or {}
-    resources: Resources = {k: v for k, v in (cell.get("resources") or {}).items() if k != "app"}
+    resources = _resources(cell)
     roles = roles_of(resources)
-    hardware = raw.get("hardware") or {}
-    metrics = _metrics(raw, cell.get("resources") or {})
+    hardware = cell.metrics.part("hardware") or EMPTY
+    metrics = _metrics(cell)
     searched = metrics["capacity"] is not None
-    limit = raw.get("limit") if searched else _fixed_limit(cell, metrics, roles, samples)
+    # A search stored the limit it found (analysis.limit's shape).
+    limit = (
+        cast(Limit | None, cell.metrics.part("limit"))
+        if searched
+        else _fixed_limit(cell, metrics, roles, samples)
+    )
+    ledgers = cell.metrics.parts("ledger")
     return {
-        "index": cell["index"],
+        "index": cell.index,
         "label": cell_label(shown),
         "factors": factors,
-        "status": cell["status"],
-        "error": free_text(cell["error"]) if cell.get("error") else None,
+        "status": cell.status,
+        "error": free_text(cell.error) if cell.error else None,
         "searched": searched,
         "roles": roles,
         "metrics": metrics,
         "resources": resources,
         "limit": limit,
-        "search": _search(raw),
+        "search": _search(cell.metrics),
         "trials": _trials(cell),
         "hardware": _hardware(hardware),
-        "volumes": _volumes(cell.get("resources") or {}, hardware.get("volume_baseline") or {}),
-        "recovery": [_recovery(r, raw.get("ledger") or []) for r in raw.get("recovery") or []],
-        "failover": [failover_row(f) for f in raw.get("failover") or []],
-        "success": raw.get("success"),
-        "cost": raw.get("cost"),
-        "ratings": {str(k): v for k, v in (raw.get("ratings") or {}).items()},
+        "volumes": _volumes(cell.scopes, member(hardware, "volume_baseline")),
+        "recovery": [_recovery(r, ledgers) for r in cell.metrics.parts("recovery")],
+        "failover": [failover_row(f) for f in cell.metrics.parts("failover")],
+        # Written by the failover verdict and the pricing (analysis.cost): their shapes.
+        "success": cast(FailoverSuccess | None, cell.metrics.part("success")),
+        "cost": cast(CellCost | None, cell.metrics.part("cost")),
+        "ratings": {str(k): cast(VolumeRating, v) for k, v in member(cell.metrics.json, "ratings").items()},
     }
 
 
-def _hardware(hardware: dict[str, Any]) -> dict[str, list[str]] | None:
+def _resources(cell: CellRecord) -> Resources:
+    """Each scope's figures, but the system's own counters (``app``, shown with the metrics)."""
+    return {
+        scope: {metric: cast(float, value) for metric, value in cell.resource(scope).items()}
+        for scope in cell.scopes
+        if scope != "app"
+    }
+
+
+def _hardware(hardware: JsonObject) -> dict[str, list[str]] | None:
     """Each role's profile in words, and a sentence for a role whose processes ran outside it
     for a while (started by one command, attached when the poll found them)."""
-    roles: dict[str, list[str]] | None = hardware.get("roles")
+    roles = optional_member(hardware, "roles")
     if roles is None:
         return None
-    outside = hardware.get("ran_outside") or {}
+    outside = member(hardware, "ran_outside")
     return {
-        role: [*lines, *([str(outside[role])] if role in outside else [])] for role, lines in roles.items()
+        role: [*strings(roles, role), *([str(outside[role])] if role in outside else [])] for role in roles
     }
 
 
-def _recovery(raw: dict[str, Any], ledgers: list[dict[str, Any]]) -> RecoveryRow:
-    action, load = raw.get("action") or {}, raw.get("load") or {}
-    ledger = next((x for x in ledgers if x.get("trial") == raw.get("trial")), {})
-    started, ended = action.get("started_s"), action.get("ended_s")
-    ok = action.get("exit_code") == 0 and not action.get("timed_out")
-    outcome = (
-        "not run"
-        if started is None
-        else "timed out"
-        if action.get("timed_out")
-        else "done"
-        if ok
-        else f"exited {action.get('exit_code')}: {action.get('output') or ''}".strip()
-    )
+def _outcome(action: JsonObject) -> str:
+    if action.get("started_s") is None:
+        return "not run"
+    if action.get("timed_out"):
+        return "timed out"
+    if action.get("exit_code") == 0:
+        return "done"
+    return f"exited {action.get('exit_code')}: {action.get('output') or ''}".strip()
+
+
+def _recovery(raw: JsonObject, ledgers: list[JsonObject]) -> RecoveryRow:
+    action, load = member(raw, "action"), member(raw, "load")
+    ledger = next((x for x in ledgers if x.get("trial") == raw.get("trial")), EMPTY)
+    started, ended = number(action, "started_s"), number(action, "ended_s")
+    outcome = _outcome(action)
     return {
-        "trial": int(raw.get("trial") or 0),
+        "trial": integer(raw, "trial") or 0,
         "action": str(action.get("name") or "?"),
         "at_s": started,
         "took_s": ended - started if started is not None and ended is not None else None,
-        "ok": ok,
+        "ok": action.get("exit_code") == 0 and not action.get("timed_out"),
         "outcome": free_text(outcome.splitlines()[-1] if outcome else ""),
-        "disrupted": load.get("disrupted"),
-        "recovery_s": load.get("recovery_s"),
-        "unavailable_s": load.get("unavailable_s"),
-        "failed": load.get("failed"),
-        "before_rps": load.get("before_rps"),
-        "after_ratio": load.get("after_ratio"),
-        "resolution_s": load.get("resolution_s"),
-        "acknowledged": ledger.get("acknowledged"),
-        "lost": ledger.get("lost"),
+        "disrupted": flag(load, "disrupted"),
+        "recovery_s": number(load, "recovery_s"),
+        "unavailable_s": number(load, "unavailable_s"),
+        "failed": integer(load, "failed"),
+        "before_rps": number(load, "before_rps"),
+        "after_ratio": number(load, "after_ratio"),
+        "resolution_s": number(load, "resolution_s"),
+        "acknowledged": integer(ledger, "acknowledged"),
+        "lost": integer(ledger, "lost"),
     }
 
 
-def failover_row(raw: dict[str, Any]) -> DatabaseFailover:
-    """A failover trial as the runner stored it (study/failover.py), as the report shows it."""
-    r, verdict = raw.get("recovery") or {}, raw.get("verdict")
+def failover_row(raw: JsonObject) -> DatabaseFailover:
+    """A failover trial as the runner stored it (experiments' failover outcome), as the report shows it."""
+    r, verdict = member(raw, "recovery"), optional_member(raw, "verdict")
     return {
-        "trial": int(raw.get("trial") or 0),
+        "trial": integer(raw, "trial") or 0,
         "action": str(raw.get("action") or "?"),
-        "databases": len(r.get("databases") or []),
-        "group_s": r.get("group_s"),
-        "p50_s": r.get("p50_s"),
-        "p95_s": r.get("p95_s"),
-        "max_s": r.get("max_s"),
-        "not_recovered": [str(n) for n in r.get("not_recovered") or []],
-        "failed": int(r.get("failed") or 0),
-        "resolution_s": float(r.get("resolution_s") or 0.0),
-        "success": verdict.get("success") if verdict else None,
-        "reasons": [free_text(str(x)) for x in (verdict.get("reasons") or [] if verdict else [])],
+        "databases": len(items(r, "databases")),
+        "group_s": number(r, "group_s"),
+        "p50_s": number(r, "p50_s"),
+        "p95_s": number(r, "p95_s"),
+        "max_s": number(r, "max_s"),
+        "not_recovered": strings(r, "not_recovered"),
+        "failed": integer(r, "failed") or 0,
+        "resolution_s": float(number(r, "resolution_s") or 0.0),
+        "success": flag(verdict, "success") if verdict is not None else None,
+        "reasons": [free_text(x) for x in strings(verdict, "reasons")] if verdict is not None else [],
     }
 
 
-def _volumes(resources: dict[str, Any], baselines: dict[str, Any]) -> dict[str, VolumeUse]:
+def _volumes(resources: JsonObject, baselines: JsonObject) -> dict[str, VolumeUse]:
     """Each ``volume:LABEL`` scope with the fio baseline of that volume (baselines are keyed
     ``role/volume``; a label is the volume's name, or ``role/volume`` where two roles share it)."""
     out: dict[str, VolumeUse] = {}
-    for name, m in sorted(resources.items()):
+    for name in sorted(resources):
         scope = ResourceScope.of(name)
         if scope is None or scope.kind != ScopeKind.VOLUME:
             continue
-        label = scope.name
+        m, label = member(resources, name), scope.name
         key = next((k for k in baselines if label in (k, k.split("/", 1)[-1])), None)
-        alone = {
-            j["name"].split("-", 1)[0]: j.get("iops")
-            for j in ((baselines.get(key) or {}).get("jobs") or [] if key else [])
-        }
+        jobs = members(member(baselines, key), "jobs") if key else []
+        alone = {str(j.get("name")).split("-", 1)[0]: number(j, "iops") for j in jobs}
         out[label] = {
             "role": key.split("/", 1)[0] if key else None,
-            "read_iops": m.get("read_iops"),
-            "write_iops": m.get("write_iops"),
-            "read_mb_s": m.get("read_mb_s"),
-            "write_mb_s": m.get("write_mb_s"),
-            "busy_percent": m.get("busy_percent"),
-            "ceiling_percent": m.get("throttle_percent"),
-            "await_ms": m.get("await_ms"),
+            "read_iops": number(m, "read_iops"),
+            "write_iops": number(m, "write_iops"),
+            "read_mb_s": number(m, "read_mb_s"),
+            "write_mb_s": number(m, "write_mb_s"),
+            "busy_percent": number(m, "busy_percent"),
+            "ceiling_percent": number(m, "throttle_percent"),
+            "await_ms": number(m, "await_ms"),
             "alone_read_iops": alone.get("randread"),
             "alone_write_iops": alone.get("randwrite"),
         }

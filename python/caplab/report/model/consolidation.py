@@ -9,14 +9,17 @@ the two under the same load. Memory is compared as measured: it does not grow in
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, cast
 
 from caplab.analysis.consolidation import compare
 from caplab.analysis.scope import role_scope
 from caplab.collect.base import ResourceSample
 from caplab.collect.summary import summarize
 from caplab.report.model.cells import TrialKey, trial_key
-from caplab.report.model.types import ConsolidationEntry, PaperConsolidation
+from caplab.report.model.types import ConsolidationEntry, Factors, PaperConsolidation
+from caplab.store.document import CellRecord, TrialRecord
+from caplab.store.json_values import JsonObject
 from caplab.units import is_number
 
 RESOURCES = (("CPU", "cpu_percent", "% of a core"), ("memory", "rss_mb", "MB"))
@@ -25,25 +28,20 @@ resident memory of their processes."""
 
 
 def consolidation_entries(
-    spec: dict[str, Any], raw_cells: list[dict[str, Any]], samples: dict[TrialKey, list[ResourceSample]]
+    spec: dict[str, Any], raw_cells: Sequence[CellRecord], samples: dict[TrialKey, list[ResourceSample]]
 ) -> list[ConsolidationEntry]:
     section = spec.get("consolidation")
     if not isinstance(section, dict) or not isinstance(section.get("apart"), dict):
         return []
     roles = [str(r) for r in section["apart"]]
     out: list[ConsolidationEntry] = []
-    for together in (c for c in raw_cells if (c.get("factors") or {}).get("placement") == "together"):
-        others = {k: v for k, v in together["factors"].items() if k != "placement"}
+    for together in (c for c in raw_cells if c.factors.get("placement") == "together"):
+        others = _others(together)
         apart = next(
-            (
-                c
-                for c in raw_cells
-                if (c.get("factors") or {}).get("placement") == "apart"
-                and {k: v for k, v in c["factors"].items() if k != "placement"} == others
-            ),
+            (c for c in raw_cells if c.factors.get("placement") == "apart" and _others(c) == others),
             None,
         )
-        if apart is None or together.get("status") != "complete" or apart.get("status") != "complete":
+        if apart is None or together.status != "complete" or apart.status != "complete":
             continue
         comparisons = []
         apart_trials, together_trials = _measured(apart), _measured(together)
@@ -57,25 +55,29 @@ def consolidation_entries(
                 comparisons.append(compare(name, unit, parts, whole).as_dict())
         out.append(
             {
-                "factors": others,
-                "apart_cell": int(apart["index"]),
-                "together_cell": int(together["index"]),
+                "factors": cast(Factors, others),  # the study file's values: JSON
+                "apart_cell": apart.index,
+                "together_cell": together.index,
                 "roles": roles,
                 "comparisons": comparisons,  # type: ignore[typeddict-item]
-                "paper": paper_consolidation(spec, together),
+                "paper": paper_consolidation(spec, together.factors),
             }
         )
     return out
 
 
-def paper_consolidation(spec: dict[str, Any], together: dict[str, Any]) -> PaperConsolidation | None:
+def _others(cell: CellRecord) -> dict[str, object]:
+    """A cell's factors but its placement: what its counterpart must share."""
+    return {k: v for k, v in cell.factors.items() if k != "placement"}
+
+
+def paper_consolidation(spec: dict[str, Any], factors: JsonObject) -> PaperConsolidation | None:
     """The paper's figures for the combined server's configuration: ``paper.consolidation`` keyed by
     a value of the cell's factors (``paper.factor`` first) or by the combined server's profile."""
     paper = spec.get("paper")
     figures = paper.get("consolidation") if isinstance(paper, dict) else None
     if not isinstance(paper, dict) or not isinstance(figures, dict):
         return None
-    factors: dict[str, Any] = together.get("factors") or {}
     named = [factors.get(str(paper["factor"]))] if paper.get("factor") else []
     placement = spec.get("consolidation") or {}
     candidates = [*named, *factors.values(), placement.get("together")]
@@ -98,22 +100,21 @@ def paper_consolidation(spec: dict[str, Any], together: dict[str, Any]) -> Paper
     }
 
 
-def _measured(cell: dict[str, Any]) -> list[dict[str, Any]]:
+def _measured(cell: CellRecord) -> list[TrialRecord]:
     """The trials to compare: a searched cell's confirmation trials, else all of them."""
-    trials: list[dict[str, Any]] = cell.get("trials") or []
-    confirmed = [t for t in trials if (t.get("trial") or {}).get("kind") == "search:confirm"]
-    return confirmed or trials
+    confirmed = [t for t in cell.trials if t.kind == "search:confirm"]
+    return confirmed or list(cell.trials)
 
 
-def _load(trial: dict[str, Any]) -> float | None:
+def _load(trial: TrialRecord) -> float | None:
     """The trial's load: its users (closed model) or its offered rate."""
-    load = trial.get("users") or trial.get("offered_rate")
+    load = trial.users or trial.offered_rate
     return float(load) if load else None
 
 
 def _per_trial(
-    cell: dict[str, Any],
-    trials: list[dict[str, Any]],
+    cell: CellRecord,
+    trials: list[TrialRecord],
     samples: dict[TrialKey, list[ResourceSample]],
     roles: list[str],
     metric: str,
@@ -124,8 +125,7 @@ def _per_trial(
     out = []
     for t in trials:
         rows = samples.get(trial_key(cell, t), [])
-        warmup = float(t.get("warmup_s") or 0.0)
-        means = summarize(rows, warmup, warmup + float(t.get("duration_s") or 0.0)) if rows else {}
+        means = summarize(rows, t.warmup_s, t.warmup_s + t.duration_s) if rows else {}
         figures = [means.get(role_scope(r), {}).get(metric) for r in roles]
         if rows and all(f is not None for f in figures):
             total = sum(f for f in figures if f is not None)

@@ -5,6 +5,7 @@ where the study file gives them (``paper:``, labelled as the paper's hardware)."
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from caplab.analysis.size_fit import fit_size
@@ -20,6 +21,8 @@ from caplab.report.model.types import (
     PaperTable,
 )
 from caplab.report.model.wear import endurance_rows
+from caplab.store.document import CellRecord
+from caplab.store.json_values import EMPTY, as_object, member, number, text
 from caplab.units import is_number
 
 _REF = re.compile(r"^\{(\w+)\}$")
@@ -44,42 +47,52 @@ def rating_phase(spec: dict[str, Any]) -> str | None:
     return names[-1] if names else None
 
 
+def _interval(value: object) -> list[float] | None:
+    """A phase's 95 % interval ``[low, high]`` as stored; None when there is none."""
+    if not isinstance(value, list):
+        return None
+    return [x for x in value if isinstance(x, int | float) and not isinstance(x, bool)]
+
+
+def _phase_rows(raw: CellRecord, cell: CellResult, paper: dict[str, Any], size: str | None) -> list[JobRow]:
+    """One row per phase of the cell's job, with the paper's figure for its configuration."""
+    phases = member(raw.metrics.part("job") or EMPTY, "phases")
+    factors = cell["factors"]
+    group = next((str(v) for k, v in factors.items() if k != size), "")
+    rows: list[JobRow] = []
+    for name, found in phases.items():
+        phase = as_object(found)
+        theirs = (paper.get(name) or {}).get(group) or {}
+        reference = theirs.get(str(factors.get(size))) if size else None
+        total = cell["cost"]["total"] if cell["cost"] else None
+        rate = number(phase, "items_per_s")
+        rows.append(
+            {
+                "cell": raw.index,
+                "label": cell["label"],
+                "factors": factors,
+                "phase": str(name),
+                "items_per_s": rate,
+                "ci95": _interval(phase.get("ci95")),
+                "wall_s": number(phase, "wall_s"),
+                "limit": text(member(phase, "limit"), "resource"),
+                "paper": float(reference) if reference is not None else None,
+                "cost_per_item_s": total / rate if total is not None and rate else None,
+            }
+        )
+    return rows
+
+
 def job_entries(
-    spec: dict[str, Any], raw_cells: list[dict[str, Any]], cells: list[CellResult]
+    spec: dict[str, Any], raw_cells: Sequence[CellRecord], cells: list[CellResult]
 ) -> Jobs | None:
     if not isinstance(spec.get("job"), dict):
         return None
     size = size_factor(spec)
     paper = ((spec.get("paper") or {}).get("job") or {}) if isinstance(spec.get("paper"), dict) else {}
     source = str((spec.get("paper") or {}).get("source") or "") if isinstance(spec.get("paper"), dict) else ""
-    labels = {c["index"]: c["label"] for c in cells}
     by_index = {c["index"]: c for c in cells}
-    rows: list[JobRow] = []
-    for raw in raw_cells:
-        phases = ((raw.get("metrics") or {}).get("job") or {}).get("phases") or {}
-        factors = raw.get("factors") or {}
-        group = next((str(v) for k, v in factors.items() if k != size), "")
-        for name, phase in phases.items():
-            theirs = (paper.get(name) or {}).get(group) or {}
-            reference = theirs.get(str(factors.get(size))) if size else None
-            limit = phase.get("limit") or {}
-            cost = by_index[int(raw["index"])]["cost"]
-            total = cost["total"] if cost else None
-            rate = phase.get("items_per_s")
-            rows.append(
-                {
-                    "cell": int(raw["index"]),
-                    "label": labels.get(int(raw["index"]), ""),
-                    "factors": factors,
-                    "phase": str(name),
-                    "items_per_s": phase.get("items_per_s"),
-                    "ci95": phase.get("ci95"),
-                    "wall_s": phase.get("wall_s"),
-                    "limit": limit.get("resource"),
-                    "paper": float(reference) if reference is not None else None,
-                    "cost_per_item_s": total / rate if total is not None and rate else None,
-                }
-            )
+    rows = [row for raw in raw_cells for row in _phase_rows(raw, by_index[raw.index], paper, size)]
     worn: list[JobEndurance] = [
         {"cell": c["index"], "label": c["label"], "volumes": rows_}
         for c in cells

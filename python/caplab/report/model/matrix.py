@@ -3,7 +3,7 @@ by, and the scaling fits along each numeric factor."""
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 
@@ -24,6 +24,7 @@ from caplab.report.model.types import (
     ScalingEntry,
     Unit,
 )
+from caplab.store.document import StudyDocument
 from caplab.units import cell_label, is_number
 
 CURVE_POINTS = 60
@@ -124,10 +125,10 @@ def _curve(fit: Fit, points: list[Point]) -> list[Point]:
     return [{"n": round(float(n), 4), "throughput": float(y)} for n, y in zip(grid, ys, strict=True)]
 
 
-def scaling_entries(document: dict[str, Any], labels: dict[int, str]) -> list[ScalingEntry]:
+def scaling_entries(document: StudyDocument, labels: dict[int, str]) -> list[ScalingEntry]:
     """The scaling fits of the study's complete cells, each with its cells' labels and its curve."""
     out: list[ScalingEntry] = []
-    for found in study_scaling(document):
+    for found in study_scaling(document.to_json()):
         fit = cast(Fit | None, found.get("fit"))
         entry: ScalingEntry = {
             **cast(ScalingEntry, found),

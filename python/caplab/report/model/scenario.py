@@ -7,12 +7,14 @@ placeholders such as ``{workers}`` appear as the user wrote them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import yaml
 
 from caplab import units as u
 from caplab.report.model.types import Goal, Scenario, SearchSettings, Target
+from caplab.store.document import CellRecord, StudyRecord
 from caplab.units import parse_duration, scrub, varying_factors
 
 DEFAULT_HEADROOM = 0.25
@@ -27,6 +29,11 @@ def parse_spec(text: str | None) -> dict[str, Any]:
     except yaml.YAMLError:
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def study_spec(study: StudyRecord) -> dict[str, Any]:
+    """The study file the report reads its scenario from (as written, ``parse_spec``)."""
+    return parse_spec(study.spec)
 
 
 def _fraction(value: Any, default: float) -> float:
@@ -175,13 +182,13 @@ def _usage_text(usage: dict[str, Any] | None) -> str | None:
     return ", ".join(parts) or None
 
 
-def naming_factors(spec: dict[str, Any], cells: list[dict[str, Any]]) -> list[str]:
+def naming_factors(spec: dict[str, Any], cells: Sequence[CellRecord]) -> list[str]:
     """The factors that name a cell: those that take more than one value in the study (a factor
     held at one value is said once, in the matrix, not in every label), except that a ``zip:``
     group (factors that move together, e.g. a case name with its command line) is named by its
     first factor alone. A study with no varying factor names its cells by all of them."""
-    names = list(dict.fromkeys(k for c in cells for k in c.get("factors") or {}))
-    varied = varying_factors(cells)
+    names = list(dict.fromkeys(k for c in cells for k in c.factors))
+    varied = varying_factors([{"factors": c.factors} for c in cells])
     factors = spec.get("factors")
     group = factors.get("zip") if isinstance(factors, dict) else None
     followers = set(list(group)[1:]) if isinstance(group, dict) and len(group) >= 2 else set()

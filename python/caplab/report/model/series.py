@@ -7,13 +7,16 @@ Kept compact — a list per figure — because results.json and index.html carry
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from caplab.analysis.scope import ResourceScope, ScopeKind, role_scope
 from caplab.collect.base import ResourceSample
 from caplab.report.model.cells import TrialKey, trial_key
 from caplab.report.model.types import SeriesResources, TrialSeries
+from caplab.store.document import CellRecord, TrialRecord
+from caplab.store.json_values import JsonObject, integer, member, number
 
 MAX_TRIALS_PER_CELL = 40
 """A long search keeps its confirmation trials and its latest probes; beyond this, older ones go."""
@@ -66,51 +69,67 @@ def _resources(samples: list[ResourceSample], roles: list[str]) -> SeriesResourc
     }
 
 
+@dataclass(frozen=True)
+class _Interval:
+    """One interval snapshot of the engine (its window in seconds since the trial started)."""
+
+    json: JsonObject
+
+    @property
+    def start_s(self) -> float:
+        return number(self.json, "start_s") or 0.0
+
+    @property
+    def end_s(self) -> float:
+        return number(self.json, "end_s") or 0.0
+
+
 def trial_series(
-    cell: dict[str, Any],
-    trial: dict[str, Any],
+    cell: CellRecord,
+    trial: TrialRecord,
     samples: list[ResourceSample],
     roles: list[str],
     representative: bool,
 ) -> TrialSeries:
     """One trial's series: ``t`` is each interval's end (seconds since the trial started), the
     resources' ``t`` each sample's instant on the same clock."""
-    meta = trial.get("trial") or {}
-    intervals = trial.get("intervals") or []
-    window_end = float(trial.get("warmup_s") or 0.0) + float(trial.get("duration_s") or 0.0)
+    intervals = [_Interval(i) for i in trial.intervals]
+    window_end = trial.warmup_s + trial.duration_s
     times: list[float] = []
     scale: list[float] = []
     for i in intervals:
         # The last interval is cut short by the end of the window: its rate is over the part that ran.
-        length = i["end_s"] - i["start_s"]
-        ran = min(i["end_s"], window_end) - i["start_s"] if window_end else length
+        length = i.end_s - i.start_s
+        ran = min(i.end_s, window_end) - i.start_s if window_end else length
         partial = 0 < ran < length
-        times.append(_r(i["start_s"] + ran if partial else i["end_s"]))
+        times.append(_r(i.start_s + ran if partial else i.end_s))
         scale.append(length / ran if partial else 1.0)
 
     def rate(key: str) -> list[float | None]:
         return [
-            _r(i[key] * k) if i.get(key) is not None else None for i, k in zip(intervals, scale, strict=True)
+            _r(found * k) if (found := number(i.json, key)) is not None else None
+            for i, k in zip(intervals, scale, strict=True)
         ]
 
     def latency(key: str) -> list[float | None]:
-        return [_r((i.get("latency_ms") or {}).get(key)) for i in intervals]
+        return [_r(number(member(i.json, "latency_ms"), key)) for i in intervals]
 
-    lengths = [max(i["end_s"] - i["start_s"], 1e-9) for i in intervals]
+    lengths = [max(i.end_s - i.start_s, 1e-9) for i in intervals]
     return {
-        "cell": cell["index"],
-        "kind": meta.get("kind"),
-        "index": meta.get("index"),
-        "offered_rate": trial.get("offered_rate"),
-        "users": trial.get("users"),
-        "warmup_s": trial.get("warmup_s"),
-        "duration_s": trial.get("duration_s"),
+        "cell": cell.index,
+        "kind": trial.kind,
+        "index": trial.index,
+        "offered_rate": trial.offered_rate,
+        "users": trial.users,
+        "warmup_s": number(trial.result, "warmup_s"),
+        "duration_s": number(trial.result, "duration_s"),
         "t": times,
         "throughput": rate("throughput"),
         "errors_per_s": [
-            _r(i.get("errors", 0) / d * k) for i, d, k in zip(intervals, lengths, scale, strict=True)
+            _r((number(i.json, "errors") or 0) / d * k)
+            for i, d, k in zip(intervals, lengths, scale, strict=True)
         ],
-        "in_flight": [i.get("in_flight") for i in intervals],
+        "in_flight": [integer(i.json, "in_flight") for i in intervals],
         "latency_p50_ms": latency("p50"),
         "latency_p99_ms": latency("p99"),
         "latency_max_ms": latency("max"),
@@ -119,21 +138,21 @@ def trial_series(
     }
 
 
-def representative(trials: list[dict[str, Any]]) -> int | None:
+def representative(trials: Sequence[TrialRecord]) -> int | None:
     """Which of a cell's trials stands for it: the last confirmation, else the last fixed-load
     trial, else the last one."""
     for wanted in ("search:confirm", "fixed"):
-        found = [i for i, t in enumerate(trials) if (t.get("trial") or {}).get("kind") == wanted]
+        found = [i for i, t in enumerate(trials) if t.kind == wanted]
         if found:
             return found[-1]
     return len(trials) - 1 if trials else None
 
 
 def cell_series(
-    cell: dict[str, Any], samples: dict[TrialKey, list[ResourceSample]], roles: list[str]
+    cell: CellRecord, samples: dict[TrialKey, list[ResourceSample]], roles: list[str]
 ) -> list[TrialSeries]:
     """The series of a cell's trials (the representative one flagged ``representative``)."""
-    trials = cell.get("trials") or []
+    trials = cell.trials
     chosen = representative(trials)
     keep = list(range(len(trials)))[-MAX_TRIALS_PER_CELL:]
     if chosen is not None and chosen not in keep:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 from html import escape
-from typing import Any
 
 from caplab.report.layout.charts import PALETTE, Chart, Panel, Series
 
@@ -27,7 +26,7 @@ def _fill(i: int) -> str:
     return f"rgba({r},{g},{b},0.15)"
 
 
-def _error(s: Series) -> dict[str, Any] | None:
+def _error(s: Series) -> dict[str, object] | None:
     if s.low is None or s.high is None:
         return None
     # An interval that does not contain its point (it can happen) draws no bar on that side.
@@ -47,8 +46,8 @@ def _error(s: Series) -> dict[str, Any] | None:
     }
 
 
-def _traces(s: Series, suffix: str, legend: str) -> list[dict[str, Any]]:
-    base: dict[str, Any] = {
+def _traces(s: Series, suffix: str, legend: str) -> list[dict[str, object]]:
+    base: dict[str, object] = {
         "name": s.name,
         "x": s.x,
         "y": s.y,
@@ -100,8 +99,8 @@ def _traces(s: Series, suffix: str, legend: str) -> list[dict[str, Any]]:
     return [trace]
 
 
-def _yaxis(panel: Panel, suffix: str, top: float, bottom: float) -> dict[str, Any]:
-    axis: dict[str, Any] = {
+def _yaxis(panel: Panel, suffix: str, top: float, bottom: float) -> dict[str, object]:
+    axis: dict[str, object] = {
         "title": {"text": panel.y_title, "font": {"size": 12}},
         "domain": [bottom, top],
         "anchor": f"x{suffix}",
@@ -116,10 +115,10 @@ def _yaxis(panel: Panel, suffix: str, top: float, bottom: float) -> dict[str, An
     return axis
 
 
-def _xaxis(chart: Chart, suffix: str, last: bool) -> dict[str, Any]:
+def _xaxis(chart: Chart, suffix: str, last: bool) -> dict[str, object]:
     """Every panel has its own x axis, all matching the first: zoom one, zoom all; only the bottom
     one shows its labels."""
-    axis: dict[str, Any] = {
+    axis: dict[str, object] = {
         "anchor": f"y{suffix}",
         "gridcolor": GRID,
         "zerolinecolor": GRID,
@@ -137,7 +136,9 @@ def _xaxis(chart: Chart, suffix: str, last: bool) -> dict[str, Any]:
     return axis
 
 
-def _reference_line(y: float, label: str, suffix: str, log: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+def _reference_line(
+    y: float, label: str, suffix: str, log: bool
+) -> tuple[dict[str, object], dict[str, object]]:
     shape = {
         "type": "line",
         "xref": "paper",
@@ -163,7 +164,7 @@ def _reference_line(y: float, label: str, suffix: str, log: bool) -> tuple[dict[
     return shape, note
 
 
-def _panel_title(text: str, top: float) -> dict[str, Any]:
+def _panel_title(text: str, top: float) -> dict[str, object]:
     """The group of cells a panel shows, above its top left corner."""
     return {
         "text": f"<b>{escape(text)}</b>",
@@ -178,7 +179,7 @@ def _panel_title(text: str, top: float) -> dict[str, Any]:
     }
 
 
-def _shade(chart: Chart) -> tuple[dict[str, Any], dict[str, Any]] | None:
+def _shade(chart: Chart) -> tuple[dict[str, object], dict[str, object]] | None:
     if chart.shade is None:
         return None
     x0, x1 = chart.shade
@@ -208,7 +209,7 @@ def _shade(chart: Chart) -> tuple[dict[str, Any], dict[str, Any]] | None:
     return rect, note
 
 
-def _legend(top: float) -> dict[str, Any]:
+def _legend(top: float) -> dict[str, object]:
     """Each panel's own legend, beside it on the right: the series of a panel are read together."""
     return {
         "x": 1.01,
@@ -221,14 +222,14 @@ def _legend(top: float) -> dict[str, Any]:
     }
 
 
-def figure(chart: Chart) -> dict[str, Any]:
+def figure(chart: Chart) -> dict[str, object]:
     """The Plotly figure of a chart."""
     n = len(chart.panels)
     height = (1.0 - PANEL_GAP * (n - 1)) / n
-    data: list[dict[str, Any]] = []
-    shapes: list[dict[str, Any]] = []
-    notes: list[dict[str, Any]] = []
-    layout: dict[str, Any] = {}
+    data: list[dict[str, object]] = []
+    shapes: list[dict[str, object]] = []
+    notes: list[dict[str, object]] = []
+    layout: dict[str, object] = {}
     for i, panel in enumerate(chart.panels):
         suffix = "" if i == 0 else str(i + 1)
         top = 1.0 - i * (height + PANEL_GAP)

@@ -1,0 +1,79 @@
+"""Typed reads of one key of a JSON object, for the parts of a stored document that are open-ended
+(an experiment's outcome, a role's counters): each reader returns the value only when it has the
+type asked for, so a reader never needs ``Any`` and a malformed value reads as absent.
+
+Values come back unchanged (an integer stays an integer), so what is read can be written again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TypeAlias
+
+JsonObject: TypeAlias = Mapping[str, object]
+"""A JSON object whose keys are not fixed by caplab's types (free-form counters, an outcome)."""
+
+EMPTY: JsonObject = {}
+
+
+def number(obj: JsonObject, key: str) -> float | None:
+    """A number (an integer stays one); None when absent, null, a boolean or not a number."""
+    value = obj.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return value
+
+
+def integer(obj: JsonObject, key: str) -> int | None:
+    value = obj.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def text(obj: JsonObject, key: str) -> str | None:
+    value = obj.get(key)
+    return value if isinstance(value, str) else None
+
+
+def flag(obj: JsonObject, key: str) -> bool | None:
+    value = obj.get(key)
+    return value if isinstance(value, bool) else None
+
+
+def truthy(obj: JsonObject, key: str) -> bool:
+    """The key's value as a condition: absent, null, 0 and empty are False."""
+    return bool(obj.get(key))
+
+
+def member(obj: JsonObject, key: str) -> JsonObject:
+    """A nested object; empty when absent or not an object."""
+    value = obj.get(key)
+    return as_object(value)
+
+
+def optional_member(obj: JsonObject, key: str) -> JsonObject | None:
+    """A nested object, or None when absent or not an object."""
+    value = obj.get(key)
+    return value if isinstance(value, Mapping) else None
+
+
+def members(obj: JsonObject, key: str) -> list[JsonObject]:
+    """A list of objects (items that are not objects are left out); empty when absent."""
+    return [as_object(v) for v in items(obj, key) if isinstance(v, Mapping)]
+
+
+def items(obj: JsonObject, key: str) -> list[object]:
+    """A list's items; empty when absent or not a list."""
+    value = obj.get(key)
+    return list(value) if isinstance(value, list | tuple) else []
+
+
+def strings(obj: JsonObject, key: str) -> list[str]:
+    """A list's items as text (a non-text item in words)."""
+    return [str(v) for v in items(obj, key)]
+
+
+def as_object(value: object) -> JsonObject:
+    """``value`` when it is a JSON object, else an empty one."""
+    if not isinstance(value, Mapping):
+        return EMPTY
+    return {str(k): v for k, v in value.items()}
