@@ -14,7 +14,6 @@ from typing import Any
 
 from caplab.analysis.cost import configuration_cost, priced_roles, prices_of
 from caplab.analysis.failover import Verdict, success_rate
-from caplab.analysis.recovery import Interval
 from caplab.collect import MetricsSource, RoleSpec, cell_resources, default_collectors
 from caplab.collect.base import ResourceSample
 from caplab.engine import (
@@ -29,7 +28,7 @@ from caplab.engine import (
     build_plan,
 )
 from caplab.engine import run as run_here
-from caplab.experiments.actions import ActionOutcome, TrialActions, recoveries, recovery_text
+from caplab.experiments.actions import TrialActions
 from caplab.experiments.base import (
     Experiment,
     Interrupted,
@@ -39,6 +38,7 @@ from caplab.experiments.base import (
     run_trial,
 )
 from caplab.experiments.capacity import CapacityExperiment, GeneratorSaturated, combine_replicates
+from caplab.experiments.failover import FailoverReading
 from caplab.experiments.fixed import FixedLoad
 from caplab.experiments.job import JobExperiment, PhaseFailed
 from caplab.profiles import CellHardware, ProfileError
@@ -47,7 +47,6 @@ from caplab.spec import Cell, Study, StudyConfig
 from caplab.store import CellRow, Store
 from caplab.study.baseline import baseline_line, storage_baseline, volume_baselines
 from caplab.study.environment import environment
-from caplab.study.failover import database_series, failover_line, judged_failover, ledger_entry
 from caplab.study.hardware import (
     Attacher,
     bind,
@@ -216,6 +215,14 @@ class CellRun:
         self.plan_runner = runner.plan_runner
         self.volume_baseline: dict[str, dict[str, Any]] = {}
         """fio on each of the cell's volumes, measured before its system started (first replicate)."""
+        self.failover = FailoverReading(
+            self.config.target.postgres if self.config.target else None,
+            self.config.recovery,
+            runner.study.directory,
+            note=lambda line: self.progress.note(line),
+            event=lambda line: runner.store.add_event(row.study_id, "action", line, cell_id=row.id),
+        )
+        """What each trial's actions, ledger and failover add to the cell's metrics."""
 
     def stop(self) -> None:
         if self.attacher is not None:
@@ -294,64 +301,16 @@ class CellRun:
             raise
         outcomes = actions.stop(finish_running=not record.result.interrupted) if actions else []
         record.kind = kind
-        in_cell = len(self.records)  # the trial's place across the cell's replicates, as _judged counts
-        if outcomes:
-            self._recovered(record, outcomes, in_cell)
-        series = self._databases(record)
-        ledger = self._ledger(record, in_cell, series)
-        if outcomes:
-            self._judged(series, outcomes, ledger)
+        for key, entries in self.failover.read(record, outcomes, len(self.records)).items():
+            self.summary.setdefault(key, []).extend(entries)  # len(self.records): across replicates
         self.keep(record)
         return record
-
-    def _databases(self, record: TrialRecord) -> dict[str, list[Interval]]:
-        pg = self.config.target.postgres if self.config.target else None
-        return database_series(record.result, pg.urls()[0]) if pg is not None else {}
-
-    def _judged(
-        self, series: dict[str, list[Interval]], outcomes: list[ActionOutcome], ledger: dict[str, Any] | None
-    ) -> None:
-        """The failover read database by database and, with a recovery SLO, judged (the cell's k/K)."""
-        pg = self.config.target.postgres if self.config.target else None
-        if pg is None:
-            return
-        trial = len(self.records) + 1  # across the cell's replicates
-        entry = judged_failover(self.config.recovery, series, outcomes, ledger, trial)
-        if entry is not None:
-            self.progress.note(f"trial {trial}: {failover_line(entry)}")
-            self.summary.setdefault("failover", []).append(entry)
-
-    def _ledger(
-        self, record: TrialRecord, index: int, series: dict[str, list[Interval]]
-    ) -> dict[str, Any] | None:
-        """With a ledger, what the trial acknowledged against what the database holds now: the
-        acknowledged transactions a failover lost, measured (a commit whose acknowledgement the
-        failure swallowed is held but not counted as acknowledged, so ``lost`` is a lower bound)."""
-        pg = self.config.target.postgres if self.config.target else None
-        if pg is None or not pg.ledger:
-            return None
-        directory = self.runner.study.directory
-        entry = ledger_entry(pg, directory / pg.passfile if pg.passfile else None, series, index)
-        self.summary.setdefault("ledger", []).append(entry)
-        self.progress.note(
-            f"trial {index + 1}: ledger: {entry['acknowledged']:,} transactions acknowledged, "
-            f"{entry['held']:,} held, {entry['lost']:,} lost"
-        )
-        return entry
 
     def _actions(self) -> TrialActions | None:
         if not self.config.actions:
             return None
         declared = self.config.sut.actions if self.config.sut else {}
         return TrialActions(self.config.actions, declared, self.runner.study.directory, sut_environment())
-
-    def _recovered(self, record: TrialRecord, outcomes: list[ActionOutcome], index: int) -> None:
-        """Each action's outcome as an event, and the load's recovery from it in the metrics."""
-        for outcome, entry in zip(outcomes, recoveries(record.result, outcomes), strict=True):
-            line = recovery_text(outcome, entry)
-            self.progress.note(f"trial {index + 1}: {line}")
-            self.runner.store.add_event(self.row.study_id, "action", line, cell_id=self.row.id)
-            self.summary.setdefault("recovery", []).append({"trial": index} | entry)
 
     def watch(self, snapshot: IntervalSnapshot, samples: list[ResourceSample]) -> bool:
         """Shows progress; stops the trial at once when the SUT has died (no point measuring
