@@ -147,7 +147,7 @@ class FailoverReading:
         if self.postgres is not None:
             series = database_series(record.result, self.postgres.urls()[0])
             ledger = self._ledger(self.postgres, series, index)
-            judged = judged_failover(self.recovery, series, outcomes, ledger, index) if outcomes else None
+            judged = judged_failover(self.recovery, series, outcomes, ledger, index)
             if judged is not None:
                 self.note(f"trial {index + 1}: {failover_line(judged)}")
             entries |= {"ledger": [ledger] if ledger else [], "failover": [judged] if judged else []}
