@@ -26,7 +26,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "collect": frozenset({"engine", "units"}),
     "store": frozenset({"collect", "engine", "units"}),
     "results": frozenset({"store"}),
-    "experiments": frozenset({"analysis", "cluster", "collect", "engine", "spec", "units"}),
+    "experiments": frozenset({"analysis", "cluster", "collect", "engine", "spec", "units", "workloads"}),
     "study": frozenset(
         {"analysis", "collect", "engine", "experiments", "profiles", "spec", "store", "units", "workloads"}
     ),
@@ -50,6 +50,16 @@ and trigger texts with grammar, the syntax analysis evaluates.)"""
 
 def test_caplab_follows_its_layering() -> None:
     assert violations(imports_of(PACKAGE), MAY_IMPORT, terminal="cli", may_import_from=MAY_IMPORT_FROM) == []
+
+
+def test_failover_is_an_experiment_like_the_others() -> None:
+    """A failover trial is read in experiments/failover.py alone (actions' recovery, per-database
+    series, ledger, verdict): the study and `caplab failover` both call it, so the two cannot drift
+    apart again into two meanings of "lost" or two numberings of trials."""
+    assert not (PACKAGE / "study" / "failover.py").exists()
+    units = imports_of(PACKAGE)
+    assert "cli/failover.py" in units["cli"].modules.get("experiments.failover", set())
+    assert "study/runner.py" in units["study"].modules.get("experiments.failover", set())
 
 
 ENGINE = {

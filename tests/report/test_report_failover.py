@@ -17,7 +17,8 @@ from caplab.report.model.types import Results
 
 
 def failover(trial: int, databases: int, max_s: float, success: bool) -> dict[str, Any]:
-    """A trial's ``failover`` entry as the runner stores it in the cell's metrics."""
+    """A trial's ``failover`` entry as the runner stores it in the cell's metrics (``trial``: its
+    0-based place in the cell)."""
     reasons = [] if success else ["1 database(s) never recovered: ag_3"]
     return {
         "trial": trial,
@@ -39,8 +40,8 @@ def failover(trial: int, databases: int, max_s: float, success: bool) -> dict[st
 def results(sizes: list[int]) -> Results:
     cells = []
     for index, n in enumerate(sizes):
-        entries = [failover(1, n, 0.01 * n, True), failover(2, n, 0.012 * n, index != 0)]
-        failures = [{"trial": "2", "reasons": entries[1]["verdict"]["reasons"]}] if index == 0 else []
+        entries = [failover(0, n, 0.01 * n, True), failover(1, n, 0.012 * n, index != 0)]
+        failures = [{"trial": "1", "reasons": entries[1]["verdict"]["reasons"]}] if index == 0 else []
         cells.append(
             {
                 "index": index,
@@ -71,6 +72,7 @@ def test_each_failover_trial_is_a_row_with_its_spread_and_verdict() -> None:
     table = database_recovery_table(results([50]))
     assert table is not None and len(table.rows) == 2
     row = {col.title: cell.text for col, cell in zip(table.columns, table.rows[1], strict=True)}
+    assert row["trial"] == "2", "stored 0-based, shown from 1 as the Recovery table does"
     assert row["databases"] == "50" and row["max"] == "0.60" and row["never back"] == "1"
     assert "never recovered" in row["verdict"]
 

@@ -12,7 +12,7 @@ from caplab.engine import (
     TargetInterval,
     TargetSeries,
 )
-from caplab.study.failover import database_name, database_series
+from caplab.experiments.failover import database_name, database_series
 
 URL = "postgresql://caplab@127.0.0.1:7600,127.0.0.1:7601/ag_{i}?target_session_attrs=read-write"
 NONE = LatencySummary(0, None, None, None, None, None, None, None)

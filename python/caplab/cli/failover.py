@@ -4,8 +4,9 @@ run during it at a time or when a condition holds (a switchover, a killed primar
 clients saw: the outage, the time to recover, the errors by kind, the throughput before and after,
 per database, the replication lag around it and, with a ledger, the acknowledged transactions lost.
 
-It is the study's failover trial (experiments/actions.py, study/failover.py) without a study file:
-the same actions, the same analysis, the same figures.
+It is the study's failover trial (experiments/actions.py, experiments/failover.py) without a study
+file: the same actions, the same per-database series, ledger (lost counted database by database)
+and verdict, the same figures. The one trial is trial 0 in what it stores, as a cell's first is.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from rich.console import Console
 from rich.live import Live
 
 from caplab import engine
-from caplab.analysis.recovery import Recovery
+from caplab.analysis.recovery import Interval, Recovery
 from caplab.analysis.trigger import TriggerError, trigger_for
 from caplab.cli import consoles, exits, render
 from caplab.cli.options import DURATION, request_fields, request_options
@@ -29,8 +30,14 @@ from caplab.collect import CollectorSet, PostgresCollector, ResourceSample, summ
 from caplab.engine import LoadSpec, OpenLoad, PlanError, TargetUnreachable, is_postgres
 from caplab.experiments.actions import ActionOutcome, TrialActions, recoveries
 from caplab.experiments.base import TrialRecord, run_trial
+from caplab.experiments.failover import (
+    database_series,
+    failover_line,
+    judged_failover,
+    ledger_entry,
+    ledger_line,
+)
 from caplab.spec import ActionSpec, RecoverySpec
-from caplab.study.failover import database_series, failover_line, judged_failover
 from caplab.study.sut import sut_environment
 from caplab.workloads.postgres import DatabaseProblem, ledger_rows, prepare, shown_url
 
@@ -242,22 +249,24 @@ def failover_report(
     if not is_postgres(url):
         return report
     series = database_series(result, url)
-    judged = judged_failover(recovery_slo, series, [outcome], None, 1)
+    counted = ledger_counted(url, series) if ledger and not result.interrupted else None
+    if counted is not None:
+        report["ledger"] = counted
+    judged = judged_failover(recovery_slo, series, [outcome], counted, 0)
     if judged is not None:
         report["databases"] = judged
     report["replication"] = replication(record.samples)
-    if ledger and not result.interrupted:
-        acknowledged = sum(i.completed for s in series.values() for i in s)
-        try:
-            held = ledger_rows(url, empty=True)
-            report["ledger"] = {
-                "acknowledged": acknowledged,
-                "held": held,
-                "lost": max(0, acknowledged - held),
-            }
-        except DatabaseProblem as e:
-            report["ledger"] = {"acknowledged": acknowledged, "error": str(e)}
     return report
+
+
+def ledger_counted(url: str, series: dict[str, list[Interval]]) -> dict[str, Any]:
+    """The study's ledger entry for the one trial (experiments/failover.py), or what was
+    acknowledged and why the ledger could not be read."""
+    try:
+        return ledger_entry([url], None, series, 0)
+    except DatabaseProblem as e:
+        acknowledged = sum(i.completed for s in series.values() for i in s)
+        return {"acknowledged": acknowledged, "error": str(e)}
 
 
 def replication(samples: list[ResourceSample]) -> dict[str, dict[str, Any]]:
@@ -321,7 +330,8 @@ def failover_lines(report: dict[str, Any], outcome: ActionOutcome) -> list[str]:
     if "ledger" in report:
         led = report["ledger"]
         lines.append(
-            f"ledger: {led['acknowledged']:,} transactions acknowledged, "
-            + (f"{led['held']:,} held, {led['lost']:,} lost" if "held" in led else led["error"])
+            ledger_line(led)
+            if "held" in led
+            else f"ledger: {led['acknowledged']:,} transactions acknowledged, {led['error']}"
         )
     return lines

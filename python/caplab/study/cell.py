@@ -11,6 +11,7 @@ from typing import Any
 from caplab.collect import MetricsSource, RoleSpec, default_collectors
 from caplab.collect.base import ResourceSample
 from caplab.engine import IntervalSnapshot, LoadSpec, Plan, build_plan
+from caplab.experiments.actions import TrialActions
 from caplab.experiments.base import (
     Interrupted,
     PlanRunner,
@@ -19,13 +20,13 @@ from caplab.experiments.base import (
     TrialRecord,
     run_trial,
 )
-from caplab.study.cell_failover import TrialFailover
+from caplab.experiments.failover import FailoverReading
 from caplab.study.load import load_spec_for
 from caplab.study.observer import StudyObserver
 from caplab.study.oom import OomWatch
 from caplab.study.plan import CellPlan
 from caplab.study.recorder import CellRecorder
-from caplab.study.sut import SutFailed
+from caplab.study.sut import SutFailed, sut_environment
 from caplab.study.system import RunningSystem
 
 
@@ -55,7 +56,15 @@ class CellRun:
         self.metrics: MetricsSource | None = plan.collectors.metrics
         c = plan.collectors
         self._collectors = default_collectors(self.roles, c.metrics, list(c.databases), dict(c.hosts))
-        self.failover = TrialFailover(plan.config, plan.directory, progress, recorder, self.summary)
+        config = plan.config
+        self.failover = FailoverReading(
+            config.target.postgres if config.target else None,
+            config.recovery,
+            plan.directory,
+            note=progress.note,
+            event=lambda line: recorder.event("action", line),
+        )
+        """What each trial's actions, ledger and failover add to the replicate's summary."""
 
     @property
     def collectors(self) -> SamplerSet:
@@ -71,7 +80,7 @@ class CellRun:
 
     def trial(self, plan: Plan, index: int, kind: str) -> TrialRecord:
         self.progress.trial_started(index, self.cell_plan.experiment.repeat, plan)
-        actions = self.failover.actions()
+        actions = self._actions()
         try:
             watch = actions.watching(self.watch) if actions else self.watch  # conditions see each interval
             record = run_trial(
@@ -83,9 +92,18 @@ class CellRun:
             raise
         outcomes = actions.stop(finish_running=not record.result.interrupted) if actions else []
         record.kind = kind
-        self.failover.read(record, outcomes, len(self.records))
+        for key, entries in self.failover.read(record, outcomes, len(self.records)).items():
+            self.summary.setdefault(key, []).extend(entries)  # len(self.records): across replicates
         self.keep(record)
         return record
+
+    def _actions(self) -> TrialActions | None:
+        """The study's actions for one trial, or None for a study without any."""
+        config = self.cell_plan.config
+        if not config.actions:
+            return None
+        declared = config.sut.actions if config.sut else {}
+        return TrialActions(config.actions, declared, self.cell_plan.directory, sut_environment())
 
     def watch(self, snapshot: IntervalSnapshot, samples: list[ResourceSample]) -> bool:
         """Shows progress; stops the trial at once when the SUT has died (no point measuring

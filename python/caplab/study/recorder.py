@@ -59,7 +59,8 @@ def cell_figures(
     over the replicates, the failovers' success rate, its hardware and its price."""
     metrics = {**cell_metrics([r.result for r in records]), **combine_replicates(summaries)}
     failovers = [f for f in metrics.get("failover", []) if "verdict" in f]
-    if judged := [(str(f["trial"]), Verdict(**f["verdict"])) for f in failovers]:
+    # A failure is labelled by the trial's number as a reader counts (the entry's 0-based + 1).
+    if judged := [(str(f["trial"] + 1), Verdict(**f["verdict"])) for f in failovers]:
         metrics["success"] = success_rate(judged).as_dict()  # k/K over the cell's failovers
     if hardware is not None:
         metrics["hardware"] = hardware | ({"volume_baseline": volume_baseline} if volume_baseline else {})

@@ -58,7 +58,7 @@ def database_recovery_table(results: Results) -> Table | None:
                 [
                     num_cell(c["index"], str(c["index"])),
                     *_factor_cells(results, c),
-                    num_cell(f["trial"], str(f["trial"])),
+                    num_cell(f["trial"] + 1, str(f["trial"] + 1)),  # stored 0-based, shown from 1
                     text_cell(f["action"]),
                     num_cell(f["databases"], u.num(f["databases"])),
                     _seconds(f["group_s"]),
@@ -106,7 +106,7 @@ def success_table(results: Results) -> Table | None:
         s = c["success"]
         if s is None:
             continue
-        why = "; ".join(f"trial {f['trial']}: {', '.join(f['reasons'])}" for f in s["failures"])
+        why = "; ".join(f"trial {int(f['trial']) + 1}: {', '.join(f['reasons'])}" for f in s["failures"])
         tone = "good" if s["successes"] == s["trials"] else "bad"
         rows.append(
             [

@@ -231,7 +231,7 @@ def recovery_table(results: Results) -> Table | None:
                 [
                     num_cell(c["index"], str(c["index"])),
                     *_factor_cells(results, c),
-                    num_cell(r["trial"] + 1, str(r["trial"] + 1)),
+                    num_cell(r["trial"] + 1, str(r["trial"] + 1)),  # stored 0-based, shown from 1
                     text_cell(r["action"]),
                     num_cell(r["at_s"], u.num(r["at_s"])),
                     num_cell(r["took_s"], u.num(r["took_s"])),

@@ -1,0 +1,179 @@
+"""A failover trial read, in one place for the study and `caplab failover`: each action's outcome
+and the load's recovery from it, each database's recovery from the fault (from the per-target
+interval series), the ledger counted database by database, and the trial judged against the
+recovery SLO — what a cell's k/K is made of.
+
+Every stored ``trial`` (in the recovery, ledger and failover entries) is the trial's 0-based place
+in its cell, across the cell's replicates; whatever shows one to a reader adds 1 ("trial 1")."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from caplab.analysis.failover import GroupRecovery, group_recovery, judge, reported_seconds
+from caplab.analysis.recovery import Interval
+from caplab.engine import RunResult
+from caplab.experiments.actions import ActionOutcome, recoveries, recovery_text
+from caplab.experiments.base import TrialRecord
+from caplab.spec import PostgresTargetSpec, RecoverySpec
+from caplab.workloads.postgres import ledger_rows, shown_url
+
+
+def database_name(url: str) -> str:
+    """A libpq URL's database (``…/ag_7?target_session_attrs=…`` → ``ag_7``): what a reader calls it."""
+    path = url.split("://", 1)[-1].partition("/")[2]
+    return path.partition("?")[0] or shown_url(url)
+
+
+def database_series(result: RunResult, url: str) -> dict[str, list[Interval]]:
+    """Each database's interval series by its name: the run's own for one target (``url``), else one
+    per target, places in the round-robin that name one database added together."""
+    if not result.per_target:
+        only = [Interval(i.start_s, i.end_s, i.completed, i.errors) for i in result.intervals]
+        return {database_name(url): only}
+    merged: dict[str, dict[tuple[float, float], list[int]]] = {}
+    for target in result.per_target:
+        slots = merged.setdefault(database_name(target.label), {})
+        for i in target.intervals:
+            counts = slots.setdefault((i.start_s, i.end_s), [0, 0])
+            counts[0] += i.completed
+            counts[1] += i.errors
+    return {
+        label: [Interval(start, end, done, errors) for (start, end), (done, errors) in sorted(slots.items())]
+        for label, slots in merged.items()
+    }
+
+
+def ledger_entry(
+    urls: list[str], passfile: Path | None, series: dict[str, list[Interval]], index: int
+) -> dict[str, Any]:
+    """What the trial acknowledged against what each database (one per URL) holds now, every
+    ledger emptied for the next trial. Lost is counted database by database: a surplus on one (a
+    commit whose acknowledgement the failure swallowed) hides no loss on another. Raises
+    DatabaseProblem when a ledger cannot be read."""
+    acknowledged = held = lost = 0
+    lost_in: list[str] = []
+    for url in urls:
+        name = database_name(url)
+        done = sum(i.completed for i in series.get(name, []))  # the warm-up wrote rows too
+        rows = ledger_rows(url, passfile, empty=True)
+        acknowledged, held = acknowledged + done, held + rows
+        if done > rows:
+            lost += done - rows
+            lost_in.append(name)
+    entry: dict[str, Any] = {"trial": index, "acknowledged": acknowledged, "held": held, "lost": lost}
+    return entry | ({"lost_in": lost_in} if lost_in else {})
+
+
+def judged_failover(
+    spec: RecoverySpec | None,
+    series: dict[str, list[Interval]],
+    outcomes: list[ActionOutcome],
+    ledger: dict[str, Any] | None,
+    trial: int,
+) -> dict[str, Any] | None:
+    """The trial's first action that ran, read per database and judged: ``{"trial", "action",
+    "recovery": GroupRecovery, "verdict"}`` (no verdict without a recovery SLO); None when no
+    action ran. ``trial`` is the trial's 0-based place in its cell."""
+    ran = next((o for o in outcomes if o.started_s is not None), None)
+    if ran is None or ran.started_s is None:
+        return None
+    recovery: GroupRecovery = group_recovery(series, ran.started_s, reported_seconds(ran.reported))
+    entry: dict[str, Any] = {"trial": trial, "action": ran.name, "recovery": recovery.as_dict()}
+    if spec is not None:
+        lost = ledger.get("lost") if ledger else None
+        entry["verdict"] = judge(recovery, spec.within, lost, spec.lossless, ran.ok).as_dict()
+    return entry
+
+
+def failover_line(entry: dict[str, Any]) -> str:
+    """One line per judged trial, for the progress display and the events."""
+    r = entry["recovery"]
+    count = len(r["databases"])
+    group = f"group writable after {r['group_s']:.2f} s; " if r["group_s"] is not None else ""
+    spread = (
+        f"databases back p50 {r['p50_s']:.1f} s, p95 {r['p95_s']:.1f} s, max {r['max_s']:.1f} s"
+        if r["max_s"] is not None
+        else "no database came back"
+    )
+    missing = f"; {len(r['not_recovered'])} of {count} not back by the end" if r["not_recovered"] else ""
+    verdict = entry.get("verdict")
+    judged = (
+        ""
+        if verdict is None
+        else "; success"
+        if verdict["success"]
+        else "; failed: " + "; ".join(verdict["reasons"])
+    )
+    return (
+        f"{entry['action']}: {group}{spread} (± {r['resolution_s']:g} s, {count} databases){missing}{judged}"
+    )
+
+
+def ledger_line(entry: dict[str, Any]) -> str:
+    """The ledger in words, for the progress display and `caplab failover`."""
+    return (
+        f"ledger: {entry['acknowledged']:,} transactions acknowledged, "
+        f"{entry['held']:,} held, {entry['lost']:,} lost"
+    )
+
+
+@dataclass(frozen=True)
+class FailoverReading:
+    """What a study's cell makes of each trial once it has ended: each action's outcome (noted and
+    recorded as an event) with the load's recovery from it; with a PostgreSQL target, the ledger
+    (when it has one) and the first action read database by database and judged. ``read`` returns
+    the entries by the cell metrics' keys (``recovery``, ``ledger``, ``failover``), for the runner
+    to store."""
+
+    postgres: PostgresTargetSpec | None
+    recovery: RecoverySpec | None
+    directory: Path
+    """The study's directory: a target's passfile is named relative to it."""
+    note: Callable[[str], object]
+    """Shows a progress line."""
+    event: Callable[[str], object]
+    """Records an action's outcome as one of the cell's events."""
+
+    def read(
+        self, record: TrialRecord, outcomes: list[ActionOutcome], index: int
+    ) -> dict[str, list[dict[str, Any]]]:
+        """The trial at 0-based ``index`` in its cell (across its replicates), its actions'
+        ``outcomes`` (none for a trial without actions): the entries it adds to the cell."""
+        entries = {"recovery": self._recovered(record, outcomes, index)}
+        if self.postgres is not None:
+            series = database_series(record.result, self.postgres.urls()[0])
+            ledger = self._ledger(self.postgres, series, index)
+            judged = judged_failover(self.recovery, series, outcomes, ledger, index)
+            if judged is not None:
+                self.note(f"trial {index + 1}: {failover_line(judged)}")
+            entries |= {"ledger": [ledger] if ledger else [], "failover": [judged] if judged else []}
+        return {key: found for key, found in entries.items() if found}
+
+    def _recovered(
+        self, record: TrialRecord, outcomes: list[ActionOutcome], index: int
+    ) -> list[dict[str, Any]]:
+        """Each action's outcome as an event, and the load's recovery from it."""
+        entries = []
+        for outcome, entry in zip(outcomes, recoveries(record.result, outcomes), strict=True):
+            line = recovery_text(outcome, entry)
+            self.note(f"trial {index + 1}: {line}")
+            self.event(line)
+            entries.append({"trial": index} | entry)
+        return entries
+
+    def _ledger(
+        self, pg: PostgresTargetSpec, series: dict[str, list[Interval]], index: int
+    ) -> dict[str, Any] | None:
+        """With a ledger, what the trial acknowledged against what the databases hold now: the
+        acknowledged transactions a failover lost, measured (a commit whose acknowledgement the
+        failure swallowed is held but not counted as acknowledged, so ``lost`` is a lower bound)."""
+        if not pg.ledger:
+            return None
+        passfile = self.directory / pg.passfile if pg.passfile else None
+        entry = ledger_entry(pg.urls(), passfile, series, index)
+        self.note(f"trial {index + 1}: {ledger_line(entry)}")
+        return entry
