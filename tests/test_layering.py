@@ -59,7 +59,7 @@ def test_failover_is_an_experiment_like_the_others() -> None:
     assert not (PACKAGE / "study" / "failover.py").exists()
     units = imports_of(PACKAGE)
     assert "cli/failover.py" in units["cli"].modules.get("experiments.failover", set())
-    assert "study/runner.py" in units["study"].modules.get("experiments.failover", set())
+    assert "study/cell.py" in units["study"].modules.get("experiments.failover", set())  # CellRun.trial
 
 
 ENGINE = {
