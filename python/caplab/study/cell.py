@@ -6,7 +6,6 @@ is started afresh."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from caplab.collect import MetricsSource, RoleSpec, default_collectors
 from caplab.collect.base import ResourceSample
@@ -19,6 +18,7 @@ from caplab.experiments.base import (
     TrialRecord,
     run_trial,
 )
+from caplab.json_types import JsonDict
 from caplab.study.cell_failover import TrialFailover
 from caplab.study.load import load_spec_for
 from caplab.study.observer import StudyObserver
@@ -49,7 +49,7 @@ class CellRun:
         self.plan_runner = plan_runner
         self.records = kept
         """Every trial of the cell so far, across its replicates (shared by their runs)."""
-        self.summary: dict[str, Any] = {}
+        self.summary: JsonDict = {}
         self.oom = OomWatch(system.hw)
         self.roles: list[RoleSpec] = system.roles()
         self.metrics: MetricsSource | None = plan.collectors.metrics
