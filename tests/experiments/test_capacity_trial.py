@@ -89,7 +89,7 @@ def test_generator_saturation_stops_the_search_without_a_capacity(
 
     monkeypatch.setattr(probe_module, "build_plan", strict_plan)
     seen: list[Any] = []
-    doc = find_capacity(
+    doc: dict[str, Any] = find_capacity(
         LoadSpec(url=f"http://{plain_server.address}/"),
         FindSettings(slos=("p99<=1s",), trial=SHORT, confirm=SHORT, repeats=1),
         roles=[],
@@ -121,7 +121,7 @@ def test_a_single_generator_stall_is_repeated_and_the_search_goes_on(
 
     monkeypatch.setattr(probe_module, "build_plan", first_plan_strict)
     seen: list[Any] = []
-    doc = find_capacity(
+    doc: dict[str, Any] = find_capacity(
         LoadSpec(url=f"http://{plain_server.address}/"),
         FindSettings(slos=("p99<=1s",), trial=SHORT, confirm=SHORT, repeats=1, maximum=200),
         roles=[],
