@@ -239,11 +239,7 @@ def replicated(answers: list[CapacityAnswer]) -> tuple[CapacityAnswer, dict[str,
     the rule a study combines its replicates with. Returns the answer and its ``--json`` document."""
     if len(answers) == 1:
         return answers[0], answers[0].to_dict()
-    summaries = []
-    for answer in answers:
-        doc = answer.to_dict()
-        summaries.append({"capacity": doc, "search_trials": doc.pop("trials"), "limit": doc.pop("limit")})
-    combined = combine_replicates(summaries)
+    combined = combine_replicates([answer.outcome() for answer in answers])
     capacity = member(combined, "capacity")
     # One of the answers' own limits, passed through unchanged: a Limit or None.
     limit = cast("Limit | None", combined.get("limit"))

@@ -99,6 +99,13 @@ class CapacityAnswer:
             "unstable": self.unstable,
         }
 
+    def outcome(self) -> JsonDict:
+        """What a searched cell's replicate adds to its summary: the answer as ``capacity``, its
+        trials as ``search_trials`` and its ``limit`` beside it (the shape replicates merge)."""
+        doc = self.to_dict()
+        trials, limit = doc.pop("trials"), doc.pop("limit")
+        return {"capacity": doc, "search_trials": trials, "limit": limit}
+
 
 def find_capacity(
     base: LoadSpec,
