@@ -18,19 +18,35 @@ PACKAGE = Path(caplab.__file__).parent
 MAY_IMPORT: dict[str, frozenset[str]] = {
     "_engine": frozenset(),
     "units": frozenset(),
+    # JSON's type names: a leaf, so experiments (which write outcomes) and store (which reads them)
+    # share them without importing each other.
+    "json_types": frozenset(),
     "grammar": frozenset({"units"}),
     "engine": frozenset({"_engine", "units"}),
     "cluster": frozenset({"engine", "units"}),
     "analysis": frozenset({"engine", "grammar", "units"}),
     "spec": frozenset({"grammar", "profiles", "units"}),
     "collect": frozenset({"engine", "units"}),
-    "store": frozenset({"collect", "engine", "units"}),
+    "store": frozenset({"collect", "engine", "json_types", "units"}),
     "results": frozenset({"store"}),
-    "experiments": frozenset({"analysis", "cluster", "collect", "engine", "spec", "units", "workloads"}),
-    "study": frozenset(
-        {"analysis", "collect", "engine", "experiments", "profiles", "spec", "store", "units", "workloads"}
+    "experiments": frozenset(
+        {"analysis", "cluster", "collect", "engine", "json_types", "spec", "units", "workloads"}
     ),
-    "report": frozenset({"analysis", "collect", "engine", "store", "units"}),
+    "study": frozenset(
+        {
+            "analysis",
+            "collect",
+            "engine",
+            "experiments",
+            "json_types",
+            "profiles",
+            "spec",
+            "store",
+            "units",
+            "workloads",
+        }
+    ),
+    "report": frozenset({"analysis", "collect", "engine", "json_types", "store", "units"}),
     "profiles": frozenset({"_engine", "units"}),
     "workloads": frozenset(),
     "systems": frozenset(),

@@ -16,10 +16,16 @@ from caplab.engine import LoadSpec, Plan, build_plan
 from caplab.experiments.base import TrialRecord
 from caplab.experiments.capacity import trial as probe_module
 from caplab.experiments.capacity.answer import FindSettings, find_capacity
-from caplab.experiments.capacity.search import SearchOutcome
+from caplab.experiments.capacity.search import Probe, SearchOutcome
 from caplab.experiments.capacity.trial import NO_BACKLOG, TrialLength, TrialProber
 from caplab.systems.process import RunningServer
 from support.capacity_probes import interval, run_result
+
+
+def details(p: Probe) -> dict[str, Any]:
+    """A trial's record beside its verdict, as the tests read it (their JSON values as set)."""
+    return p.details
+
 
 SHORT = TrialLength(1.0, 0.2)
 
@@ -62,7 +68,7 @@ def test_a_trial_within_the_slo_passes_with_its_details(plain_server: RunningSer
     assert p.reasons == []
     assert p.throughput == pytest.approx(200.0, rel=0.02)
     assert p.p99_ms is not None
-    d = p.to_dict()
+    d: dict[str, Any] = p.to_dict()
     for key in ("phase", "load", "passed", "reasons", "offered_rate", "sent", "verdicts", "consistency"):
         assert key in d, key
     assert [v["slo"] for v in d["verdicts"]] == ["p99<=500ms", "errors<=0.1%", NO_BACKLOG]
@@ -89,7 +95,7 @@ def test_generator_saturation_stops_the_search_without_a_capacity(
 
     monkeypatch.setattr(probe_module, "build_plan", strict_plan)
     seen: list[Any] = []
-    doc = find_capacity(
+    doc: dict[str, Any] = find_capacity(
         LoadSpec(url=f"http://{plain_server.address}/"),
         FindSettings(slos=("p99<=1s",), trial=SHORT, confirm=SHORT, repeats=1),
         roles=[],
@@ -121,7 +127,7 @@ def test_a_single_generator_stall_is_repeated_and_the_search_goes_on(
 
     monkeypatch.setattr(probe_module, "build_plan", first_plan_strict)
     seen: list[Any] = []
-    doc = find_capacity(
+    doc: dict[str, Any] = find_capacity(
         LoadSpec(url=f"http://{plain_server.address}/"),
         FindSettings(slos=("p99<=1s",), trial=SHORT, confirm=SHORT, repeats=1, maximum=200),
         roles=[],
@@ -167,8 +173,8 @@ def replay(monkeypatch: pytest.MonkeyPatch, cpu_in_window: float, cpu_after: flo
 def test_replayed_trial_without_a_drain_sample_reads_the_window(monkeypatch: pytest.MonkeyPatch) -> None:
     replay(monkeypatch, cpu_in_window=85.0, cpu_after=85.0)
     p = prober_for("http://h/", "cpu[server]<=80%", roles=[RoleSpec("server", pid=1)])(400.0, "bisect")
-    assert p.details["resources"]["server"]["cpu_percent"] == pytest.approx(85.0)
-    assert p.details["busiest"] == {"resource": "cpu:server", "utilization": pytest.approx(0.85)}
+    assert details(p)["resources"]["server"]["cpu_percent"] == pytest.approx(85.0)
+    assert details(p)["busiest"] == {"resource": "cpu:server", "utilization": pytest.approx(0.85)}
     assert not p.passed
     assert "cpu[server]<=80%: 85% fails <= 80%" in p.reasons
 
@@ -177,8 +183,8 @@ def test_resources_exclude_the_sample_after_the_window(monkeypatch: pytest.Monke
     replay(monkeypatch, cpu_in_window=85.0, cpu_after=0.0)
     prober = prober_for("http://h/", "cpu[server]<=80%", roles=[RoleSpec("server", pid=1)])
     p = prober(400.0, "bisect")
-    assert p.details["resources"]["server"]["cpu_percent"] == pytest.approx(85.0)
-    assert p.details["busiest"]["utilization"] == pytest.approx(0.85)
+    assert details(p)["resources"]["server"]["cpu_percent"] == pytest.approx(85.0)
+    assert details(p)["busiest"]["utilization"] == pytest.approx(0.85)
     assert not p.passed, "the server was 85 % busy: cpu[server]<=80% fails"
 
 

@@ -45,8 +45,9 @@ def test_a_cell_is_compiled_into_its_hardware_sut_experiment_and_price(tmp_path:
     assert plan.hardware.workdir == tmp_path / ".caplab-hardware" / "cell-1"
     assert [r.name for r in plan.sut.roles] == ["app"]
     assert plan.experiment.kind == "fixed" and plan.experiment.window == (2.0, 10.0)
-    assert plan.prices["cost"]["total"] == 1200.0
-    assert plan.prices["ratings"]["data"]["class"] == "ssd"
+    prices: dict[str, Any] = dict(plan.prices)
+    assert prices["cost"]["total"] == 1200.0
+    assert prices["ratings"]["data"]["class"] == "ssd"
 
 
 def test_a_plan_cannot_change_and_is_bound_to_the_hardware_once_made(tmp_path: Path) -> None:

@@ -9,13 +9,14 @@ import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import click
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from caplab.analysis.limit import Limit
 from caplab.analysis.scaling import FitJudgement, judge_fit
 from caplab.analysis.slo import SloError, parse_slo
 from caplab.analysis.usl import UslFit, fit_usl
@@ -35,6 +36,8 @@ from caplab.experiments.capacity import (
     combine_replicates,
     find_capacity,
 )
+from caplab.json_types import member, number, pair
+from caplab.json_types import text as json_text
 from caplab.spec import SpecError
 from caplab.workloads.postgres import DatabaseProblem
 
@@ -236,24 +239,21 @@ def replicated(answers: list[CapacityAnswer]) -> tuple[CapacityAnswer, dict[str,
     the rule a study combines its replicates with. Returns the answer and its ``--json`` document."""
     if len(answers) == 1:
         return answers[0], answers[0].to_dict()
-    summaries = []
-    for answer in answers:
-        doc = answer.to_dict()
-        summaries.append({"capacity": doc, "search_trials": doc.pop("trials"), "limit": doc.pop("limit")})
-    combined = combine_replicates(summaries)
-    capacity = combined["capacity"]
-    ci95 = capacity["ci95"]
+    combined = combine_replicates([answer.outcome() for answer in answers])
+    capacity = member(combined, "capacity")
+    # One of the answers' own limits, passed through unchanged: a Limit or None.
+    limit = cast("Limit | None", combined.get("limit"))
     answer = replace(
         answers[-1],
-        found=bool(capacity["found"]),
-        message=capacity["message"],
-        generator_saturated=bool(capacity["generator_saturated"]),
-        capacity_at_least=capacity["capacity_at_least"],
-        capacity_rps=capacity["capacity_rps"],
-        capacity_users=capacity["capacity_users"],
-        ci95=(ci95[0], ci95[1]) if ci95 else None,
-        search_s=capacity["search_s"],
-        limit=combined["limit"],
+        found=bool(capacity.get("found")),
+        message=json_text(capacity, "message"),
+        generator_saturated=bool(capacity.get("generator_saturated")),
+        capacity_at_least=number(capacity, "capacity_at_least"),
+        capacity_rps=number(capacity, "capacity_rps"),
+        capacity_users=number(capacity, "capacity_users"),
+        ci95=pair(capacity, "ci95"),
+        search_s=number(capacity, "search_s"),
+        limit=limit,
         trials=[p for a in answers for p in a.trials],
         replicate_count=len(answers),
     )

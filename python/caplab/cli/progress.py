@@ -18,6 +18,8 @@ from caplab.cli.render import fmt_ms
 from caplab.collect.base import ResourceSample
 from caplab.collect.summary import summarize
 from caplab.engine import IntervalSnapshot, OpenLoad, Plan, RunResult
+from caplab.json_types import JsonObject, member, number
+from caplab.json_types import text as json_text
 from caplab.spec import Cell, Study
 from caplab.store import CellRow
 from caplab.store.urls import scrub
@@ -101,20 +103,20 @@ class StudyProgress:
         self,
         cell: Cell,
         status: str,
-        metrics: dict[str, Any],
-        resources: dict[str, Any],
+        metrics: JsonObject,
+        resources: JsonObject,
         reason: str | None = None,
     ) -> None:
         if status == "complete" and _no_capacity(metrics):
             line = Text(f"{self.header}: ")
             line.append("no capacity found", style="yellow")
-            line.append(f": {metrics['capacity'].get('message', '')}")
+            line.append(f": {json_text(member(metrics, 'capacity'), 'message') or ''}")
             self.console.print(line)
         elif status == "complete" and "job" in metrics:
-            self.console.print(f"{self.header}: [green]complete[/] {job_note(metrics['job'])}")
+            self.console.print(f"{self.header}: [green]complete[/] {job_note(dict(member(metrics, 'job')))}")
         elif status == "complete":
-            p99 = (metrics.get("latency_ms") or {}).get("p99")
-            note = f"{metrics.get('throughput', 0):,.1f}/s, p99 {fmt_ms(p99)}"
+            p99 = number(member(metrics, "latency_ms"), "p99")
+            note = f"{number(metrics, 'throughput') or 0:,.1f}/s, p99 {fmt_ms(p99)}"
             self.console.print(f"{self.header}: [green]complete[/] {note}")
         else:
             # The reason is the SUT's own output: printed as text, never read as markup.
@@ -290,9 +292,9 @@ def _on_profiles(cells: list[dict[str, Any]], roles: list[str]) -> bool:
     return any(((c.get("resources") or {}).get(r) or {}).get("quota_cpus") for c in cells for r in roles)
 
 
-def _no_capacity(metrics: dict[str, Any]) -> bool:
+def _no_capacity(metrics: JsonObject) -> bool:
     """A searched cell whose search ended without a capacity (it completed, but has no figure)."""
-    search = metrics.get("capacity") or {}
+    search = member(metrics, "capacity")
     return bool(search) and not search.get("found")
 
 

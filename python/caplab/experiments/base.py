@@ -15,6 +15,7 @@ from caplab.collect.base import ResourceSample
 from caplab.engine import IntervalSnapshot, Plan, RunResult, run
 from caplab.experiments.alongside import PlanRunner as PlanRunner
 from caplab.experiments.alongside import run_alongside
+from caplab.json_types import JsonDict
 
 if TYPE_CHECKING:
     from caplab.collect import MetricsSource, RoleSpec
@@ -86,7 +87,7 @@ class CellContext(Protocol):
 
     roles: list[RoleSpec]
     metrics: MetricsSource | None
-    summary: dict[str, Any]
+    summary: JsonDict
     progress: Any
     plan_runner: PlanRunner
     """What runs each trial's plan: the engine here, or load agents on a cluster."""

@@ -24,12 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from caplab.analysis.limit import find_limit
+from caplab.analysis.limit import Limit, find_limit
 from caplab.analysis.replicates import t_interval
 from caplab.collect.base import ResourceSample
 from caplab.collect.prometheus import scrape
 from caplab.collect.summary import cell_resources, summarize
 from caplab.experiments.base import CellContext, Interrupted, SamplerSet, TrialRecord
+from caplab.json_types import JsonDict
 from caplab.spec import CounterItems, JobSpec, PhaseSpec
 from caplab.units import scrub
 
@@ -146,7 +147,7 @@ class JobExperiment:
                     if done.status != "complete":
                         raise PhaseFailed(failure(done, phase))
         finally:
-            ctx.summary["job"] = job_metrics(self.job, runs, self.roles)
+            ctx.summary["job"] = job_metrics(self.job, runs, self.roles).to_json()
         return []
 
     def _untimed(self, step: str, command: str) -> None:
@@ -207,39 +208,77 @@ def phase_line(run: PhaseRun) -> str:
     return f"phase {run.name}: {run.status} in {run.wall_s:.2f}s{rate}"
 
 
-def job_metrics(job: JobSpec, runs: list[PhaseRun], roles: list[str]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class PhaseFigures:
+    """One phase over the job's repeats: its items/s mean with the t-interval over repeats, each
+    run, the resources in its windows and the limit at that rate."""
+
+    items: int | dict[str, str] | None
+    items_per_s: float | None
+    ci95: tuple[float, float] | None
+    wall_s: float | None
+    runs: tuple[PhaseRun, ...]
+    resources: dict[str, dict[str, float]]
+    limit: Limit | None
+
+    def to_json(self) -> JsonDict:
+        return {
+            "items": self.items,
+            "items_per_s": self.items_per_s,
+            "ci95": list(self.ci95) if self.ci95 else None,
+            "wall_s": self.wall_s,
+            "runs": [_run_json(r) for r in self.runs],
+            "resources": self.resources,
+            "limit": self.limit,
+        }
+
+
+def _run_json(r: PhaseRun) -> JsonDict:
+    return {
+        "repeat": r.repeat,
+        "wall_s": r.wall_s,
+        "items": r.items,
+        "items_per_s": r.items_per_s,
+        "status": r.status,
+        "exit_code": r.exit_code,
+        "output": r.output,
+    }
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    """What a job cell measured (its summary's ``job``): each phase's figures, and the resources
+    over every phase (which the recorder moves to the cell's resources)."""
+
+    phases: dict[str, PhaseFigures]
+    repeat: int
+    resources: dict[str, dict[str, float]]
+
+    def to_json(self) -> JsonDict:
+        phases = {name: figures.to_json() for name, figures in self.phases.items()}
+        return {"phases": phases, "repeat": self.repeat, "resources": self.resources}
+
+
+def job_metrics(job: JobSpec, runs: list[PhaseRun], roles: list[str]) -> JobOutcome:
     """Per phase: each run, the items/s mean with its t-interval over repeats, the resources in
     its window and the limit at that rate."""
-    phases: dict[str, Any] = {}
-    for phase in job.phases:
-        mine = [r for r in runs if r.name == phase.name]
-        rates = [r.items_per_s for r in mine if r.status == "complete" and r.items_per_s is not None]
-        samples = [s for r in mine for s in r.samples]
-        mean = statistics.fmean(rates) if rates else None
-        estimate = t_interval(rates) if len(rates) >= 2 else None
-        scopes = summarize(samples) if samples else {}
-        limit = find_limit(mean, scopes, roles) if mean and scopes else None
-        phases[phase.name] = {
-            "items": {"counter": phase.items.counter}
-            if isinstance(phase.items, CounterItems)
-            else phase.items,
-            "items_per_s": mean,
-            "ci95": [estimate.low, estimate.high] if estimate else None,
-            "wall_s": statistics.fmean(r.wall_s for r in mine) if mine else None,
-            "runs": [
-                {
-                    "repeat": r.repeat,
-                    "wall_s": r.wall_s,
-                    "items": r.items,
-                    "items_per_s": r.items_per_s,
-                    "status": r.status,
-                    "exit_code": r.exit_code,
-                    "output": r.output,
-                }
-                for r in mine
-            ],
-            "resources": cell_resources(samples) if samples else {},
-            "limit": limit,
-        }
+    phases = {p.name: _phase_figures(p, [r for r in runs if r.name == p.name], roles) for p in job.phases}
     every = [s for r in runs for s in r.samples]
-    return {"phases": phases, "repeat": job.repeat, "resources": cell_resources(every) if every else {}}
+    return JobOutcome(phases, job.repeat, cell_resources(every) if every else {})
+
+
+def _phase_figures(phase: PhaseSpec, mine: list[PhaseRun], roles: list[str]) -> PhaseFigures:
+    rates = [r.items_per_s for r in mine if r.status == "complete" and r.items_per_s is not None]
+    samples = [s for r in mine for s in r.samples]
+    mean = statistics.fmean(rates) if rates else None
+    estimate = t_interval(rates) if len(rates) >= 2 else None
+    scopes = summarize(samples) if samples else {}
+    return PhaseFigures(
+        items={"counter": phase.items.counter} if isinstance(phase.items, CounterItems) else phase.items,
+        items_per_s=mean,
+        ci95=(estimate.low, estimate.high) if estimate else None,
+        wall_s=statistics.fmean(r.wall_s for r in mine) if mine else None,
+        runs=tuple(mine),
+        resources=cell_resources(samples) if samples else {},
+        limit=find_limit(mean, scopes, roles) if mean and scopes else None,
+    )

@@ -12,10 +12,11 @@ import json
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
+from caplab.json_types import JsonDict, JsonObject, items, member, number
 from caplab.spec import StorageBaselineSpec
 
 TOOL = "fio"
@@ -23,40 +24,83 @@ SLACK_S = 60.0
 """Beyond the timed runs: laying out the files and starting fio."""
 
 
-def storage_baseline(
-    spec: StorageBaselineSpec, directory: Path, prefix: Sequence[str] = ()
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class FioJob:
+    """One fio job group's figures: its IOPS, bandwidth and completion latency (mean, p50, p99)."""
+
+    name: str
+    iops: float
+    mb_s: float
+    lat_mean_ms: float | None
+    lat_p50_ms: float | None
+    lat_p99_ms: float | None
+
+    def to_json(self) -> JsonDict:
+        latency = {"mean": self.lat_mean_ms, "p50": self.lat_p50_ms, "p99": self.lat_p99_ms}
+        return {"name": self.name, "iops": self.iops, "mb_s": self.mb_s, "lat_ms": latency}
+
+
+@dataclass(frozen=True)
+class StorageBaseline:
+    """What fio measured in one directory, or why it measured nothing (``status`` is ``measured``,
+    ``skipped`` or ``failed``; ``note`` says why, or what was measured instead)."""
+
+    directory: str
+    settings: JsonObject
+    status: str
+    note: str | None
+    jobs: tuple[FioJob, ...] = ()
+    tool: str = TOOL
+
+    def to_json(self) -> JsonDict:
+        """The stored form, in the environment's ``storage_baseline`` and a cell's hardware."""
+        return {
+            "tool": self.tool,
+            "directory": self.directory,
+            "settings": dict(self.settings),
+            "jobs": [j.to_json() for j in self.jobs],
+            "status": self.status,
+            "note": self.note,
+        }
+
+
+def storage_baseline(spec: StorageBaselineSpec, directory: Path, prefix: Sequence[str] = ()) -> JsonDict:
     """``{"tool", "status": "measured"|"skipped"|"failed", "note", "directory", "jobs": […]}``,
-    each job with iops, mb_s and lat_ms (mean, p50, p99 of completion latency). ``prefix`` runs fio
-    inside a role's profile, whose cgroup is where a volume's throttle applies."""
+    each job with iops, mb_s and lat_ms (mean, p50, p99 of completion latency): the stored form of
+    ``measure_storage``."""
+    return measure_storage(spec, directory, prefix).to_json()
+
+
+def measure_storage(
+    spec: StorageBaselineSpec, directory: Path, prefix: Sequence[str] = ()
+) -> StorageBaseline:
+    """fio's random reads then random writes in a scratch directory under ``directory``. ``prefix``
+    runs fio inside a role's profile, whose cgroup is where a volume's throttle applies."""
     where = (directory / spec.directory).resolve()
-    base: dict[str, Any] = {
-        "tool": TOOL,
-        "directory": str(where),
-        "settings": {"block": spec.block, "jobs": spec.jobs, "depth": spec.depth, "size": spec.size},
-        "jobs": [],
-    }
+    settings = {"block": spec.block, "jobs": spec.jobs, "depth": spec.depth, "size": spec.size}
+    base = StorageBaseline(str(where), settings, status="measured", note=None)
     fio = shutil.which(TOOL)
     if fio is None:
-        return {**base, "status": "skipped", "note": "fio is not installed (apt-get install fio)"}
+        return replace(base, status="skipped", note="fio is not installed (apt-get install fio)")
     if not where.is_dir():
-        return {**base, "status": "failed", "note": f"{where} is not a directory"}
+        return replace(base, status="failed", note=f"{where} is not a directory")
     notes: list[str] = []
+    jobs: list[FioJob] = []
     with tempfile.TemporaryDirectory(prefix="caplab-fio-", dir=where) as scratch:
         for rw in ("randread", "randwrite"):
             try:
                 job, note = _run([*prefix, fio], rw, spec, Path(scratch))
             except (OSError, ValueError, subprocess.SubprocessError) as e:
-                return {**base, "status": "failed", "note": f"fio {rw}: {e}"}
-            base["jobs"].append(job)
+                return replace(base, status="failed", note=f"fio {rw}: {e}", jobs=tuple(jobs))
+            jobs.append(job)
             if note:
                 notes.append(note)
-    return {**base, "status": "measured", "note": "; ".join(dict.fromkeys(notes)) or None}
+    return replace(base, note="; ".join(dict.fromkeys(notes)) or None, jobs=tuple(jobs))
 
 
 def volume_baselines(
     spec: StorageBaselineSpec, volumes: dict[str, Path], prefixes: dict[str, list[str]]
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, JsonDict]:
     """The baseline on each volume of a cell's profiles (``{"role/volume": baseline}``), fio run
     inside the role's profile: what that volume's class gives, to read the cell's per-volume disk
     use against ("log at 100 %, data under 5 %")."""
@@ -67,9 +111,7 @@ def volume_baselines(
     }
 
 
-def _run(
-    fio: list[str], rw: str, spec: StorageBaselineSpec, scratch: Path
-) -> tuple[dict[str, Any], str | None]:
+def _run(fio: list[str], rw: str, spec: StorageBaselineSpec, scratch: Path) -> tuple[FioJob, str | None]:
     """One fio job group; direct IO first, buffered when the file system refuses O_DIRECT (tmpfs)."""
     name = f"{rw}-{spec.block}"
     for direct in (1, 0):
@@ -99,32 +141,41 @@ def _run(
     raise ValueError(f"exited {done.returncode}: {last_error[0]}")
 
 
-def _job(name: str, rw: str, report: dict[str, Any]) -> dict[str, Any]:
-    side = report["jobs"][0]["read" if rw == "randread" else "write"]
-    clat = side.get("clat_ns") or side["lat_ns"]
-    percentiles = clat.get("percentile") or {}
+def _job(name: str, rw: str, report: JsonObject) -> FioJob:
+    """fio's JSON report of one job group: its read or its write side."""
+    groups = items(report, "jobs")
+    if not groups or not isinstance(groups[0], Mapping):
+        raise ValueError("fio reported no job")
+    side = member(groups[0], "read" if rw == "randread" else "write")
+    clat = member(side, "clat_ns") or member(side, "lat_ns")
+    percentiles = member(clat, "percentile")
+    iops, bandwidth = number(side, "iops"), number(side, "bw_bytes")
+    if iops is None or bandwidth is None:
+        raise ValueError(f"fio reported no {rw} figures")
 
     def ms(ns: float | None) -> float | None:
         return ns / 1e6 if ns is not None else None
 
-    return {
-        "name": name,
-        "iops": side["iops"],
-        "mb_s": side["bw_bytes"] / 1e6,
-        "lat_ms": {
-            "mean": ms(clat.get("mean")),
-            "p50": ms(percentiles.get("50.000000")),
-            "p99": ms(percentiles.get("99.000000")),
-        },
-    }
-
-
-def baseline_line(baseline: dict[str, Any], what: str = "storage baseline") -> str:
-    """One line for the terminal: the figures, or why there are none."""
-    if baseline["status"] != "measured":
-        return f"{what} {baseline['status']}: {baseline['note']}"
-    jobs = ", ".join(
-        f"{j['name']} {j['iops']:,.0f} IOPS {j['mb_s']:.1f} MB/s p99 {j['lat_ms']['p99'] or 0:.2f} ms"
-        for j in baseline["jobs"]
+    return FioJob(
+        name,
+        iops,
+        bandwidth / 1e6,
+        ms(number(clat, "mean")),
+        ms(number(percentiles, "50.000000")),
+        ms(number(percentiles, "99.000000")),
     )
-    return f"{what}: {jobs}" + (f" ({baseline['note']})" if baseline["note"] else "")
+
+
+def baseline_line(baseline: JsonObject, what: str = "storage baseline") -> str:
+    """One line for the terminal: the figures, or why there are none."""
+    note = baseline.get("note")
+    if baseline.get("status") != "measured":
+        return f"{what} {baseline.get('status')}: {note}"
+    jobs = ", ".join(_job_words(j) for j in items(baseline, "jobs") if isinstance(j, Mapping))
+    return f"{what}: {jobs}" + (f" ({note})" if note else "")
+
+
+def _job_words(job: JsonObject) -> str:
+    p99 = number(member(job, "lat_ms"), "p99")
+    iops, mb_s = number(job, "iops") or 0, number(job, "mb_s") or 0
+    return f"{job.get('name')} {iops:,.0f} IOPS {mb_s:.1f} MB/s p99 {p99 or 0:.2f} ms"

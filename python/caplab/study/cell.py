@@ -6,7 +6,6 @@ is started afresh."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from caplab.collect import MetricsSource, RoleSpec, default_collectors
 from caplab.collect.base import ResourceSample
@@ -21,6 +20,7 @@ from caplab.experiments.base import (
     run_trial,
 )
 from caplab.experiments.failover import FailoverReading
+from caplab.json_types import JsonDict
 from caplab.study.load import load_spec_for
 from caplab.study.observer import StudyObserver
 from caplab.study.oom import OomWatch
@@ -50,7 +50,7 @@ class CellRun:
         self.plan_runner = plan_runner
         self.records = kept
         """Every trial of the cell so far, across its replicates (shared by their runs)."""
-        self.summary: dict[str, Any] = {}
+        self.summary: JsonDict = {}
         self.oom = OomWatch(system.hw)
         self.roles: list[RoleSpec] = system.roles()
         self.metrics: MetricsSource | None = plan.collectors.metrics
@@ -93,7 +93,8 @@ class CellRun:
         outcomes = actions.stop(finish_running=not record.result.interrupted) if actions else []
         record.kind = kind
         for key, entries in self.failover.read(record, outcomes, len(self.records)).items():
-            self.summary.setdefault(key, []).extend(entries)  # len(self.records): across replicates
+            kept = self.summary.get(key)  # len(self.records): the trial's place across replicates
+            self.summary[key] = [*(kept if isinstance(kept, list) else []), *entries]
         self.keep(record)
         return record
 

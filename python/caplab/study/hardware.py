@@ -16,13 +16,14 @@ import contextlib
 import os
 import threading
 from collections.abc import Iterator, Mapping
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import psutil
 
 from caplab.collect import ProfileSource, RoleSpec
 from caplab.collect.proctable import YOUNG_S, boot_clock, cmdline, list_pids, read_stat
+from caplab.json_types import JsonDict
 from caplab.profiles import CellHardware, Profile, ProfileError, check_support, sweep_leftovers
 from caplab.profiles.design import role_hardware
 from caplab.profiles.placeholders import fill
@@ -283,20 +284,40 @@ class Attacher:
         seen["longest_s"] = max(seen["longest_s"], max(0.0, now_s - started_s))
 
 
+@dataclass(frozen=True)
+class CellHardwareDescription:
+    """What a cell ran on, for its metrics: each role's profile in words, the CPU scale, how the
+    processes got onto their profiles and whether any ran outside first."""
+
+    cpu_scale: float
+    roles: Mapping[str, list[str]]
+    launched_under: str | None = None
+    ran_outside: Mapping[str, str] | None = None
+    """Each role whose processes ran outside its profile before being attached (empty when none
+    did); None when nothing attached processes."""
+    attach_errors: tuple[str, ...] = ()
+
+    def to_json(self) -> JsonDict:
+        """The stored form (a cell's ``metrics.hardware``): the optional parts only when there."""
+        out: JsonDict = {"scale": {"cpu": self.cpu_scale}, "roles": dict(self.roles)}
+        if self.launched_under is not None:
+            out["launched_under"] = self.launched_under
+        if self.ran_outside is not None:
+            out["ran_outside"] = dict(self.ran_outside)
+        if self.attach_errors:
+            out["attach_errors"] = list(self.attach_errors)
+        return out
+
+
 def describe(
     cpu_scale: float, hw: CellHardware, launched: str | None, attacher: Attacher | None
-) -> dict[str, Any]:
-    """What the cell ran on, for its metrics: each role's profile in words, the CPU scale, how
-    the processes got onto their profiles and whether any ran outside first."""
-    out: dict[str, Any] = {"scale": {"cpu": cpu_scale}, "roles": hw.describe()}
-    if launched is not None:
-        out["launched_under"] = launched
-    if attacher is not None:
-        out["ran_outside"] = {
-            role: f"{int(v['processes'])} process(es) ran outside the profile for up to "
-            f"{v['longest_s']:.2f}s before being attached"
-            for role, v in attacher.outside.items()
-        }
-        if attacher.errors:
-            out["attach_errors"] = attacher.errors
-    return out
+) -> CellHardwareDescription:
+    """What the cell ran on, as ``CellHardwareDescription`` says."""
+    if attacher is None:
+        return CellHardwareDescription(cpu_scale, hw.describe(), launched)
+    outside = {
+        role: f"{int(v['processes'])} process(es) ran outside the profile for up to "
+        f"{v['longest_s']:.2f}s before being attached"
+        for role, v in attacher.outside.items()
+    }
+    return CellHardwareDescription(cpu_scale, hw.describe(), launched, outside, tuple(attacher.errors))

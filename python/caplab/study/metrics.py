@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import asdict
-from typing import Any
 
 from caplab.analysis.steady import littles_law, rate, steadiness
 from caplab.engine import RunResult, merge_histograms, summarize_histogram
+from caplab.json_types import JsonDict
 
 
-def cell_metrics(trials: list[RunResult]) -> dict[str, Any]:
+def cell_metrics(trials: list[RunResult]) -> JsonDict:
     """Throughput as mean and spread of the trials; latency percentiles of all requests together
     (histograms merged, not percentiles averaged — an average of p99s is not a p99)."""
     if not trials:

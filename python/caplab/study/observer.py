@@ -3,10 +3,11 @@ these and never prints, so the study layer needs no terminal."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
 from caplab.collect.base import ResourceSample
 from caplab.engine import IntervalSnapshot, Plan, RunResult
+from caplab.json_types import JsonObject
 from caplab.spec import Cell, Study
 from caplab.store import CellRow
 
@@ -34,8 +35,8 @@ class StudyObserver(Protocol):
         self,
         cell: Cell,
         status: str,
-        metrics: dict[str, Any],
-        resources: dict[str, Any],
+        metrics: JsonObject,
+        resources: JsonObject,
         reason: str | None = None,
     ) -> None: ...
 
@@ -68,8 +69,8 @@ class Silent:
         self,
         cell: Cell,
         status: str,
-        metrics: dict[str, Any],
-        resources: dict[str, Any],
+        metrics: JsonObject,
+        resources: JsonObject,
         reason: str | None = None,
     ) -> None:
         pass

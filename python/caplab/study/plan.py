@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from caplab.analysis.cost import configuration_cost, priced_roles, prices_of
 from caplab.collect import MetricsSource, RoleSpec
+from caplab.json_types import JsonDict, JsonObject
 from caplab.profiles import CellHardware, Profile
 from caplab.profiles.design import role_hardware, volume_ratings
 from caplab.spec import Cell, JobSpec, StorageBaselineSpec, Study, StudyConfig, SutSpec
@@ -97,7 +98,7 @@ class CellPlan:
     sut: SutPlan
     collectors: CollectorPlan
     experiment: ExperimentPlan
-    prices: Mapping[str, Any]
+    prices: JsonObject
     """``cost`` and ``ratings``, added to the cell's metrics as they are."""
     config: StudyConfig
     """The cell's configuration, bound to its hardware once made: what the experiment, the load
@@ -191,10 +192,10 @@ def _experiment(config: StudyConfig) -> ExperimentPlan:
     )
 
 
-def _prices(config: StudyConfig, factors: Mapping[str, Any]) -> dict[str, Any]:
+def _prices(config: StudyConfig, factors: Mapping[str, Any]) -> JsonDict:
     """The cell's price (``cost``) and its volumes' endurance ratings (``ratings``), when the study
     gives them: the report prices capacity and ages drives from these."""
-    out: dict[str, Any] = {}
+    out: JsonDict = {}
     if config.cost is not None:
         roles = priced_roles(config.role_profiles(), shared_machines(config), config.profiles)
         out["cost"] = configuration_cost(prices_of(config.cost), dict(factors), roles).as_dict()

@@ -4,12 +4,13 @@ store is written in one place, in the shape the report reads."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from caplab.analysis.failover import Verdict, success_rate
 from caplab.collect import cell_resources
 from caplab.experiments.base import TrialRecord
 from caplab.experiments.capacity import combine_replicates
+from caplab.json_types import JsonDict, JsonObject, items, member
 from caplab.store import CellRow, Store
 from caplab.study.metrics import cell_metrics
 from caplab.study.plan import CellPlan
@@ -37,10 +38,10 @@ class CellRecorder:
     def event(self, kind: str, line: str) -> None:
         self.store.add_event(self.study_id, kind, line, cell_id=self.row.id)
 
-    def complete(self, metrics: dict[str, Any], resources: dict[str, Any]) -> None:
+    def complete(self, metrics: JsonObject, resources: JsonObject) -> None:
         self.store.set_cell_status(self.row.id, "complete", metrics=metrics, resources=resources)
 
-    def failed(self, reason: str, metrics: dict[str, Any] | None) -> None:
+    def failed(self, reason: str, metrics: JsonObject | None) -> None:
         self.store.set_cell_status(self.row.id, "failed", error=reason, metrics=metrics)
         self.event("cell_failed", reason)
 
@@ -51,32 +52,52 @@ class CellRecorder:
 def cell_figures(
     plan: CellPlan,
     records: list[TrialRecord],
-    summaries: list[dict[str, Any]],
-    hardware: dict[str, Any] | None,
-    volume_baseline: dict[str, dict[str, Any]],
-) -> tuple[dict[str, Any], dict[str, Any]]:
+    summaries: Sequence[JsonObject],
+    hardware: JsonObject | None,
+    volume_baseline: Mapping[str, JsonObject],
+) -> tuple[JsonDict, JsonObject]:
     """A complete cell's metrics and resources: the trials' figures, what its experiment summed up
     over the replicates, the failovers' success rate, its hardware and its price."""
-    metrics = {**cell_metrics([r.result for r in records]), **combine_replicates(summaries)}
-    failovers = [f for f in metrics.get("failover", []) if "verdict" in f]
-    # A failure is labelled by the trial's number as a reader counts (the entry's 0-based + 1).
-    if judged := [(str(f["trial"] + 1), Verdict(**f["verdict"])) for f in failovers]:
+    metrics: JsonDict = {**cell_metrics([r.result for r in records]), **combine_replicates(summaries)}
+    if judged := _failovers_judged(metrics):
         metrics["success"] = success_rate(judged).as_dict()  # k/K over the cell's failovers
     if hardware is not None:
-        metrics["hardware"] = hardware | ({"volume_baseline": volume_baseline} if volume_baseline else {})
-    samples = [s for r in records for s in r.samples]
-    resources = cell_resources(samples, *plan.experiment.window)
-    if plan.experiment.kind == "job":  # a job's resources are its phases', sampled by the job
-        resources = metrics["job"].pop("resources", {})
+        baseline = {"volume_baseline": volume_baseline} if volume_baseline else {}
+        metrics["hardware"] = {**hardware, **baseline}
+    resources = _resources(plan, records, metrics)
     if "app" in resources:
         metrics["app"] = resources["app"]  # what the SUT says it did, beside what caplab saw
     metrics |= dict(plan.prices)
     return metrics, resources
 
 
-def partial_figures(records: list[TrialRecord], hardware: dict[str, Any] | None) -> dict[str, Any] | None:
+def _failovers_judged(metrics: JsonObject) -> list[tuple[str, Verdict]]:
+    """Each failover the cell judged, by its trial, for the cell's k/K."""
+    judged = []
+    for failover in items(metrics, "failover"):
+        if isinstance(failover, Mapping) and "verdict" in failover:
+            verdict = member(failover, "verdict")
+            reasons = [str(r) for r in items(verdict, "reasons")]
+            trial = failover.get("trial")
+            # Labelled by the trial's number as a reader counts: the entry's 0-based place + 1.
+            label = str(trial + 1) if isinstance(trial, int) else str(trial)
+            judged.append((label, Verdict(bool(verdict.get("success")), reasons)))
+    return judged
+
+
+def _resources(plan: CellPlan, records: list[TrialRecord], metrics: JsonDict) -> JsonObject:
+    """The cell's resources over its measured window; a job's are its phases', sampled by the job
+    (and taken out of its outcome, so they are stored once)."""
+    if plan.experiment.kind == "job":
+        job = metrics.get("job")
+        return job.pop("resources", {}) if isinstance(job, dict) else {}
+    samples = [s for r in records for s in r.samples]
+    return cell_resources(samples, *plan.experiment.window)
+
+
+def partial_figures(records: list[TrialRecord], hardware: JsonObject | None) -> JsonDict | None:
     """A failed cell's metrics: those of any trials it completed, and its hardware."""
-    metrics: dict[str, Any] | None = cell_metrics([r.result for r in records]) if records else None
+    metrics: JsonDict | None = cell_metrics([r.result for r in records]) if records else None
     if hardware is not None:
         metrics = {**(metrics or {}), "hardware": hardware}
     return metrics

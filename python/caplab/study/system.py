@@ -4,9 +4,8 @@ ready, each role's processes put on its profile, and stopped whatever happens â€
 
 from __future__ import annotations
 
-from typing import Any
-
 from caplab.collect import RoleSpec
+from caplab.json_types import JsonDict
 from caplab.profiles import CellHardware
 from caplab.study.hardware import Attacher, describe, with_profiles
 from caplab.study.plan import CellPlan
@@ -62,9 +61,9 @@ class RunningSystem:
             roles.append(RoleSpec(name="sut", pid=self.sut.pid))
         return with_profiles(roles, self.hw)
 
-    def hardware_summary(self) -> dict[str, Any] | None:
+    def hardware_summary(self) -> JsonDict | None:
         """What the replicate ran on, for the cell's metrics (None without hardware)."""
         if self.hw is None:
             return None
         launched = self.sut.launched_role if self.sut is not None else None
-        return describe(self.plan.hardware.cpu_scale, self.hw, launched, self.attacher)
+        return describe(self.plan.hardware.cpu_scale, self.hw, launched, self.attacher).to_json()

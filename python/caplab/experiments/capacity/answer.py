@@ -4,7 +4,6 @@ and shape the answer (the same JSON in both places)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from caplab.analysis.generator import generator_limit
 from caplab.analysis.limit import Limit
@@ -17,6 +16,7 @@ from caplab.experiments.capacity.mix import ActionFigures, PerUser
 from caplab.experiments.capacity.replicates import INTERVAL_REPLICATES, INTERVAL_SEARCH
 from caplab.experiments.capacity.search import CapacitySearch, GeneratorSaturated, Probe, SearchSettings
 from caplab.experiments.capacity.trial import OnTrial, TrialLength, TrialProber
+from caplab.json_types import JsonDict
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ class CapacityAnswer:
         """The load searched over: users (closed model) or the offered rate (open)."""
         return float(self.capacity_users) if self.capacity_users is not None else self.capacity_rps
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonDict:
         """The `--json` object and a study cell's ``capacity`` entry (with ``limit`` and ``trials``)."""
         return {
             "model": self.model,
@@ -98,6 +98,13 @@ class CapacityAnswer:
             "per_user": self.per_user.to_dict() if self.per_user else None,
             "unstable": self.unstable,
         }
+
+    def outcome(self) -> JsonDict:
+        """What a searched cell's replicate adds to its summary: the answer as ``capacity``, its
+        trials as ``search_trials`` and its ``limit`` beside it (the shape replicates merge)."""
+        doc = self.to_dict()
+        trials, limit = doc.pop("trials"), doc.pop("limit")
+        return {"capacity": doc, "search_trials": trials, "limit": limit}
 
 
 def find_capacity(
@@ -137,18 +144,17 @@ def find_capacity(
         ),
         prober,
     )
-    common: dict[str, Any] = {
-        "model": "closed" if settings.closed else "open",
-        "slo": [s.text for s in prober.slos],
-        "precision": settings.precision,
-    }
+    model = "closed" if settings.closed else "open"
+    slo = [s.text for s in prober.slos]
     try:
         outcome = search.run()
     except GeneratorSaturated as e:
         floor = max((p.load for p in search.probes if p.passed), default=None)
         unit = " users" if settings.closed else "/s"
         return CapacityAnswer(
-            **common,
+            model,
+            slo,
+            settings.precision,
             trials=search.probes,
             found=False,
             message=(f"capacity ≥ {floor:,.0f}{unit} (the generator's limit here): " if floor else "")
@@ -159,7 +165,9 @@ def find_capacity(
         )
     analysis = prober.analyse(outcome)
     return CapacityAnswer(
-        **common,
+        model,
+        slo,
+        settings.precision,
         trials=search.probes,
         found=outcome.found,
         message=outcome.message,

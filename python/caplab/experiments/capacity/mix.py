@@ -9,9 +9,9 @@ the gap is the think-time approximation (a reply's time is added to each user's 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from caplab.engine import RunResult, UsageAction, merge_histograms, summarize_histogram
+from caplab.json_types import JsonDict
 
 SECONDS_PER_HOUR = 3600.0
 
@@ -30,7 +30,7 @@ class ActionFigures:
     p95_ms: float | None = None
     """Last, with a default: answers stored before p95 was measured read as None."""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonDict:
         return dict(self.__dict__)
 
 
@@ -66,7 +66,7 @@ class PerUser:
     offered: float
     achieved: float
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonDict:
         return {
             "offered_per_s": self.offered,
             "offered_per_hour": self.offered * SECONDS_PER_HOUR,

@@ -50,10 +50,7 @@ class CapacityExperiment:
             runner=ctx.plan_runner,
             collectors=ctx.collectors,  # the PostgreSQL nodes' lag and the remote hosts' figures too
         )
-        doc = answer.to_dict()
-        ctx.summary["capacity"] = {k: v for k, v in doc.items() if k not in ("limit", "trials")}
-        ctx.summary["search_trials"] = doc["trials"]
-        ctx.summary["limit"] = answer.limit
+        ctx.summary |= answer.outcome()
         if answer.generator_saturated:
             # Inconclusive, not failed: the cell completes with "capacity ≥ X (the generator's limit
             # here)" and the generator as its limit; its figures are those of the trials at X.

@@ -3,9 +3,10 @@ the system; the cell's figure is their mean and its interval their t-interval.""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 from caplab.analysis.replicates import t_interval, within_resolution
+from caplab.json_types import JsonDict, JsonObject, items, member, number, pair
 
 INTERVAL_SEARCH = "search"
 """One search's bracket: the confirmed load (less the confirmation trials' spread) up to the lowest
@@ -16,17 +17,17 @@ INTERVAL_REPLICATES = "replicates"
 narrower than the mean of their search brackets (replicates on one search step agree to that step)."""
 
 
-def combine_replicates(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+def combine_replicates(summaries: Sequence[JsonObject]) -> JsonDict:
     """The cell's share of the metrics from each replicate's: unchanged for one replicate (and for
     experiments that search nothing), else one capacity with its interval from the replicates."""
     searched = [s for s in summaries if "capacity" in s]
     if len(summaries) == 1 or not searched:
         return _unsearched(summaries)
-    closed = searched[0]["capacity"].get("model") == "closed"
-    found = [s for s in searched if s["capacity"].get("found")]
+    closed = member(searched[0], "capacity").get("model") == "closed"
+    found = [s for s in searched if member(s, "capacity").get("found")]
     capacity = _pooled(searched)
-    all_trials = [t for s in searched for t in s.get("search_trials") or []]
-    limited = [s for s in searched if s["capacity"].get("generator_saturated")]
+    all_trials = [t for s in searched for t in items(s, "search_trials")]
+    limited = [s for s in searched if member(s, "capacity").get("generator_saturated")]
     if not found and limited:
         return {
             "capacity": capacity | _generator_floor(limited, len(searched), closed),
@@ -46,47 +47,61 @@ def combine_replicates(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _unsearched(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+def _unsearched(summaries: Sequence[JsonObject]) -> JsonDict:
     """The last replicate's metrics, with every replicate's faults and ledgers."""
-    merged = dict(summaries[-1]) if summaries else {}
+    merged: JsonDict = dict(summaries[-1]) if summaries else {}
     for key in ("recovery", "ledger", "failover"):
-        found = [r for s in summaries for r in s.get(key, [])]
+        found = [r for s in summaries for r in items(s, key)]
         merged |= {key: found} if found else {}
     return merged
 
 
-def _pooled(searched: list[dict[str, Any]]) -> dict[str, Any]:
+_PER_REPLICATE = (
+    "found",
+    "capacity_rps",
+    "capacity_users",
+    "ci95",
+    "search_s",
+    "trial_count",
+    "message",
+    "capacity_at_least",
+)
+"""A replicate's own figures, kept beside the cell's (in this order, as results.json stores them)."""
+
+
+def _replicate_figures(capacity: JsonObject) -> JsonDict:
+    return {k: capacity.get(k) for k in _PER_REPLICATE} | {
+        "generator_saturated": bool(capacity.get("generator_saturated"))
+    }
+
+
+def _pooled(searched: list[JsonObject]) -> JsonDict:
     """The last replicate's capacity with each replicate's own figures beside it, their searches'
     time and trials summed; its figure and interval are still to be decided."""
-    per_replicate = [
-        {k: s["capacity"].get(k) for k in ("found", "capacity_rps", "capacity_users", "ci95", "search_s")}
-        | {k: s["capacity"].get(k) for k in ("trial_count", "message", "capacity_at_least")}
-        | {"generator_saturated": bool(s["capacity"].get("generator_saturated"))}
-        for s in searched
-    ]
-    capacity = {k: v for k, v in searched[-1]["capacity"].items() if k not in ("ci95", "search_s")}
+    capacities = [member(s, "capacity") for s in searched]
+    per_replicate = [_replicate_figures(c) for c in capacities]
+    capacity = {k: v for k, v in capacities[-1].items() if k not in ("ci95", "search_s")}
+    trial_counts = [number(c, "trial_count") for c in capacities]
     return capacity | {
         "replicates": per_replicate,
         "replicate_count": len(searched),
-        "search_s": sum(r["search_s"] or 0.0 for r in per_replicate),
-        "trial_count": sum(r["trial_count"] or 0 for r in per_replicate),
+        "search_s": sum(number(c, "search_s") or 0.0 for c in capacities),
+        "trial_count": sum(int(n or 0) for n in trial_counts),
         "capacity_at_least": None,
         "generator_saturated": False,
         # Each replicate that fell back below failing confirmations, by number.
         "unstable": "; ".join(
-            f"replicate {n}: {s['capacity']['unstable']}"
-            for n, s in enumerate(searched, 1)
-            if s["capacity"].get("unstable")
+            f"replicate {n}: {c['unstable']}" for n, c in enumerate(capacities, 1) if c.get("unstable")
         )
         or None,
     }
 
 
-def _no_interval(found: list[dict[str, Any]], replicates: int, limited: int) -> dict[str, Any]:
+def _no_interval(found: list[JsonObject], replicates: int, limited: int) -> JsonDict:
     """One capacity (or none) among the replicates is no interval: say so, claim nothing."""
-    figures: dict[str, Any] = {"found": bool(found), "ci95": None, "interval": None}
+    figures: JsonDict = {"found": bool(found), "ci95": None, "interval": None}
     if found:
-        figures |= {k: found[0]["capacity"].get(k) for k in ("capacity_rps", "capacity_users")}
+        figures |= {k: member(found[0], "capacity").get(k) for k in ("capacity_rps", "capacity_users")}
     figures["message"] = (
         f"capacity found in {len(found)} of {replicates} replicates"
         + (f" ({limited} stopped at the generator's limit)" if limited else "")
@@ -95,15 +110,21 @@ def _no_interval(found: list[dict[str, Any]], replicates: int, limited: int) -> 
     return figures
 
 
-def _replicate_interval(
-    found: list[dict[str, Any]], replicates: int, limited: int, closed: bool
-) -> dict[str, Any]:
+def _figure(summary: JsonObject, key: str) -> float:
+    """A replicate's found capacity, in one unit (a replicate that found one has it)."""
+    value = number(member(summary, "capacity"), key)
+    if value is None:
+        raise ValueError(f"a replicate that found its capacity has no {key}")
+    return float(value)
+
+
+def _replicate_interval(found: list[JsonObject], replicates: int, limited: int, closed: bool) -> JsonDict:
     """The mean of the replicates that found a capacity and its t-interval, in the unit searched,
     never narrower than their search brackets."""
-    rps = t_interval([float(s["capacity"]["capacity_rps"]) for s in found])
+    rps = t_interval([_figure(s, "capacity_rps") for s in found])
     if not closed:
         rps = within_resolution(rps, _brackets(found))
-    figures: dict[str, Any] = {
+    figures: JsonDict = {
         "found": True,
         "capacity_rps": rps.mean,
         "interval": INTERVAL_REPLICATES,
@@ -112,29 +133,29 @@ def _replicate_interval(
         + (f" ({limited} stopped at the generator's limit)" if limited else ""),
     }
     if closed:
-        users = within_resolution(
-            t_interval([float(s["capacity"]["capacity_users"]) for s in found]), _brackets(found)
-        )
+        users = within_resolution(t_interval([_figure(s, "capacity_users") for s in found]), _brackets(found))
         figures |= {"capacity_users": users.mean, "ci95": [users.low, users.high]}
     else:
         figures["ci95"] = [rps.low, rps.high]
     return figures
 
 
-def _brackets(found: list[dict[str, Any]]) -> list[tuple[float, float]]:
+def _brackets(found: list[JsonObject]) -> list[tuple[float, float]]:
     """Each replicate's search bracket, in the unit searched; none unless every replicate has one."""
-    brackets = [s["capacity"].get("ci95") for s in found]
-    return [(float(b[0]), float(b[1])) for b in brackets if b] if all(brackets) else []
+    brackets = [pair(member(s, "capacity"), "ci95") for s in found]
+    return [b for b in brackets if b is not None] if all(brackets) else []
 
 
-def _generator_floor(limited: list[dict[str, Any]], replicates: int, closed: bool) -> dict[str, Any]:
+def _generator_floor(limited: list[JsonObject], replicates: int, closed: bool) -> JsonDict:
     """No replicate found a capacity and some stopped at the generator: the cell is inconclusive,
     and its capacity at least the lowest floor those replicates proved (a load that passed in each
     of them) — the generator's limit here, never the system's."""
-    floors = [float(x) for s in limited if (x := s["capacity"].get("capacity_at_least")) is not None]
+    floors = [
+        float(x) for s in limited if (x := number(member(s, "capacity"), "capacity_at_least")) is not None
+    ]
     floor = min(floors) if len(floors) == len(limited) else None
     unit = " users" if closed else "/s"
-    signals = ((limited[-1].get("limit") or {}).get("evidence") or {}).get("signals") or []
+    signals = items(member(member(limited[-1], "limit"), "evidence"), "signals")
     reason = str(signals[0]) if signals else "the generator fell behind its schedule"
     where = (
         f"in {len(limited)} of {replicates} replicates" if len(limited) < replicates else "in every replicate"

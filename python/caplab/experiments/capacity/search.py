@@ -14,9 +14,10 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from caplab.analysis.replicates import t_quantile
+from caplab.json_types import JsonDict, member, number, text
 
 Phase = Literal["bracket", "bisect", "confirm"]
 
@@ -37,13 +38,25 @@ class Probe:
     reasons: list[str]
     throughput: float
     p99_ms: float | None
-    details: dict[str, Any] = field(default_factory=dict)
+    details: JsonDict = field(default_factory=dict)
     sustainable: float | None = None
     """For a trial that failed because a rate fell short of the offered load (``throughput >=
     0.99*offered``, ``app[processed_per_s] >= 0.95*offered``): the highest offered load the rate
     it did reach would have satisfied. A better next step down than a fixed fraction."""
 
-    def to_dict(self) -> dict[str, Any]:
+    @property
+    def busiest(self) -> tuple[str, float] | None:
+        """The trial's busiest resource and its utilization (1 = all of it), when it had one."""
+        busiest = member(self.details, "busiest")
+        resource, utilization = text(busiest, "resource"), number(busiest, "utilization")
+        return (resource, utilization) if resource is not None and utilization is not None else None
+
+    @property
+    def failed_resource(self) -> str | None:
+        """The resource that gave out during the trial (memory: the OOM killer), if one did."""
+        return text(self.details, "failed_resource")
+
+    def to_dict(self) -> JsonDict:
         return {
             "phase": self.phase,
             "load": self.load,

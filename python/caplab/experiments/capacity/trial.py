@@ -10,7 +10,6 @@ import math
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from caplab.analysis.backlog import Backlog, Stall, backlog, longest_stall
 from caplab.analysis.generator import closed_loop_gap, crowded_out, generator_limited
@@ -22,6 +21,7 @@ from caplab.engine import LoadSpec, RunResult, build_plan, run
 from caplab.experiments.base import PlanRunner, ProgressFn, SamplerSet, SystemFault, TrialRecord, run_trial
 from caplab.experiments.capacity.mix import ActionFigures, PerUser, action_figures, per_user
 from caplab.experiments.capacity.search import GeneratorSaturated, Phase, Probe, SearchOutcome
+from caplab.json_types import JsonDict, items, number
 
 NO_BACKLOG = "throughput>=0.99*offered"
 INTERVAL_S = 0.5
@@ -228,7 +228,7 @@ class TrialProber:
                 return [limited], limited
         return [], None
 
-    def _details(self, measured: _Measured, verdicts: list[Verdict], steady: Steadiness) -> dict[str, Any]:
+    def _details(self, measured: _Measured, verdicts: list[Verdict], steady: Steadiness) -> JsonDict:
         """What a trial's record keeps beside its verdict: the figures the search and the report read."""
         r, carried, stall, resources = measured.result, measured.carried, measured.stall, measured.resources
         table = demands(r.throughput, measured.scopes, [x.name for x in self.roles], self.machines)
@@ -353,10 +353,9 @@ class TrialProber:
         first = self._first_above(outcome)
         if first is None:
             return None
-        if "failed_resource" in first.details:  # it gave out there (memory: the OOM killer)
-            return first.details["failed_resource"], 1.0
-        busiest = first.details.get("busiest")
-        return (busiest["resource"], busiest["utilization"]) if busiest else None
+        if first.failed_resource is not None:  # it gave out there (memory: the OOM killer)
+            return first.failed_resource, 1.0
+        return first.busiest
 
     def _ceiling_above(self, outcome: SearchOutcome) -> str | None:
         """The busiest resource of the first trial above capacity, if that trial failed its ceiling
@@ -364,10 +363,10 @@ class TrialProber:
         first = self._first_above(outcome)
         if first is None:
             return None
-        busiest = first.details.get("busiest")
-        ceilings = first.details.get("ceilings") or []
-        if busiest and any(same_resource(c, busiest["resource"]) for c in ceilings):
-            return str(busiest["resource"])
+        busiest = first.busiest
+        ceilings = [str(c) for c in items(first.details, "ceilings")]
+        if busiest and any(same_resource(c, busiest[0]) for c in ceilings):
+            return busiest[0]
         return None
 
     def _signals(self, outcome: SearchOutcome) -> list[str]:
@@ -382,11 +381,10 @@ class TrialProber:
         if not above or not at:
             return []
         fail, ok = above[0], at[-1]
-        if "failed_resource" in fail.details:  # the system gave out there: nothing else to read
+        if fail.failed_resource is not None:  # the system gave out there: nothing else to read
             return [f"at {fail.load:,g}{' users' if self.closed else '/s'}: {fail.reasons[0]}"]
         out = []
-        busiest = fail.details.get("busiest") or {}
-        if busiest:
+        if busiest := fail.busiest:
             # What failed, in the SLO's own words; the latency rise only when there was one.
             failed = "; ".join(fail.reasons) or "the trial failed"
             climbed = (
@@ -399,13 +397,14 @@ class TrialProber:
                 if self.closed
                 else f"{ok.load:,g}/s to {fail.load:,g}/s offered"
             )
-            where = f"{busiest['resource']} was at {busiest['utilization']:.0%}"
+            where = f"{busiest[0]} was at {busiest[1]:.0%}"
             out.append(f"from {span}, {failed}{climbed}, while {where}")
         growth = fail.throughput / ok.throughput if ok.throughput else 0.0
+        in_flight = number(fail.details, "in_flight") or 0.0
         if growth < 1.0 + 0.5 * (fail.load / ok.load - 1.0):
             out.append(
                 f"throughput stopped growing with load ({ok.throughput:,.1f} → {fail.throughput:,.1f}/s) "
-                f"with {fail.details.get('in_flight', 0):.1f} requests in flight: a concurrency ceiling "
+                f"with {in_flight:.1f} requests in flight: a concurrency ceiling "
                 "(a pool, a lock, one thread)"
             )
         return out
