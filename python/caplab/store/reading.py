@@ -180,6 +180,8 @@ def study_document(conn: Connection, study_id: int) -> dict[str, Any]:
         "caplab_version": s["caplab_version"],
         "environment": s["environment"],
     }
+    if s["validated"] is not None:
+        study["validated"] = s["validated"]
     cells_doc = [
         {
             "index": c["idx"],

@@ -166,13 +166,23 @@ class Store:
                 yield conn
 
     # -- writing a study ---------------------------------------------------------------------
-    def create_study(self, name: str, spec_text: str, spec_path: str, environment: JsonObject) -> int:
+    def create_study(
+        self,
+        name: str,
+        spec_text: str,
+        spec_path: str,
+        environment: JsonObject,
+        validated: JsonObject | None = None,
+    ) -> int:
+        """A new running study. ``validated`` is the study as the spec validated it, every default
+        filled in, so that a report states what was run rather than repeating the spec's defaults."""
         row = {
             "name": name,
             "status": "running",
             "spec_text": scrub(spec_text),
             "spec_path": scrub(spec_path),
             "environment": scrub_json(environment),
+            "validated": scrub_json(validated) if validated is not None else None,
             "caplab_version": __version__,
             "created_at": _now(),
         }
