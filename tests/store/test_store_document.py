@@ -18,7 +18,7 @@ def _stored_json(store: Store, study_id: int) -> dict[str, object]:
     with store._read() as conn:
         doc = reading.study_document(conn, study_id)
     doc["study"]["store"] = store.url
-    return doc
+    return dict(doc)
 
 
 def test_the_stored_document_loads_into_the_types_and_back_losslessly(store: Store, filled: Filled) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -116,6 +117,6 @@ def test_samples_without_a_finite_value_are_left_out(
 
 def test_timestamps_are_timezone_aware_utc(store: Store, filled: Filled) -> None:
     rows = store.trial_rows(filled.study_id)
-    assert all(r["started_at"].utcoffset().total_seconds() == 0 for r in rows)
+    assert all(r["started_at"].utcoffset() == timedelta(0) for r in rows)
     study = store.list_studies()[0]
     assert study.created_at.endswith("+00:00") and study.created_at <= (study.finished_at or "")
