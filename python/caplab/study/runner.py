@@ -107,7 +107,7 @@ class StudyRunner:
         self.store.finish_study(study_id, status)
         return StudyOutcome(study_id, status, failed)
 
-    def _validated(self) -> dict[str, Any] | None:
+    def _validated(self) -> dict[str, object] | None:
         """The study as validated, defaults filled in: its first cell's configuration (a default is
         the same in every cell; what a factor varies the report states as the file wrote it)."""
         return self.study.cells[0].config.model_dump(mode="json") if self.study.cells else None
