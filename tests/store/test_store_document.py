@@ -18,7 +18,7 @@ def _stored_json(store: Store, study_id: int) -> dict[str, object]:
     with store._read() as conn:
         doc = reading.study_document(conn, study_id)
     doc["study"]["store"] = store.url
-    return doc
+    return dict(doc)
 
 
 def test_the_stored_document_loads_into_the_types_and_back_losslessly(store: Store, filled: Filled) -> None:
@@ -59,3 +59,24 @@ def test_a_key_of_the_wrong_type_is_named_by_its_path(store: Store, filled: Fill
     cells[1] = {**cells[1], "index": "two"}
     with pytest.raises(DocumentFormatError, match=r"cells\[1\]\.index: expected int, found 'two'"):
         StudyDocument.from_json(doc)
+
+
+def test_the_validated_study_is_stored_masked_and_round_trips(store: Store) -> None:
+    validated = {
+        "name": "v",
+        "load": {"duration": 30.0, "repeat": 1},
+        "target": {"postgres": {"url": "postgresql://u:secret@db/x"}},
+    }
+    study_id = store.create_study("v", "name: v", "v.yaml", {}, validated=validated)
+    typed = store.study_document(study_id)
+    assert typed.study.validated is not None
+    assert "secret" not in json.dumps(typed.study.validated), "a password never reaches the store"
+    assert typed.study.validated["load"] == {"duration": 30.0, "repeat": 1}
+    assert typed.to_json() == {"format_version": FORMAT_VERSION, **_stored_json(store, study_id)}
+    assert StudyDocument.from_json(json.loads(json.dumps(typed.to_json()))) == typed
+
+
+def test_a_study_without_a_validated_copy_has_none_and_no_key(store: Store, filled: Filled) -> None:
+    typed = store.study_document(filled.study_id)
+    assert typed.study.validated is None
+    assert "validated" not in typed.study.to_json()

@@ -6,13 +6,14 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
 from caplab.store import Store
 from caplab.store.connect import open_engine
 from caplab.store.errors import StoreError
-from caplab.store.migrate import current_revision, head_revision
+from caplab.store.migrate import _config, current_revision, head_revision
 from caplab.store.schema import metadata
 
 
@@ -76,3 +77,30 @@ def test_an_unreachable_database_is_a_store_error_naming_the_redacted_url() -> N
         Store("postgresql://caplab:hunter2@127.0.0.1:1/nothing")
     assert "postgresql://caplab:***@127.0.0.1:1/nothing" in str(caught.value)
     assert "hunter2" not in str(caught.value)
+
+
+def test_a_store_at_the_first_revision_gains_the_validated_study(store_url: str) -> None:
+    """A store written before the validated study was kept opens, keeps its studies (with none),
+    and stores one for the studies created afterwards."""
+    engine = open_engine(store_url)
+    with engine.begin() as conn:
+        cfg = _config()
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0001")
+        conn.execute(
+            sa.text(
+                "INSERT INTO studies (name, status, spec_text, spec_path, environment, caplab_version, "
+                "created_at) VALUES ('old', 'complete', 'name: old', 'old.yaml', '{}', '0', "
+                "CURRENT_TIMESTAMP)"
+            )
+        )
+    assert current_revision(engine) == "0001"
+    engine.dispose()
+    with Store(store_url) as store:
+        (old,) = store.list_studies()
+        assert store.study_document(old.id).study.validated is None
+        new = store.create_study("new", "name: new", "new.yaml", {}, validated={"load": {"duration": 30.0}})
+        assert store.study_document(new).study.validated == {"load": {"duration": 30.0}}
+    engine = open_engine(store_url)
+    assert current_revision(engine) == head_revision()
+    engine.dispose()

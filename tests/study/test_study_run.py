@@ -159,6 +159,12 @@ def test_the_store_holds_what_was_printed(ran: Ran) -> None:
         stored = store.study_document(study_id)
     assert [c.to_json() for c in stored.cells] == ran.doc["cells"]
     assert (stored.study.spec or "").startswith("name: cpu-cost")
+    validated = stored.study.validated
+    assert validated is not None, "the study as validated is stored with it"
+    load = validated["load"]
+    assert isinstance(load, dict)
+    assert (load["duration"], load["warmup"], load["repeat"]) == (1.0, 0.5, REPEAT), "as written"
+    assert load["schedule"] == "constant", "the spec's defaults filled in"
 
 
 def test_ls_and_show_read_the_study(ran: Ran) -> None:

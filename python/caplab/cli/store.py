@@ -193,8 +193,8 @@ def _cells_table(cells: list[CellRow], trial_counts: dict[int, int]) -> Table:
     for c in cells:
         metrics = flatten(c.metrics or {})
         metrics["trials"] = metrics.get("trials", trial_counts.get(c.index, 0))
-        if isinstance(metrics.get("error_ratio"), int | float):
-            metrics["error_ratio"] = 100 * metrics["error_ratio"]
+        if isinstance(ratio := metrics.get("error_ratio"), int | float):
+            metrics["error_ratio"] = 100 * ratio
         values = [num(metrics.get(key)) for _, key in figures]
         row = [str(c.index), *[str(c.factors.get(f, "—")) for f in factors], _status(c.status), *values]
         table.add_row(*row)

@@ -27,7 +27,7 @@ def open_engine(url: str) -> Engine:
     """An engine for ``url``: ``sqlite:///path``, ``sqlite://`` (in memory) or ``postgresql://…``."""
     target = engine_url(url)
     if target.get_backend_name() != "sqlite":
-        connect_args: dict[str, Any] = {}
+        connect_args: dict[str, object] = {}
         if (
             target.drivername in ("postgresql+psycopg", "postgresql+psycopg2")
             and "connect_timeout" not in target.query
@@ -36,11 +36,11 @@ def open_engine(url: str) -> Engine:
             connect_args["connect_timeout"] = _PG_CONNECT_TIMEOUT_S
         return create_engine(target, pool_pre_ping=True, connect_args=connect_args)
     in_memory = target.database in (None, "", ":memory:")
-    kwargs: dict[str, Any] = {"connect_args": {"timeout": _SQLITE_BUSY_TIMEOUT_S}}
     if in_memory:
         # One shared connection, or every checkout would see a fresh empty database.
-        kwargs = {"connect_args": {"check_same_thread": False}, "poolclass": StaticPool}
-    engine = create_engine(target, **kwargs)
+        engine = create_engine(target, connect_args={"check_same_thread": False}, poolclass=StaticPool)
+    else:
+        engine = create_engine(target, connect_args={"timeout": _SQLITE_BUSY_TIMEOUT_S})
     event.listen(engine, "connect", _sqlite_on_connect)
     event.listen(engine, "begin", _sqlite_on_begin)
     return engine

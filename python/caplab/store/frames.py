@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TypeAlias
 
 import pandas as pd
 
+from caplab.store.json_values import as_object
 from caplab.store.repository import Store, StudyRow
 
 __all__ = ["Results", "flatten", "load", "read"]
@@ -74,9 +75,13 @@ class Results:
     """Long format: one row per (trial, t, scope, metric) with its value."""
 
 
-def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+Columns: TypeAlias = dict[str, object]
+"""One row of a frame: column name → value (a number, a text, a factor's level as written)."""
+
+
+def flatten(data: Mapping[str, object], prefix: str = "") -> Columns:
     """Nested dicts as flat columns, the unit suffix kept at the end of the name."""
-    flat: dict[str, Any] = {}
+    flat: Columns = {}
     for key, value in data.items():
         name = f"{prefix}{key}"
         if isinstance(value, Mapping):
@@ -87,30 +92,30 @@ def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
                 flat.update(
                     {
                         f"{stem}_{k}" if k == "count" else f"{stem}_{k}{unit}": v
-                        for k, v in flatten(value).items()
+                        for k, v in flatten(as_object(value)).items()
                     }
                 )
             else:
-                flat.update(flatten(value, prefix=f"{name}."))
+                flat.update(flatten(as_object(value), prefix=f"{name}."))
         else:
             flat[name] = value
     return flat
 
 
-def _merge(row: dict[str, Any], extra: Mapping[str, Any], clash_prefix: str) -> None:
+def _merge(row: Columns, extra: Mapping[str, object], clash_prefix: str) -> None:
     """Adds ``extra`` to ``row``; a name already taken gets ``clash_prefix`` in front."""
     for key, value in extra.items():
         row[f"{clash_prefix}{key}" if key in row else key] = value
 
 
-def _frame(rows: list[dict[str, Any]], leading: Iterable[str]) -> pd.DataFrame:
+def _frame(rows: list[Columns], leading: Iterable[str]) -> pd.DataFrame:
     """A frame whose leading columns exist (and come first) even when there are no rows."""
     first = list(leading)
     columns = first + [c for r in rows for c in r if c not in first]
     return pd.DataFrame(rows, columns=list(dict.fromkeys(columns)))
 
 
-def _factor_columns(factors: Mapping[str, Any], taken: Iterable[str]) -> dict[str, Any]:
+def _factor_columns(factors: Mapping[str, object], taken: Iterable[str]) -> Columns:
     used = set(taken)
     return {f"factor.{k}" if k in used else k: v for k, v in factors.items()}
 
@@ -132,35 +137,39 @@ def read(store: Store, study_id: int) -> Results:
     names = list(dict.fromkeys(k for c in cells for k in c.factors))
     factors_of = {c.index: c.factors for c in cells}
 
-    cell_rows = []
+    cell_rows: list[Columns] = []
     for c in cells:
-        row: dict[str, Any] = {"cell_index": c.index, **c.factors, "status": c.status, "error": c.error}
+        row: Columns = {"cell_index": c.index, **c.factors, "status": c.status, "error": c.error}
         _merge(row, flatten(c.metrics or {}), "metrics.")
         _merge(row, flatten(c.resources or {}), "resources.")
         cell_rows.append(row)
 
-    def keyed(r: dict[str, Any], columns: list[str]) -> dict[str, Any]:
+    def keyed(r: Mapping[str, object], columns: list[str]) -> Columns:
         row = {k: r[k] for k in _TRIAL_KEYS}
-        row.update(_factor_columns(factors_of.get(r["cell_index"], {}), [*_TRIAL_KEYS, *columns]))
+        cell_index = r["cell_index"]
+        factors = factors_of.get(cell_index, {}) if isinstance(cell_index, int) else {}
+        row.update(_factor_columns(factors, [*_TRIAL_KEYS, *columns]))
         return row
 
-    trial_rows = []
-    for t in trials:
+    trial_rows: list[Columns] = []
+    for trial in trials:
+        t: Mapping[str, object] = trial
         row = keyed(t, _TRIAL_COLUMNS)
         row.update({k: t[k] for k in _TRIAL_COLUMNS})
-        summary = {k: v for k, v in t["summary"].items() if k != "classes"}
+        summary = {k: v for k, v in trial["summary"].items() if k != "classes"}
         _merge(row, {k: v for k, v in flatten(summary).items() if k not in _TRIAL_COLUMNS}, "summary.")
         trial_rows.append(row)
 
-    interval_rows = []
-    for i in intervals:
+    interval_rows: list[Columns] = []
+    for interval in intervals:
+        i: Mapping[str, object] = interval
         row = keyed(i, _INTERVAL_COLUMNS)
         row.update({"interval": i["idx"], **{k: i[k] for k in _INTERVAL_COLUMNS[1:]}})
         interval_rows.append(row)
 
-    resource_rows = []
+    resource_rows: list[Columns] = []
     for sample in samples:
-        s: dict[str, Any] = dict(sample)
+        s: Mapping[str, object] = sample
         row = keyed(s, _RESOURCE_COLUMNS)
         row.update({k: s[k] for k in _RESOURCE_COLUMNS})
         resource_rows.append(row)

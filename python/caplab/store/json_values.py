@@ -77,3 +77,11 @@ def as_object(value: object) -> JsonObject:
     if not isinstance(value, Mapping):
         return EMPTY
     return {str(k): v for k, v in value.items()}
+
+
+JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
+"""Any value JSON can hold, for the places that pass a value on whatever its shape (a result's
+summary field, an interval's unknown extra): read it with the accessors above, never as ``Any``."""
+
+JsonRow: TypeAlias = dict[str, JsonValue]
+"""A mutable JSON object built or rebuilt by the store (a result, a summary, an interval row)."""

@@ -35,7 +35,7 @@ from caplab.store.codec import HDR_ENCODING, split_result
 from caplab.store.connect import WRITE_OPTION, open_engine
 from caplab.store.document import StudyDocument
 from caplab.store.errors import NotFound, StoreError, StudyNotFound
-from caplab.store.json_values import JsonObject
+from caplab.store.json_values import JsonObject, JsonRow
 from caplab.store.migrate import upgrade
 from caplab.store.reading import EventRow, SampleRow
 from caplab.store.schema import cells, events, histograms, intervals, resource_samples, studies, trials
@@ -166,13 +166,23 @@ class Store:
                 yield conn
 
     # -- writing a study ---------------------------------------------------------------------
-    def create_study(self, name: str, spec_text: str, spec_path: str, environment: JsonObject) -> int:
+    def create_study(
+        self,
+        name: str,
+        spec_text: str,
+        spec_path: str,
+        environment: JsonObject,
+        validated: JsonObject | None = None,
+    ) -> int:
+        """A new running study. ``validated`` is the study as the spec validated it, every default
+        filled in, so that a report states what was run rather than repeating the spec's defaults."""
         row = {
             "name": name,
             "status": "running",
             "spec_text": scrub(spec_text),
             "spec_path": scrub(spec_path),
             "environment": scrub_json(environment),
+            "validated": scrub_json(validated) if validated is not None else None,
             "caplab_version": __version__,
             "created_at": _now(),
         }
@@ -422,14 +432,14 @@ class Store:
             self._require_study(conn, study_id)
             return reading.sample_rows(conn, study_id)
 
-    def trial_rows(self, study_id: int) -> list[dict[str, Any]]:
+    def trial_rows(self, study_id: int) -> list[reading.TrialRow]:
         """One dict per trial: cell_index, trial_index, trial_kind, trial_id, the trial's columns
         and its ``summary`` (the engine's result without intervals and histograms)."""
         with self._read() as conn:
             self._require_study(conn, study_id)
             return reading.trial_rows(conn, study_id)
 
-    def interval_rows(self, study_id: int) -> list[dict[str, Any]]:
+    def interval_rows(self, study_id: int) -> list[reading.IntervalRow]:
         """One dict per interval snapshot of every trial, with the trial's keys as above."""
         with self._read() as conn:
             self._require_study(conn, study_id)
@@ -441,7 +451,7 @@ class Store:
             self._require_study(conn, study_id)
             return reading.event_rows(conn, study_id)
 
-    def trial_result(self, trial_id: int) -> dict[str, Any]:
+    def trial_result(self, trial_id: int) -> JsonRow:
         """One trial's engine result object, exactly as ``RunResult.raw`` held it."""
         with self._read() as conn:
             found = reading.trial_result(conn, trial_id)

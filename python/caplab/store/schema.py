@@ -86,6 +86,8 @@ studies = Table(
     Column("caplab_version", String(40), nullable=False),
     Column("created_at", UtcDateTime, nullable=False),
     Column("finished_at", UtcDateTime),
+    # The study as validated, every default filled in (null for a study stored before it was kept).
+    Column("validated", _json()),
 )
 
 cells = Table(

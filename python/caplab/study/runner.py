@@ -84,7 +84,7 @@ class StudyRunner:
         study_id = self.store.find_resumable(self.study.name, self.study.text) if resume else None
         if study_id is None:
             study_id = self.store.create_study(
-                self.study.name, self.study.text, str(self.study.path), self._environment()
+                self.study.name, self.study.text, str(self.study.path), self._environment(), self._validated()
             )
         else:
             self.store.reopen_study(study_id)
@@ -106,6 +106,11 @@ class StudyRunner:
         status = "failed" if failed else "complete"
         self.store.finish_study(study_id, status)
         return StudyOutcome(study_id, status, failed)
+
+    def _validated(self) -> dict[str, object] | None:
+        """The study as validated, defaults filled in: its first cell's configuration (a default is
+        the same in every cell; what a factor varies the report states as the file wrote it)."""
+        return self.study.cells[0].config.model_dump(mode="json") if self.study.cells else None
 
     def _environment(self) -> dict[str, Any]:
         """The machine, and what its storage does alone when the study asks for a baseline."""

@@ -9,8 +9,8 @@ the two under the same load. Memory is compared as measured: it does not grow in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, cast
+from collections.abc import Mapping, Sequence
+from typing import cast
 
 from caplab.analysis.consolidation import compare
 from caplab.analysis.scope import role_scope
@@ -19,7 +19,7 @@ from caplab.collect.summary import summarize
 from caplab.report.model.cells import TrialKey, trial_key
 from caplab.report.model.types import ConsolidationEntry, Factors, PaperConsolidation
 from caplab.store.document import CellRecord, TrialRecord
-from caplab.store.json_values import JsonObject
+from caplab.store.json_values import JsonObject, member, optional_member
 from caplab.units import is_number
 
 RESOURCES = (("CPU", "cpu_percent", "% of a core"), ("memory", "rss_mb", "MB"))
@@ -28,12 +28,12 @@ resident memory of their processes."""
 
 
 def consolidation_entries(
-    spec: dict[str, Any], raw_cells: Sequence[CellRecord], samples: dict[TrialKey, list[ResourceSample]]
+    spec: JsonObject, raw_cells: Sequence[CellRecord], samples: dict[TrialKey, list[ResourceSample]]
 ) -> list[ConsolidationEntry]:
-    section = spec.get("consolidation")
-    if not isinstance(section, dict) or not isinstance(section.get("apart"), dict):
+    apart_roles = member(spec, "consolidation").get("apart")
+    if not isinstance(apart_roles, Mapping):
         return []
-    roles = [str(r) for r in section["apart"]]
+    roles = [str(r) for r in apart_roles]
     out: list[ConsolidationEntry] = []
     for together in (c for c in raw_cells if c.factors.get("placement") == "together"):
         others = _others(together)
@@ -71,20 +71,19 @@ def _others(cell: CellRecord) -> dict[str, object]:
     return {k: v for k, v in cell.factors.items() if k != "placement"}
 
 
-def paper_consolidation(spec: dict[str, Any], factors: JsonObject) -> PaperConsolidation | None:
+def paper_consolidation(spec: JsonObject, factors: JsonObject) -> PaperConsolidation | None:
     """The paper's figures for the combined server's configuration: ``paper.consolidation`` keyed by
     a value of the cell's factors (``paper.factor`` first) or by the combined server's profile."""
-    paper = spec.get("paper")
-    figures = paper.get("consolidation") if isinstance(paper, dict) else None
-    if not isinstance(paper, dict) or not isinstance(figures, dict):
+    paper = member(spec, "paper")
+    figures = optional_member(paper, "consolidation")
+    if figures is None:
         return None
     named = [factors.get(str(paper["factor"]))] if paper.get("factor") else []
-    placement = spec.get("consolidation") or {}
-    candidates = [*named, *factors.values(), placement.get("together")]
+    candidates = [*named, *factors.values(), member(spec, "consolidation").get("together")]
     key = next((str(c) for c in candidates if c is not None and str(c) in figures), None)
-    if key is None or not isinstance(figures[key], dict):
+    row = optional_member(figures, key) if key is not None else None
+    if key is None or row is None:
         return None
-    row: dict[str, Any] = figures[key]
 
     def figure(name: str) -> float | None:
         value = row.get(name)

@@ -5,11 +5,11 @@ where the study file gives them (``paper:``, labelled as the paper's hardware)."
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 from caplab.analysis.size_fit import fit_size
-from caplab.report.model.scenario import DEFAULT_HEADROOM, goal_of
+from caplab.report.model.scenario import goal_of
+from caplab.report.model.spec_defaults import DEFAULT_HEADROOM
 from caplab.report.model.types import (
     CapacityEntry,
     CellResult,
@@ -22,28 +22,42 @@ from caplab.report.model.types import (
 )
 from caplab.report.model.wear import endurance_rows
 from caplab.store.document import CellRecord
-from caplab.store.json_values import EMPTY, as_object, member, number, text
+from caplab.store.json_values import (
+    EMPTY,
+    JsonObject,
+    as_object,
+    items,
+    member,
+    number,
+    optional_member,
+    text,
+)
 from caplab.units import is_number
 
 _REF = re.compile(r"^\{(\w+)\}$")
 
 
-def size_factor(spec: dict[str, Any]) -> str | None:
+def _phases(spec: JsonObject) -> list[JsonObject]:
+    """The job's phases as written (a phase that is not an object is left out)."""
+    return [as_object(p) for p in items(member(spec, "job"), "phases") if isinstance(p, Mapping)]
+
+
+def size_factor(spec: JsonObject) -> str | None:
     """The factor a phase's ``items`` is: the job's size."""
-    for phase in (spec.get("job") or {}).get("phases") or []:
+    for phase in _phases(spec):
         m = _REF.match(str(phase.get("items", "")))
         if m:
             return m.group(1)
     return None
 
 
-def rating_phase(spec: dict[str, Any]) -> str | None:
+def rating_phase(spec: JsonObject) -> str | None:
     """The phase whose items/s rates a configuration: ``goal.phase``, else the job's last (the one
     that finishes the job)."""
-    goal = spec.get("goal")
-    if isinstance(goal, dict) and goal.get("phase"):
+    goal = member(spec, "goal")
+    if goal.get("phase"):
         return str(goal["phase"])
-    names = [str(p.get("name")) for p in (spec.get("job") or {}).get("phases") or [] if isinstance(p, dict)]
+    names = [str(p.get("name")) for p in _phases(spec)]
     return names[-1] if names else None
 
 
@@ -54,7 +68,9 @@ def _interval(value: object) -> list[float] | None:
     return [x for x in value if isinstance(x, int | float) and not isinstance(x, bool)]
 
 
-def _phase_rows(raw: CellRecord, cell: CellResult, paper: dict[str, Any], size: str | None) -> list[JobRow]:
+def _phase_rows(
+    raw: CellRecord, cell: CellResult, paper: Mapping[object, object], size: str | None
+) -> list[JobRow]:
     """One row per phase of the cell's job, with the paper's figure for its configuration."""
     phases = member(raw.metrics.part("job") or EMPTY, "phases")
     factors = cell["factors"]
@@ -62,7 +78,7 @@ def _phase_rows(raw: CellRecord, cell: CellResult, paper: dict[str, Any], size: 
     rows: list[JobRow] = []
     for name, found in phases.items():
         phase = as_object(found)
-        theirs = (paper.get(name) or {}).get(group) or {}
+        theirs = _table(_table(paper.get(name)).get(group))
         reference = theirs.get(str(factors.get(size))) if size else None
         total = cell["cost"]["total"] if cell["cost"] else None
         rate = number(phase, "items_per_s")
@@ -76,21 +92,25 @@ def _phase_rows(raw: CellRecord, cell: CellResult, paper: dict[str, Any], size: 
                 "ci95": _interval(phase.get("ci95")),
                 "wall_s": number(phase, "wall_s"),
                 "limit": text(member(phase, "limit"), "resource"),
-                "paper": float(reference) if reference is not None else None,
+                "paper": float(reference) if isinstance(reference, int | float | str) else None,
                 "cost_per_item_s": total / rate if total is not None and rate else None,
             }
         )
     return rows
 
 
-def job_entries(
-    spec: dict[str, Any], raw_cells: Sequence[CellRecord], cells: list[CellResult]
-) -> Jobs | None:
-    if not isinstance(spec.get("job"), dict):
+def _table(value: object) -> Mapping[object, object]:
+    """One of the paper's tables, keyed as written (a size stays a number); empty when absent."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def job_entries(spec: JsonObject, raw_cells: Sequence[CellRecord], cells: list[CellResult]) -> Jobs | None:
+    if optional_member(spec, "job") is None:
         return None
     size = size_factor(spec)
-    paper = ((spec.get("paper") or {}).get("job") or {}) if isinstance(spec.get("paper"), dict) else {}
-    source = str((spec.get("paper") or {}).get("source") or "") if isinstance(spec.get("paper"), dict) else ""
+    paper_block = _table(spec.get("paper"))
+    paper = _table(paper_block.get("job"))
+    source = str(paper_block.get("source") or "")
     by_index = {c["index"]: c for c in cells}
     rows = [row for raw in raw_cells for row in _phase_rows(raw, by_index[raw.index], paper, size)]
     worn: list[JobEndurance] = [
@@ -112,7 +132,7 @@ def job_entries(
 
 
 def _capacity(
-    spec: dict[str, Any], rows: list[JobRow], cells: list[CellResult], phase: str | None, size: str | None
+    spec: JsonObject, rows: list[JobRow], cells: list[CellResult], phase: str | None, size: str | None
 ) -> list[CapacityEntry]:
     """Each configuration rated by ``phase``'s items/s, as the recommendation sizes from it. The size
     factor is the job's work, not a choice of hardware: a configuration is rated at the largest size
@@ -132,7 +152,7 @@ def _capacity(
             if held is None or (is_number(n) and (not is_number(before) or n > before)):
                 largest[group] = r
         mine = [r for r in mine if any(r is kept for kept in largest.values())]
-    repeats = (spec.get("job") or {}).get("repeat")
+    repeats = member(spec, "job").get("repeat")
     out: list[CapacityEntry] = []
     for r in mine:
         rate = float(r["items_per_s"] or 0.0)
@@ -196,19 +216,21 @@ def _fits(rows: list[JobRow], size: str | None) -> list[JobFit]:
     return out
 
 
-def _group(factors: dict[str, Any], size: str | None) -> str:
+def _group(factors: Mapping[str, object], size: str | None) -> str:
     """The group a cell is in for the paper's figures: its first factor other than the size."""
     return next((str(v) for k, v in factors.items() if k != size), "")
 
 
-def _figure(value: Any) -> float | None:
+def _figure(value: object) -> float | None:
+    if not isinstance(value, int | float | str):
+        return None
     try:
         return float(value)
-    except (TypeError, ValueError):
+    except ValueError:
         return None
 
 
-def _side_by_side(rows: list[JobRow], paper: dict[str, Any], size: str | None) -> list[PaperTable]:
+def _side_by_side(rows: list[JobRow], paper: Mapping[object, object], size: str | None) -> list[PaperTable]:
     """Per phase with the paper's figures: ours and the paper's per group, at every size either ran
     (the paper's sizes we did not run shown with its figures alone, and ours it has none for)."""
     if size is None or not paper:
@@ -216,7 +238,7 @@ def _side_by_side(rows: list[JobRow], paper: dict[str, Any], size: str | None) -
     out: list[PaperTable] = []
     phases = list(dict.fromkeys([*(r["phase"] for r in rows), *paper]))
     for phase in phases:
-        theirs = paper.get(phase) if isinstance(paper.get(phase), dict) else {}
+        theirs = _table(paper.get(phase))
         if not theirs:
             continue
         ours: dict[tuple[str, float], float | None] = {}
@@ -228,8 +250,7 @@ def _side_by_side(rows: list[JobRow], paper: dict[str, Any], size: str | None) -
         figures = {
             (str(g), n): _figure(v)
             for g, by_size in theirs.items()
-            if isinstance(by_size, dict)
-            for k, v in by_size.items()
+            for k, v in _table(by_size).items()
             if (n := _figure(k)) is not None
         }
         sizes = sorted({n for _, n in ours} | {n for _, n in figures})
@@ -241,5 +262,5 @@ def _side_by_side(rows: list[JobRow], paper: dict[str, Any], size: str | None) -
             }
             for n in sizes
         ]
-        out.append({"phase": phase, "groups": groups, "rows": table_rows})
+        out.append({"phase": str(phase), "groups": groups, "rows": table_rows})
     return out

@@ -10,7 +10,7 @@ import numpy as np
 from caplab.analysis.replicates import overlap
 from caplab.analysis.scaling import study_scaling
 from caplab.analysis.usl import usl
-from caplab.report.model.scenario import DEFAULT_HEADROOM
+from caplab.report.model.spec_defaults import DEFAULT_HEADROOM
 from caplab.report.model.types import (
     Basis,
     CapacityEntry,

@@ -6,10 +6,11 @@ compare which resource limits and how the configurations rank, not the values.""
 from __future__ import annotations
 
 import statistics
-from typing import Any
+from collections.abc import Mapping
 
 from caplab.analysis.limit_kind import LimitKind
 from caplab.report.model.types import CellResult, PaperCapacityRow, PaperComparison
+from caplab.store.json_values import JsonObject
 from caplab.units import is_number
 
 PAPER_WORDS = {
@@ -31,13 +32,15 @@ def limit_kind(resource: str | None, kind: str | None) -> str | None:
     return PAPER_WORDS.get(ours, kind) if ours is not None else kind
 
 
-def paper_comparison(spec: dict[str, Any], cells: list[CellResult]) -> PaperComparison | None:
-    """The comparison, or None when the study's paper block has no ``capacity:`` table."""
+def paper_comparison(spec: JsonObject, cells: list[CellResult]) -> PaperComparison | None:
+    """The comparison, or None when the study's paper block has no ``capacity:`` table. The
+    block's tables are keyed as written (a number stays one), so they are read as such."""
     paper = spec.get("paper")
-    if not isinstance(paper, dict) or not isinstance(paper.get("capacity"), dict):
+    if not isinstance(paper, Mapping) or not isinstance(paper.get("capacity"), Mapping):
         return None
-    figures: dict[str, Any] = paper["capacity"]
-    limits: dict[str, Any] = paper["limit"] if isinstance(paper.get("limit"), dict) else {}
+    figures: Mapping[object, object] = paper["capacity"]
+    found_limits = paper.get("limit")
+    limits: Mapping[object, object] = found_limits if isinstance(found_limits, Mapping) else {}
     factor = str(paper.get("factor") or _factor_of(figures, cells) or "")
     rows: list[PaperCapacityRow] = []
     for value, figure in figures.items():
@@ -73,13 +76,13 @@ def paper_comparison(spec: dict[str, Any], cells: list[CellResult]) -> PaperComp
     }
 
 
-def _figure(table: object, value: str) -> float | None:
+def _figure(table: object, value: object) -> float | None:
     """The paper's figure for ``value`` in one of its optional per-configuration tables."""
-    figure = table.get(value) if isinstance(table, dict) else None
+    figure = table.get(value) if isinstance(table, Mapping) else None
     return float(figure) if is_number(figure) else None
 
 
-def _factor_of(figures: dict[str, Any], cells: list[CellResult]) -> str | None:
+def _factor_of(figures: Mapping[object, object], cells: list[CellResult]) -> str | None:
     """The factor whose values the paper's keys are, when the block does not name it."""
     names = {name for c in cells for name in c["factors"]}
     for name in sorted(names):

@@ -57,24 +57,26 @@ class SearchSettings(TypedDict):
     precision: float
     trial_s: float | None
     confirm_s: float | None
-    repeats: int
-    start: float | None
-    max: float | None
+    repeats: Json
+    """As written: a number, or a factor's ``{placeholder}`` (so are ``start`` and ``max``)."""
+    start: Json
+    max: Json
 
 
 class Scenario(TypedDict):
     description: str | None
     target: Target
     model: Literal["open", "closed"]
-    rate: float | None
-    users: int | None
+    rate: Json
+    """As written: a number, or a factor's ``{placeholder}`` (so are ``users`` and ``repeat``)."""
+    users: Json
     think_s: float | None
     usage: NotRequired[str | None]
     """A usage profile's actions per user, as written (``send 16 an hour, read 40 an hour``)."""
     schedule: str
     duration_s: float | None
     warmup_s: float | None
-    repeat: int
+    repeat: Json
     slo: list[str]
     search: SearchSettings | None
     sut_start: str | None

@@ -18,7 +18,7 @@ from caplab.analysis.replicates import overlap
 from caplab.analysis.scope import ResourceScope, ScopeKind
 from caplab.analysis.usl import usl
 from caplab.report.model.runs import size_order
-from caplab.report.model.scenario import DEFAULT_HEADROOM
+from caplab.report.model.spec_defaults import DEFAULT_HEADROOM
 from caplab.report.model.types import (
     Basis,
     CapacityEntry,
