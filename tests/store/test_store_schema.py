@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -104,3 +105,37 @@ def test_a_store_at_the_first_revision_gains_the_validated_study(store_url: str)
     engine = open_engine(store_url)
     assert current_revision(engine) == head_revision()
     engine.dispose()
+
+
+def test_a_store_before_one_numbering_gets_its_failover_trials_from_zero(store_url: str) -> None:
+    """Failover entries were stored 1-based, recovery and ledger entries 0-based; revision 0003
+    renumbers the failover entries of cells stored before it, and leaves the others as they were."""
+    engine = open_engine(store_url)
+    with engine.begin() as conn:
+        cfg = _config()
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "0002")
+        conn.execute(
+            sa.text(
+                "INSERT INTO studies (name, status, spec_text, spec_path, environment, caplab_version, "
+                "created_at) VALUES ('old', 'complete', 'name: old', 'old.yaml', '{}', '0', "
+                "CURRENT_TIMESTAMP)"
+            )
+        )
+        metrics = {
+            "failover": [{"trial": 1, "action": "kill"}, {"trial": 2, "action": "kill"}],
+            "recovery": [{"trial": 0}, {"trial": 1}],
+        }
+        conn.execute(
+            sa.text(
+                "INSERT INTO cells (study_id, idx, factors, status, metrics) "
+                "VALUES ((SELECT id FROM studies WHERE name = 'old'), 0, '{}', 'complete', :m)"
+            ),
+            {"m": json.dumps(metrics)},
+        )
+    engine.dispose()
+    with Store(store_url) as store:
+        (old,) = store.list_studies()
+        [cell] = store.study_document(old.id).cells
+    assert [f["trial"] for f in cell.metrics.parts("failover")] == [0, 1]
+    assert [r["trial"] for r in cell.metrics.parts("recovery")] == [0, 1], "already 0-based: untouched"
