@@ -11,9 +11,9 @@ import pytest
 
 from caplab.collect.base import ResourceSample
 from caplab.engine import RunResult
+from caplab.json_types import members
 from caplab.store import Store
 from caplab.store.codec import rebuild_result, split_result
-from caplab.store.json_values import members
 from support.stores import Filled, same_json, samples_for
 
 

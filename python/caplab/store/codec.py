@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from caplab.store.json_values import JsonObject, JsonRow, JsonValue, as_object
+from caplab.json_types import JsonObject, JsonRow, JsonValue, as_object
 
 ALL_CLASSES = "*"
 HDR_ENCODING = "hdr-v2-base64"

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from caplab.store.json_values import (
+from caplab.json_types import (
     EMPTY,
     JsonObject,
     as_object,

@@ -19,7 +19,7 @@ from typing import TypeAlias
 
 import pandas as pd
 
-from caplab.store.json_values import as_object
+from caplab.json_types import as_object
 from caplab.store.repository import Store, StudyRow
 
 __all__ = ["Results", "flatten", "load", "read"]

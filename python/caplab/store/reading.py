@@ -11,8 +11,8 @@ from typing import Any, TypeAlias, TypedDict, cast
 
 from sqlalchemy import Connection, Select, select
 
+from caplab.json_types import JsonObject, JsonRow, as_object, integer
 from caplab.store.codec import Histogram, rebuild_result
-from caplab.store.json_values import JsonObject, JsonRow, as_object, integer
 from caplab.store.schema import cells, events, histograms, intervals, resource_samples, studies, trials
 
 

@@ -30,12 +30,12 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from caplab import __version__
 from caplab.collect.base import ResourceSample
 from caplab.engine import RunResult
+from caplab.json_types import JsonObject, JsonRow
 from caplab.store import reading
 from caplab.store.codec import HDR_ENCODING, split_result
 from caplab.store.connect import WRITE_OPTION, open_engine
 from caplab.store.document import StudyDocument
 from caplab.store.errors import NotFound, StoreError, StudyNotFound
-from caplab.store.json_values import JsonObject, JsonRow
 from caplab.store.migrate import upgrade
 from caplab.store.reading import EventRow, SampleRow
 from caplab.store.schema import cells, events, histograms, intervals, resource_samples, studies, trials

@@ -17,6 +17,20 @@ from caplab.analysis.limit import find_limit
 from caplab.analysis.scope import ResourceScope, ScopeKind
 from caplab.collect.base import ResourceSample
 from caplab.collect.summary import summarize
+from caplab.json_types import (
+    EMPTY,
+    JsonObject,
+    flag,
+    integer,
+    items,
+    member,
+    members,
+    number,
+    optional_member,
+    strings,
+    text,
+    truthy,
+)
 from caplab.report.model.types import (
     ActionRow,
     Busiest,
@@ -41,20 +55,6 @@ from caplab.report.model.types import (
     VolumeUse,
 )
 from caplab.store.document import CellMetrics, CellRecord, DocumentFormatError, TrialRecord
-from caplab.store.json_values import (
-    EMPTY,
-    JsonObject,
-    flag,
-    integer,
-    items,
-    member,
-    members,
-    number,
-    optional_member,
-    strings,
-    text,
-    truthy,
-)
 from caplab.store.reading import SampleRow
 from caplab.units import cell_label, free_text
 

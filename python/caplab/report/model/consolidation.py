@@ -16,10 +16,10 @@ from caplab.analysis.consolidation import compare
 from caplab.analysis.scope import role_scope
 from caplab.collect.base import ResourceSample
 from caplab.collect.summary import summarize
+from caplab.json_types import JsonObject, member, optional_member
 from caplab.report.model.cells import TrialKey, trial_key
 from caplab.report.model.types import ConsolidationEntry, Factors, PaperConsolidation
 from caplab.store.document import CellRecord, TrialRecord
-from caplab.store.json_values import JsonObject, member, optional_member
 from caplab.units import is_number
 
 RESOURCES = (("CPU", "cpu_percent", "% of a core"), ("memory", "rss_mb", "MB"))

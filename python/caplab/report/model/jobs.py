@@ -8,6 +8,16 @@ import re
 from collections.abc import Mapping, Sequence
 
 from caplab.analysis.size_fit import fit_size
+from caplab.json_types import (
+    EMPTY,
+    JsonObject,
+    as_object,
+    items,
+    member,
+    number,
+    optional_member,
+    text,
+)
 from caplab.report.model.scenario import goal_of
 from caplab.report.model.spec_defaults import DEFAULT_HEADROOM
 from caplab.report.model.types import (
@@ -22,16 +32,6 @@ from caplab.report.model.types import (
 )
 from caplab.report.model.wear import endurance_rows
 from caplab.store.document import CellRecord
-from caplab.store.json_values import (
-    EMPTY,
-    JsonObject,
-    as_object,
-    items,
-    member,
-    number,
-    optional_member,
-    text,
-)
 from caplab.units import is_number
 
 _REF = re.compile(r"^\{(\w+)\}$")

@@ -9,8 +9,8 @@ import statistics
 from collections.abc import Mapping
 
 from caplab.analysis.limit_kind import LimitKind
+from caplab.json_types import JsonObject
 from caplab.report.model.types import CellResult, PaperCapacityRow, PaperComparison
-from caplab.store.json_values import JsonObject
 from caplab.units import is_number
 
 PAPER_WORDS = {

@@ -13,10 +13,10 @@ from collections.abc import Mapping, Sequence
 import yaml
 
 from caplab import units as u
+from caplab.json_types import JsonObject, as_object, items, member, optional_member, text
 from caplab.report.model.spec_defaults import DEFAULT_HEADROOM, DEFAULT_PRECISION, with_defaults
 from caplab.report.model.types import Goal, Json, Scenario, SearchSettings, Target
 from caplab.store.document import CellRecord, StudyRecord
-from caplab.store.json_values import JsonObject, as_object, items, member, optional_member, text
 from caplab.units import parse_duration, scrub, varying_factors
 
 __all__ = [

@@ -13,10 +13,10 @@ from typing import Any
 
 from caplab.analysis.scope import ResourceScope, ScopeKind, role_scope
 from caplab.collect.base import ResourceSample
+from caplab.json_types import JsonObject, integer, member, number
 from caplab.report.model.cells import TrialKey, trial_key
 from caplab.report.model.types import SeriesResources, TrialSeries
 from caplab.store.document import CellRecord, TrialRecord
-from caplab.store.json_values import JsonObject, integer, member, number
 
 MAX_TRIALS_PER_CELL = 40
 """A long search keeps its confirmation trials and its latest probes; beyond this, older ones go."""

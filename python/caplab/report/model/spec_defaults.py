@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import cast
 
-from caplab.store.json_values import JsonObject, member
+from caplab.json_types import JsonObject, member
 
 DefaultKey = tuple[str, ...]
 """A setting's path in the study file: ``("load", "duration")``."""
