@@ -80,21 +80,25 @@ def test_an_unreachable_database_is_a_store_error_naming_the_redacted_url() -> N
     assert "hunter2" not in str(caught.value)
 
 
+def old_study(conn: sa.Connection, revision: str) -> None:
+    """A store migrated only to ``revision``, holding one study written then (named ``old``)."""
+    cfg = _config()
+    cfg.attributes["connection"] = conn
+    command.upgrade(cfg, revision)
+    conn.execute(
+        sa.text(
+            "INSERT INTO studies (name, status, spec_text, spec_path, environment, caplab_version, "
+            "created_at) VALUES ('old', 'complete', 'name: old', 'old.yaml', '{}', '0', CURRENT_TIMESTAMP)"
+        )
+    )
+
+
 def test_a_store_at_the_first_revision_gains_the_validated_study(store_url: str) -> None:
     """A store written before the validated study was kept opens, keeps its studies (with none),
     and stores one for the studies created afterwards."""
     engine = open_engine(store_url)
     with engine.begin() as conn:
-        cfg = _config()
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "0001")
-        conn.execute(
-            sa.text(
-                "INSERT INTO studies (name, status, spec_text, spec_path, environment, caplab_version, "
-                "created_at) VALUES ('old', 'complete', 'name: old', 'old.yaml', '{}', '0', "
-                "CURRENT_TIMESTAMP)"
-            )
-        )
+        old_study(conn, "0001")
     assert current_revision(engine) == "0001"
     engine.dispose()
     with Store(store_url) as store:
@@ -112,16 +116,7 @@ def test_a_store_before_one_numbering_gets_its_failover_trials_from_zero(store_u
     renumbers the failover entries of cells stored before it, and leaves the others as they were."""
     engine = open_engine(store_url)
     with engine.begin() as conn:
-        cfg = _config()
-        cfg.attributes["connection"] = conn
-        command.upgrade(cfg, "0002")
-        conn.execute(
-            sa.text(
-                "INSERT INTO studies (name, status, spec_text, spec_path, environment, caplab_version, "
-                "created_at) VALUES ('old', 'complete', 'name: old', 'old.yaml', '{}', '0', "
-                "CURRENT_TIMESTAMP)"
-            )
-        )
+        old_study(conn, "0002")
         metrics = {
             "failover": [{"trial": 1, "action": "kill"}, {"trial": 2, "action": "kill"}],
             "recovery": [{"trial": 0}, {"trial": 1}],
