@@ -97,3 +97,17 @@ def test_collection_marks_the_serial_pass() -> None:
         "test_poisson_arrivals_reach_the_server_exponentially_spaced[1]",
         "test_poisson_arrivals_reach_the_server_exponentially_spaced[2]",
     ]
+
+
+REPORT_FIXTURES = re.compile(r"[(,]\s*(built|study_document|study_samples)\s*[:),]")
+"""A test or fixture asking for one of tests/report/conftest.py's session fixtures."""
+
+
+def test_every_test_file_using_the_reports_shared_studies_is_in_their_block() -> None:
+    users = [
+        path.relative_to(parallel.TESTS).as_posix()
+        for path in sorted(parallel.TESTS.rglob("test_*.py"))
+        if REPORT_FIXTURES.search(path.read_text())
+    ]
+    assert "report/test_report_chromium.py" in users  # the pattern finds a known user
+    assert {u: parallel.group_of(u + "::any_test") for u in users} == dict.fromkeys(users, "report-built")
