@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,8 @@ from rich.console import Console
 from rich.live import Live
 
 from caplab import engine
+from caplab.analysis.gate import gate_slos, judge_load
+from caplab.analysis.slo import Slo, SloError, Verdict, as_dict
 from caplab.cli import consoles, exits, render
 from caplab.cli.cluster import cluster_options
 from caplab.cli.options import DURATION, parse_steps, request_fields, request_options
@@ -19,6 +22,7 @@ from caplab.cli.publish import IntervalPublisher
 from caplab.engine import DEFAULT_INTERVAL_S, LoadSpec, OpenLoad, Plan, PlanError, TargetUnreachable
 from caplab.experiments.actions import TrialActions, recoveries, recovery_text
 from caplab.experiments.alongside import run_alongside
+from caplab.report.junit import GateCase, write_junit
 from caplab.spec import ActionSpec, SpecError
 from caplab.units import parse_duration
 from caplab.workloads.postgres import DatabaseProblem
@@ -65,8 +69,12 @@ time until it settled, rate after), read from the interval series:
 On load agents of a Ray cluster (the load split among them, results merged):
   caplab load http://10.0.0.5:8080/ --rate 20000 --cluster ray://10.0.0.2:10001 --agents 4
 \b
+As a CI gate: each --slo judged on the measured window, the verdicts in a JUnit file:
+  caplab load http://127.0.0.1:8080/ --rate 500 -d 30s --slo 'p99<=50ms' --slo 'errors<=0.1%' \\
+      --junit build/load.xml
+\b
 Exit codes: 0 done, 1 target or cluster unreachable, a TLS certificate that fails verification
-(or an agent died), 2 bad arguments,
+(or an agent died), 2 bad arguments, 3 an --slo failed (or the generator fell behind),
 130 interrupted (results kept).
 """
 
@@ -134,6 +142,20 @@ Exit codes: 0 done, 1 target or cluster unreachable, a TLS certificate that fail
     type=click.IntRange(1, 65535),
     help="Serve each interval's figures in Prometheus format on 127.0.0.1:PORT/metrics while running.",
 )
+@click.option(
+    "--slo",
+    "slo_texts",
+    multiple=True,
+    metavar="PREDICATE",
+    help="A gate on the measured window: p99<=50ms, errors<=0.1%, throughput>=0.99*offered. "
+    "Any failed (or a generator that fell behind) exits 3. Repeatable.",
+)
+@click.option(
+    "--junit",
+    "junit_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write each --slo verdict (and the generator's) to FILE as a JUnit test case, for CI.",
+)
 @cluster_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 def load_command(
@@ -141,12 +163,15 @@ def load_command(
     steps: str | None,
     actions: tuple[str, ...],
     metrics_port: int | None,
+    slo_texts: tuple[str, ...],
+    junit_path: Path | None,
     cluster: str | None,
     agents: int | None,
     **options: Any,
 ) -> None:
     """Drive load at URL (http://, https://, tcp://, tls://, postgresql://, smtp://, smtps://, imap:// or
     imaps://) and measure it: one trial."""
+    gate = _gate(slo_texts, junit_path, cluster is not None or agents is not None)
     try:
         fields = request_fields(options, options["url"])
         spec = LoadSpec(steps=parse_steps(steps) if steps else None, **fields)
@@ -163,7 +188,7 @@ def load_command(
     if cluster is not None or agents is not None:
         sys.exit(load_on_cluster(plan, as_json, cluster, agents, scheduled, metrics_port))
     try:
-        code = cmd_load(plan, as_json, actions=scheduled, metrics_port=metrics_port)
+        code = cmd_load(plan, as_json, actions=scheduled, metrics_port=metrics_port, gate=gate)
     except PlanError as e:
         raise click.UsageError(str(e)) from e
     except TargetUnreachable as e:
@@ -225,19 +250,42 @@ def parse_action(text: str, ends_s: float) -> ActionSpec:
     return ActionSpec(at=seconds, run=shown, name=shown if len(shown) <= 40 else shown[:39] + "…")
 
 
+@dataclass(frozen=True)
+class Gate:
+    """`--slo` and `--junit`: the predicates the measured window is held to, and where the verdicts
+    go for a CI system."""
+
+    slos: list[Slo]
+    junit: Path | None
+
+
+def _gate(texts: tuple[str, ...], junit: Path | None, on_cluster: bool) -> Gate | None:
+    if not texts:
+        if junit is not None:
+            raise click.UsageError("--junit writes the --slo verdicts: give at least one --slo")
+        return None
+    if on_cluster:
+        raise click.UsageError("--slo judges a load on this machine: not with --cluster yet")
+    try:
+        return Gate(gate_slos(list(texts)), junit)
+    except SloError as e:
+        raise click.BadParameter(str(e), param_hint="--slo") from e
+
+
 def cmd_load(
     plan: Plan,
     as_json: bool,
     console: Console | None = None,
     actions: list[ActionSpec] | None = None,
     metrics_port: int | None = None,
+    gate: Gate | None = None,
 ) -> int:
     """Runs the plan, showing progress on a terminal; returns the process exit code."""
     err = console or consoles.stderr()
     timed = TrialActions(actions, {}, Path.cwd()) if actions else None
     publisher = start_publisher(metrics_port)
     try:
-        return _run_load(plan, as_json, err, timed, publisher)
+        return _run_load(plan, as_json, err, timed, publisher, gate)
     finally:
         if publisher is not None:
             publisher.stop()
@@ -256,7 +304,12 @@ def start_publisher(port: int | None) -> IntervalPublisher | None:
 
 
 def _run_load(
-    plan: Plan, as_json: bool, err: Console, timed: TrialActions | None, publisher: IntervalPublisher | None
+    plan: Plan,
+    as_json: bool,
+    err: Console,
+    timed: TrialActions | None,
+    publisher: IntervalPublisher | None,
+    gate: Gate | None,
 ) -> int:
     offered = plan.load.profile[0].rate_start if isinstance(plan.load, OpenLoad) else None
     live_enabled = not as_json and err.is_terminal
@@ -278,13 +331,27 @@ def _run_load(
             raise
         outcomes = timed.stop(finish_running=not result.interrupted) if timed is not None else []
     recovered = recoveries(result, outcomes)
+    verdicts = judge_load(gate.slos, result) if gate is not None else []
     if as_json:
-        json.dump(
-            result_json(plan.target.url, result) | ({"actions": recovered} if outcomes else {}), sys.stdout
+        extra = ({"actions": recovered} if outcomes else {}) | (
+            {"slo": [as_dict(v) for v in verdicts]} if gate is not None else {}
         )
+        json.dump(result_json(plan.target.url, result) | extra, sys.stdout)
         sys.stdout.write("\n")
     else:
         render.summary(consoles.stdout(), plan.target.url, result)
     for outcome, entry in zip(outcomes, recovered, strict=True):
         err.print(recovery_text(outcome, entry), markup=False, highlight=False)
-    return exits.INTERRUPTED if result.interrupted else exits.OK
+    if result.interrupted:
+        return exits.INTERRUPTED
+    return _report_gate(gate, verdicts, err, result.duration_s) if gate is not None else exits.OK
+
+
+def _report_gate(gate: Gate, verdicts: list[Verdict], err: Console, seconds: float) -> int:
+    """Prints each verdict, writes the JUnit file, and gives the gate's exit code."""
+    for v in verdicts:
+        err.print(f"{'pass' if v.passed else 'FAIL'}  {v.reason}", markup=False, highlight=False)
+    if gate.junit is not None:
+        cases = [GateCase("load", v.slo, v.passed, v.reason, seconds) for v in verdicts]
+        err.print(f"JUnit: {write_junit(gate.junit, 'caplab load', cases)}", markup=False, highlight=False)
+    return exits.OK if all(v.passed for v in verdicts) else exits.SLO_FAILED
