@@ -112,7 +112,7 @@ class CellPlan:
         return replace(
             self,
             config=config,
-            sut=_sut(config),
+            sut=_sut(config, self.directory),
             collectors=_collectors(config, self.directory),
             experiment=_experiment(config),
         )
@@ -127,7 +127,7 @@ def plan_cell(study: Study, cell: Cell) -> CellPlan:
         directory=study.directory,
         replicates=config.replicates,
         hardware=_hardware(config, study.directory / ".caplab-hardware" / f"cell-{cell.index}"),
-        sut=_sut(config),
+        sut=_sut(config, study.directory),
         collectors=_collectors(config, study.directory),
         experiment=_experiment(config),
         prices=frozen(_prices(config, cell.factors)),
@@ -155,10 +155,19 @@ def _hardware(config: StudyConfig, workdir: Path) -> HardwarePlan:
     )
 
 
-def _sut(config: StudyConfig) -> SutPlan:
+def _sut(config: StudyConfig, directory: Path) -> SutPlan:
     declared = config.sut.roles if config.sut else {}
     roles = tuple(
-        RoleSpec(name=n, pid=r.pid, match=r.match, cgroup=r.cgroup, host=r.host) for n, r in declared.items()
+        RoleSpec(
+            name=n,
+            pid=r.pid,
+            match=r.match,
+            cgroup=r.cgroup,
+            host=r.host,
+            user=r.user,
+            pidfile=str(directory / r.pidfile) if r.pidfile is not None else None,
+        )
+        for n, r in declared.items()
     )
     return SutPlan(spec=config.sut, roles=roles)
 
