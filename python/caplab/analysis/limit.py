@@ -42,6 +42,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypedDict
 
+from caplab.analysis.host_share import cpu_shares, host_not_the_systems
 from caplab.analysis.scope import HOST_CPU, ResourceScope, ScopeKind, role_scope
 
 NEAR_SATURATION = 0.80
@@ -104,6 +105,9 @@ class LimitEvidence(TypedDict, total=False):
     memory: list[str]
     """Why a role's memory is named: its share of the limit, limit hits, faults, OOM kills."""
     closed_loop: ClosedLoopCheck
+    host_shared: str
+    """Why the host's busy CPU, the apparent limit, was not the system's (`host_not_the_systems`):
+    the capacity found is then a floor, the generator's limit here."""
 
 
 class Limit(TypedDict):
@@ -400,15 +404,11 @@ def find_limit(
             "evidence": evidence,
             "summary": f"{memory['resource']}: " + "; ".join(memory["evidence"]),
         }
-    # The SUT's own resources first: the host's CPU includes everything else on the machine (the
-    # generator too), so it is named only when no resource of the SUT's explains the limit.
-    own = [d for d in table if d.resource != HOST_CPU.format()]
-    host = [d for d in table if d.resource == HOST_CPU.format()]
-    top = own[0] if own else None
-    if host and (
-        top is None or (not _saturated(top, above, ceiling) and _saturated(host[0], above, ceiling))
-    ):
-        top = host[0]
+    top = _top(table, above, ceiling)
+    if top is not None and top.resource == HOST_CPU.format() and _saturated(top, above, ceiling):
+        shared = host_not_the_systems(*cpu_shares(scopes, roles, "role:{}"))
+        if shared is not None:
+            return _host_shared(top, shared, evidence)
     trips = round_trips(throughput, scopes)
     waiting = _waiting_on(top, scopes)
     if waiting:
@@ -461,4 +461,32 @@ def find_limit(
         "bound_rps": None,
         "evidence": evidence,
         "summary": "software: " + "; ".join(evidence["signals"]),
+    }
+
+
+def _top(table: list[Demand], above: tuple[str, float] | None, ceiling: str | None) -> Demand | None:
+    """The SUT's own resources first: the host's CPU includes everything else on the machine (the
+    generator too), so it is named only when no resource of the SUT's explains the limit."""
+    own = [d for d in table if d.resource != HOST_CPU.format()]
+    host = [d for d in table if d.resource == HOST_CPU.format()]
+    top = own[0] if own else None
+    if host and (
+        top is None or (not _saturated(top, above, ceiling) and _saturated(host[0], above, ceiling))
+    ):
+        top = host[0]
+    return top
+
+
+def _host_shared(host: Demand, why: str, evidence: LimitEvidence) -> Limit:
+    """The host's CPU was the limit but not the system's: the generator's, on this machine."""
+    evidence["host_shared"] = why
+    evidence["signals"].append(why)
+    return {
+        "resource": "generator",
+        "kind": "generator",
+        "utilization": host.utilization,
+        "bound_rps": None,
+        "evidence": evidence,
+        "summary": f"generator: the host's CPU at {host.utilization:.0%} bounded the load, but {why}; "
+        "place the generator on CPUs of its own (--generator-cpus) or run it on another machine",
     }

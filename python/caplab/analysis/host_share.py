@@ -1,0 +1,49 @@
+"""Whose is the host's CPU? On one machine the generator (caplab's process, its engine threads and
+its daemons: link delay, device models) and the system under test share the cores, so a busy host
+is the system's limit only when the system's roles account for it (DESIGN.md, measurement rule 9).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+GENERATOR_HOST_SHARE = 0.25
+"""The generator's share of the host's busy CPU from which a busy host is not the system's limit:
+a quarter of what the machine did was caplab's own work, which a bigger server would not remove."""
+SYSTEM_HOST_SHARE = 0.5
+"""The share of the host's busy CPU the system's roles must account for before a busy host is
+theirs: below it, the machine was busy with something else (the generator, other programs)."""
+
+
+def host_not_the_systems(busy: float | None, system: float, own: float, roles: bool = True) -> str | None:
+    """Why a busy host is not the system's limit, or None when the system's roles account for it.
+
+    ``busy``: the host's CPU (% of one core, all processes); ``system``: the roles' summed CPU;
+    ``own``: the generator's, its daemons included; ``roles``: whether any role was named."""
+    if not roles:
+        return "no role of the system was named, so the host's busy CPU cannot be attributed to it"
+    if not busy or busy <= 0:
+        return None
+    if own >= GENERATOR_HOST_SHARE * busy:
+        return (
+            f"the generator (caplab, its threads and daemons) used {own:.0f}% of a core, {own / busy:.0%} "
+            f"of the host's busy CPU ({busy:.0f}%), the system's roles {system:.0f}%: the host was "
+            "the generator's limit as much as the system's"
+        )
+    if system < SYSTEM_HOST_SHARE * busy:
+        return (
+            f"the system's roles account for {system / busy:.0%} of the host's busy CPU ({busy:.0f}% of a "
+            "core): the machine was busy with other work"
+        )
+    return None
+
+
+def cpu_shares(
+    resources: Mapping[str, Mapping[str, float]], roles: Iterable[str], role_key: str = "{}"
+) -> tuple[float | None, float, float]:
+    """(host busy, roles' sum, generator's) CPU in % of one core, from per-scope means; roles are
+    looked up as ``role_key.format(name)`` (``"role:{}"`` for summarised scopes)."""
+    host = resources.get("host") or {}
+    system = sum((resources.get(role_key.format(r)) or {}).get("cpu_percent", 0.0) for r in roles)
+    own = (resources.get("generator") or {}).get("cpu_percent", 0.0)
+    return host.get("cpu_percent"), system, own
