@@ -104,7 +104,8 @@ class CellRun:
         if not config.actions:
             return None
         declared = config.sut.actions if config.sut else {}
-        return TrialActions(config.actions, declared, self.cell_plan.directory, sut_environment())
+        directory = self.cell_plan.directory
+        return TrialActions(config.actions, declared, directory, sut_environment(), self.system.placement)
 
     def watch(self, snapshot: IntervalSnapshot, samples: list[ResourceSample]) -> bool:
         """Shows progress; stops the trial at once when the SUT has died (no point measuring

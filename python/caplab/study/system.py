@@ -16,11 +16,15 @@ class RunningSystem:
     """The SUT (None when caplab does not start it) and the attacher that puts its roles'
     processes on their profiles (None when the start command's prefix does it alone)."""
 
-    def __init__(self, plan: CellPlan, hw: CellHardware | None) -> None:
+    def __init__(self, plan: CellPlan, hw: CellHardware | None, placement: list[str] | None = None) -> None:
         self.plan = plan
         self.hw = hw
+        self.placement = list(placement or [])
+        """The argv prefix that puts a command on the system's CPUs (empty: not isolated); the
+        start command and the study's actions run under it, the system's own work."""
         launched = plan.hardware.launched if hw is not None else None
-        prefix = hw.launch_prefix(launched) if hw is not None and launched is not None else []
+        own = hw.launch_prefix(launched) if hw is not None and launched is not None else []
+        prefix = [*self.placement, *own]
         spec = plan.sut.spec
         self.sut = Sut(spec, plan.directory, prefix, launched) if spec is not None else None
         attach = dict(plan.hardware.attach)
