@@ -215,7 +215,7 @@ def demands(
         roles, scopes = _on_machines(scopes, roles, machines)
     out = [d for role in roles if (d := _role_cpu(role, scopes.get(role_scope(role), {}), cores, throughput))]
     host = scopes.get("host", {})
-    if "cpu_percent" in host and roles:
+    if "cpu_percent" in host and roles and not _placed_apart(scopes, roles, cores):
         # The whole machine's CPU: the SUT competes with everything else here, the generator included.
         used = host["cpu_percent"] / (100.0 * cores)
         out.append(_demand(HOST_CPU.format(), used, throughput, f"all processes, {cores:g} cores"))
@@ -228,6 +228,13 @@ def demands(
     return sorted(out, key=lambda d: d.utilization, reverse=True)
 
 
+def _placed_apart(scopes: dict[str, dict[str, float]], roles: list[str], cores: float) -> bool:
+    """Whether the system ran on CPUs of its own (a placement): the host's CPU as a whole, the
+    generator's included, is then no resource of the system's; its roles' CPUs are judged instead."""
+    allowed = [scopes.get(role_scope(r), {}).get("cpus") for r in roles]
+    return all(a is not None for a in allowed) and max(a or 0.0 for a in allowed) < cores
+
+
 def _role_cpu(role: str, m: dict[str, float], cores: float, throughput: float) -> Demand | None:
     """A role's CPU demand, weighed by whichever holds it back most: its share of the host's cores
     or of its quota, its busiest thread against one core, or its quota's throttling; None when
@@ -235,6 +242,7 @@ def _role_cpu(role: str, m: dict[str, float], cores: float, throughput: float) -
     if "cpu_percent" not in m:
         return None
     quota = m.get("quota_cpus")
+    cores = min(cores, m.get("cpus") or cores)  # placed on CPUs of its own: judged against those
     share = m["cpu_percent"] / (100.0 * (quota or cores))
     thread = m.get("max_thread_cpu_percent", 0.0) / 100.0
     throttled = m.get("cpu_throttled_percent", 0.0) / 100.0 if quota else 0.0

@@ -15,6 +15,7 @@ from caplab import engine
 from caplab.cli import consoles, exits, render
 from caplab.cli.cluster import cluster_options
 from caplab.cli.options import DURATION, parse_steps, request_fields, request_options
+from caplab.cli.placement import cli_placement, placement_options, pop_placement
 from caplab.cli.publish import IntervalPublisher
 from caplab.engine import DEFAULT_INTERVAL_S, LoadSpec, OpenLoad, Plan, PlanError, TargetUnreachable
 from caplab.experiments.actions import TrialActions, recoveries, recovery_text
@@ -135,6 +136,7 @@ Exit codes: 0 done, 1 target or cluster unreachable, a TLS certificate that fail
     help="Serve each interval's figures in Prometheus format on 127.0.0.1:PORT/metrics while running.",
 )
 @cluster_options
+@placement_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 def load_command(
     as_json: bool,
@@ -147,6 +149,7 @@ def load_command(
 ) -> None:
     """Drive load at URL (http://, https://, tcp://, tls://, postgresql://, smtp://, smtps://, imap:// or
     imaps://) and measure it: one trial."""
+    generator_cpus, sut_cpus = pop_placement(options)
     try:
         fields = request_fields(options, options["url"])
         spec = LoadSpec(steps=parse_steps(steps) if steps else None, **fields)
@@ -163,8 +166,10 @@ def load_command(
     if cluster is not None or agents is not None:
         sys.exit(load_on_cluster(plan, as_json, cluster, agents, scheduled, metrics_port))
     try:
-        code = cmd_load(plan, as_json, actions=scheduled, metrics_port=metrics_port)
-    except PlanError as e:
+        # The server's own CPUs (--sut-cpus) are kept free of the generator; start it there yourself.
+        with cli_placement(generator_cpus, sut_cpus, [], consoles.stderr()):
+            code = cmd_load(plan, as_json, actions=scheduled, metrics_port=metrics_port)
+    except (PlanError, engine.UsageProblem) as e:
         raise click.UsageError(str(e)) from e
     except TargetUnreachable as e:
         click.echo(f"caplab: {e}", err=True)

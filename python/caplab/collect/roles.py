@@ -31,6 +31,7 @@ import os
 import pwd
 import re
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -215,7 +216,8 @@ class _Pending:
 class RoleCollector:
     """Scope ``role:NAME``: cpu_percent (user + system, 100 = one core), user_percent,
     system_percent, rss_mb, read_mb_s, write_mb_s, threads, ctx_switches_s, max_thread_cpu_percent
-    (the busiest single thread, 100 = a whole core), processes."""
+    (the busiest single thread, 100 = a whole core), processes, cpus (how many CPUs its processes
+    may run on: fewer than the host's when a placement put the system on CPUs of its own)."""
 
     def __init__(self, spec: RoleSpec, table: ProcessTable | None = None) -> None:
         self.spec = spec
@@ -311,6 +313,8 @@ class RoleCollector:
             "max_thread_cpu_percent": min(busiest_thread / wall * 100, 100.0),
             "processes": float(len(readings)),
         }
+        if allowed := _allowed_cpus(pid for pid, _ in readings):
+            values["cpus"] = float(allowed)
         return [ResourceSample(t, self.name, metric, value) for metric, value in values.items()]
 
     def stop(self) -> None:
@@ -438,6 +442,16 @@ class RoleCollector:
         assert spec.cgroup is not None
         directory = cgroup_dir(spec.cgroup)
         return sorted(_cgroup_pids(directory)) if directory is not None else []
+
+
+def _allowed_cpus(pids: Iterable[int]) -> int:
+    """How many CPUs the role's processes may run on together (their affinity: a placement's
+    cpuset sets it), 0 when none could be read. A role on one CPU of two is saturated at 100 %."""
+    allowed: set[int] = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            allowed |= os.sched_getaffinity(pid)
+    return len(allowed)
 
 
 def _single_thread(p: ProcStat) -> dict[int, tuple[int, float]] | None:

@@ -157,7 +157,11 @@ def find_capacity(
         # The host's CPU held the load, but the generator's share of it did as much as the system:
         # what passed is a floor for the system, exactly as when the generator fell behind alone.
         reason = f"the host's CPU was the limit, and not the system's: {shared}"
-        return _generator_floor(model, slo, settings, search.probes, outcome.capacity, reason)
+        answer = _generator_floor(model, slo, settings, search.probes, outcome.capacity, reason)
+        if answer.limit is not None and analysis.limit is not None:  # the demands at that load
+            answer.limit["evidence"] = {**analysis.limit["evidence"], **answer.limit["evidence"]}
+            answer.limit["evidence"]["demands"] = analysis.limit["evidence"].get("demands", [])
+        return answer
     return CapacityAnswer(
         model,
         slo,
