@@ -3,6 +3,7 @@ study's ``isolation``, applied as two cpusets, and removed after — also when t
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -19,6 +20,8 @@ from caplab.profiles.placement import (
     plan_placement,
     process_cpuset,
 )
+from caplab.systems.process import RunningServer
+from support.studies import caplab
 
 V1 = CgroupLayout(version=1, v1_mounts={"cpuset": Path("/sys/fs/cgroup/cpuset")})
 NO_CPUSET = CgroupLayout(version=1, v1_mounts={"cpu": Path("/sys/fs/cgroup/cpu")})
@@ -112,3 +115,36 @@ def test_a_running_system_moved_in_goes_back_where_it_was() -> None:
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def orphaned_groups() -> set[str]:
+    """caplab cpusets whose creating process has ended (``caplab-<pid>-…``): leftovers. Others
+    belong to runs going on meanwhile (tests in parallel)."""
+    root = detect().root_of("cpuset")
+    return {p.name for p in root.glob("caplab-*") if not Path(f"/proc/{p.name.split('-')[1]}").exists()}
+
+
+def test_find_capacity_runs_apart_when_asked_and_leaves_nothing(plain_server: RunningServer) -> None:
+    """`--generator-cpus 0 --sut-cpus 1`: the answer says where each ran, the server ran on CPU 1
+    during the search and is back on every CPU after, and no cpuset is left behind."""
+    require_cpuset()
+    before, server = orphaned_groups(), plain_server.process.pid
+    home = allowed(server)
+    done = caplab(
+        "find-capacity", f"http://{plain_server.address}/", "--slo", "p99<=50ms",
+        "--sut-pid", str(server), "--generator-cpus", "0", "--sut-cpus", "1",
+        "--start", "200", "--max", "400", "--trial", "1s", "--confirm", "1s", "--repeats", "1",
+        "--warmup", "200ms", "--json", timeout=120,
+    )  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["placement"] == {
+        "generator": "0",
+        "system": "1",
+        "text": "generator on CPU 0; roles on CPU 1",
+    }
+    assert "generator on CPU 0; roles on CPU 1" in done.stderr
+    demands = {d["resource"]: d for d in (answer["limit"] or {}).get("evidence", {}).get("demands", [])}
+    assert "cpu:host" not in demands, "on CPUs of its own the system is judged by its roles' CPUs"
+    assert allowed(server) == home
+    assert orphaned_groups() <= before
