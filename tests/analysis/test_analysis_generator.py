@@ -37,6 +37,11 @@ def test_late_on_a_host_the_system_took_fails_the_trial_with_the_evidence() -> N
     assert "host CPU at 97%" in reason and "45 ms late" in reason and "30%" in reason
 
 
+def test_a_system_placed_on_cpus_of_its_own_cannot_crowd_the_generator_out() -> None:
+    placed = SYSTEM_BUSY | {"server": {"cpu_percent": 170.0, "cpus": 1.0}}
+    assert crowded_out(figures(0.3), placed, ["server"]) is None
+
+
 def test_a_busy_host_is_never_the_systems_when_no_role_was_named() -> None:
     assert crowded_out(figures(0.3), SYSTEM_BUSY) is None
 

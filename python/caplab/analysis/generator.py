@@ -31,13 +31,25 @@ def crowded_out(
     if util is None or util < CROWDED_HOST_CPU or generator.busiest_thread >= OWN_LIMIT_THREAD:
         return None
     busy, system, own = cpu_shares(resources, roles or [])
-    if host_not_the_systems(busy, system, own, bool(roles)) is not None:
+    if host_not_the_systems(busy, system, own, bool(roles)) is not None or _placed_apart(resources, roles):
         return None
     late = generator.lateness_p99_ms
     return (
         f"machine saturated: host CPU at {util:.0f}% of all cores, so the generator's sends ran "
         f"{late or 0:.0f} ms late at p99 (its own busiest thread at {generator.busiest_thread:.0%})"
     )
+
+
+def _placed_apart(resources: dict[str, dict[str, float]], roles: list[str] | None) -> bool:
+    """Whether the system ran on CPUs of its own (each role's ``cpus`` short of the host's cores,
+    which are its busy CPU over its utilisation): it cannot then have taken the generator's."""
+    host = resources.get("host") or {}
+    busy, util = host.get("cpu_percent"), host.get("cpu_util_percent")
+    if not roles or not busy or not util:
+        return False
+    cores = busy / util
+    allowed = [(resources.get(r) or {}).get("cpus") for r in roles]
+    return all(a is not None and a < cores - 0.5 for a in allowed)
 
 
 GENERATOR_SHARE = 0.25

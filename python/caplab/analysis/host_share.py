@@ -15,11 +15,16 @@ SYSTEM_HOST_SHARE = 0.5
 theirs: below it, the machine was busy with something else (the generator, other programs)."""
 
 
-def host_not_the_systems(busy: float | None, system: float, own: float, roles: bool = True) -> str | None:
+def host_not_the_systems(
+    busy: float | None, system: float, own: float, roles: bool = True, *, others: bool = True
+) -> str | None:
     """Why a busy host is not the system's limit, or None when the system's roles account for it.
 
     ``busy``: the host's CPU (% of one core, all processes); ``system``: the roles' summed CPU;
-    ``own``: the generator's, its daemons included; ``roles``: whether any role was named."""
+    ``own``: the generator's, its daemons included; ``roles``: whether any role was named;
+    ``others``: whether other programs busier than the system count against it too (a late
+    generator's crowding does; the limit at a capacity found names the generator only for its own
+    share, and otherwise the host's CPU with every demand beside it)."""
     if not roles:
         return "no role of the system was named, so the host's busy CPU cannot be attributed to it"
     if not busy or busy <= 0:
@@ -30,7 +35,7 @@ def host_not_the_systems(busy: float | None, system: float, own: float, roles: b
             f"of the host's busy CPU ({busy:.0f}%), the system's roles {system:.0f}%: the host was "
             "the generator's limit as much as the system's"
         )
-    if system < SYSTEM_HOST_SHARE * busy:
+    if others and system < SYSTEM_HOST_SHARE * busy:
         return (
             f"the system's roles account for {system / busy:.0%} of the host's busy CPU ({busy:.0f}% of a "
             "core): the machine was busy with other work"

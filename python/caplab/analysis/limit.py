@@ -414,7 +414,7 @@ def find_limit(
         }
     top = _top(table, above, ceiling)
     if top is not None and top.resource == HOST_CPU.format() and _saturated(top, above, ceiling):
-        shared = host_not_the_systems(*cpu_shares(scopes, roles, "role:{}"))
+        shared = host_not_the_systems(*cpu_shares(scopes, roles, "role:{}"), others=False)
         if shared is not None:
             return _host_shared(top, shared, evidence)
     trips = round_trips(throughput, scopes)
