@@ -25,6 +25,7 @@ from types import TracebackType
 
 from caplab.profiles.cgroup import Cgroup, CgroupLayout, detect
 from caplab.profiles.errors import ProfileError
+from caplab.profiles.hardware import _interrupts_deferred as interrupts_deferred  # same package
 from caplab.profiles.hardware import owner_prefix
 
 __all__ = ["SHARED", "CpuPlacement", "Placed", "format_cpus", "host_cpus", "parse_cpus", "plan_placement"]
@@ -156,7 +157,8 @@ class Placed:
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.remove()
+        with interrupts_deferred():  # a second Ctrl-C must not leave caplab on one CPU for good
+            self.remove()
 
     def _apply(self) -> None:
         assert self.placement.generator is not None and self.placement.system is not None
