@@ -139,8 +139,8 @@ class Placed:
         self.layout = layout or detect()
         self.generator: Cgroup | None = None
         self.system: Cgroup | None = None
-        self._home: Path | None = None
-        """The cpuset group caplab's process came from, to go back to."""
+        self._homes: dict[str, Path] = {}
+        """The groups caplab's process came from (per controller), to go back to."""
         self._moved: dict[int, Path] = {}
         """Processes of the system moved here (not started here), and the group each came from."""
 
@@ -163,12 +163,15 @@ class Placed:
     def _apply(self) -> None:
         assert self.placement.generator is not None and self.placement.system is not None
         prefix = owner_prefix()
+        # In the cpu controller too, at its default weight: a group there is what a test (or an
+        # operator) weighs against the machine's other jobs, as it can a profile's.
+        controllers = {"cpuset", "cpu"} if self.layout.available("cpu") else {"cpuset"}
         for role, cpus in (("generator", self.placement.generator), ("system", self.placement.system)):
-            group = Cgroup(f"{prefix}-{role}", {"cpuset"}, self.layout)
+            group = Cgroup(f"{prefix}-{role}", controllers, self.layout)
             setattr(self, role, group)
             group.create()
             group.write("cpuset", "cpuset.cpus", cpus)
-        self._home = own_cpuset(self.layout)
+        self._homes = {c: own_group(c, self.layout) for c in sorted(controllers)}
         assert self.generator is not None
         self.generator.attach(os.getpid())  # every thread of the process moves with it
 
@@ -191,17 +194,18 @@ class Placed:
             if home is None:
                 continue  # gone
             with contextlib.suppress(ProfileError):  # ended meanwhile
-                self.system.attach(pid)
+                # The cpuset only: it is the one group it goes back from (the cpu controller's
+                # would be removed with it still inside, and that kills what is left in a group).
+                self.system.attach(pid, {"cpuset"})
                 self._moved[pid] = home
 
     def remove(self) -> None:
         """caplab's process and the moved processes back home, then both groups removed (whatever
         the system left in its group after the cell is killed with it)."""
         errors: list[str] = []
-        home, self._home = self._home, None
-        if home is not None:
-            back: Path = home
-            _collect(errors, lambda: _join(back, os.getpid()))
+        homes, self._homes = self._homes, {}
+        for home in sorted(set(homes.values())):
+            _collect(errors, lambda back=home: _join(back, os.getpid()))  # type: ignore[misc]
         for pid, home in self._moved.items():
             with contextlib.suppress(ProfileError):
                 _join(home, pid)
@@ -230,24 +234,29 @@ def _join(directory: Path, pid: int) -> None:
         raise ProfileError(f"cgroup {directory}: cannot move pid {pid} back: {exc.strerror}") from exc
 
 
-def own_cpuset(layout: CgroupLayout) -> Path:
-    home = process_cpuset(os.getpid(), layout)
+def own_group(controller: str, layout: CgroupLayout) -> Path:
+    home = process_group(os.getpid(), controller, layout)
     if home is None:
-        raise ProfileError("cannot read this process's cpuset cgroup (/proc/self/cgroup)")
+        raise ProfileError(f"cannot read this process's {controller} cgroup (/proc/self/cgroup)")
     return home
 
 
 def process_cpuset(pid: int, layout: CgroupLayout) -> Path | None:
     """The directory of the cpuset group ``pid`` is in (v1: the cpuset hierarchy's; v2: its one group)."""
+    return process_group(pid, "cpuset", layout)
+
+
+def process_group(pid: int, controller: str, layout: CgroupLayout) -> Path | None:
+    """The directory of ``pid``'s group in ``controller``'s hierarchy (v2: its one group)."""
     try:
         lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
     except OSError:
         return None
-    root = layout.root_of("cpuset")
+    root = layout.root_of(controller)
     for line in lines:
         _, controllers, path = line.split(":", 2)
         names = controllers.split(",")
-        if (layout.version == 1 and "cpuset" in names) or (layout.version == 2 and controllers == ""):
+        if (layout.version == 1 and controller in names) or (layout.version == 2 and controllers == ""):
             return root / path.lstrip("/")
     return None
 
