@@ -175,6 +175,11 @@ class Placed:
         assert self.generator is not None
         self.generator.attach(os.getpid())  # every thread of the process moves with it
 
+    def system_procs(self) -> list[Path]:
+        """The system's groups' ``cgroup.procs`` files (none when not isolated): what a launch
+        prefix writes its shell's pid to."""
+        return self.system.procs_files() if self.system is not None else []
+
     def system_prefix(self) -> list[str]:
         """``sh -c 'echo $$ > …/cgroup.procs && exec "$@"'``: the command, and all it starts, on the
         system's CPUs from its first instruction (empty when not isolated)."""

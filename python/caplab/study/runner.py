@@ -166,7 +166,7 @@ class StudyRunner:
                 for role, lines in hw.describe().items():
                     self.progress.note(f"{role} on {', '.join(lines)}")
                 done.volume_baseline = self._volume_baseline(bound, hw)
-            system = RunningSystem(bound, hw, place.system_prefix())
+            system = RunningSystem(bound, hw, place)
             system.start()
             try:
                 run = CellRun(bound, system, recorder, self.progress, self.plan_runner, done.kept)
