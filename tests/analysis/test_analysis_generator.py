@@ -4,6 +4,7 @@ late generator with cores to spare, or at its own limit, is not and must still s
 from __future__ import annotations
 
 from caplab.analysis.generator import closed_loop_gap, crowded_out, generator_limit, generator_limited
+from caplab.analysis.host_share import host_not_the_systems
 from caplab.analysis.slo import Slo, parse_slo
 from caplab.engine import GeneratorFigures
 
@@ -22,18 +23,48 @@ def figures(busiest: float, late_ms: float = 45.0) -> GeneratorFigures:
     )
 
 
-def test_late_on_a_saturated_host_fails_the_trial_with_the_evidence() -> None:
-    reason = crowded_out(figures(0.3), {"host": {"cpu_util_percent": 97.0}})
+SYSTEM_BUSY = {
+    "host": {"cpu_util_percent": 97.0, "cpu_percent": 194.0},
+    "generator": {"cpu_percent": 20.0},
+    "server": {"cpu_percent": 170.0},
+}
+"""A host the system's role took: 170 of its 194 busy points, caplab 20."""
+
+
+def test_late_on_a_host_the_system_took_fails_the_trial_with_the_evidence() -> None:
+    reason = crowded_out(figures(0.3), SYSTEM_BUSY, ["server"])
     assert reason is not None
     assert "host CPU at 97%" in reason and "45 ms late" in reason and "30%" in reason
 
 
+def test_a_system_placed_on_cpus_of_its_own_cannot_crowd_the_generator_out() -> None:
+    placed = SYSTEM_BUSY | {"server": {"cpu_percent": 170.0, "cpus": 1.0}}
+    assert crowded_out(figures(0.3), placed, ["server"]) is None
+
+
+def test_a_busy_host_is_never_the_systems_when_no_role_was_named() -> None:
+    assert crowded_out(figures(0.3), SYSTEM_BUSY) is None
+
+
+def test_a_busy_host_the_generator_shared_sizeably_is_the_generators_limit() -> None:
+    """The issue's case: one server worker at 73 % of a core, caplab near a core of its own."""
+    shared = {
+        "host": {"cpu_util_percent": 96.0, "cpu_percent": 192.0},
+        "generator": {"cpu_percent": 110.0},
+        "server": {"cpu_percent": 73.0},
+    }
+    assert crowded_out(figures(0.6), shared, ["server"]) is None
+    why = host_not_the_systems(192.0, 73.0, 110.0)
+    assert why is not None and "57% of the host's busy CPU" in why
+    assert host_not_the_systems(194.0, 170.0, 20.0) is None
+
+
 def test_late_with_cores_to_spare_is_the_generators_problem() -> None:
-    assert crowded_out(figures(0.3), {"host": {"cpu_util_percent": 60.0}}) is None
+    assert crowded_out(figures(0.3), SYSTEM_BUSY | {"host": {"cpu_util_percent": 60.0}}, ["server"]) is None
 
 
 def test_a_generator_thread_at_its_limit_is_the_generators_problem_even_on_a_busy_host() -> None:
-    assert crowded_out(figures(0.95), {"host": {"cpu_util_percent": 99.0}}) is None
+    assert crowded_out(figures(0.95), SYSTEM_BUSY, ["server"]) is None
 
 
 def test_without_host_figures_nothing_is_assumed() -> None:

@@ -32,6 +32,24 @@ def test_the_host_cpu_shared_with_the_sut_is_a_cpu_limit() -> None:
     assert limit["resource"] in ("cpu:app", "cpu:host")
 
 
+def test_a_host_cpu_the_generator_shared_is_the_generators_limit_not_the_hosts() -> None:
+    """The issue's search: the host's two cores full, the server's one worker at 73 %, caplab (its
+    engine threads and the link delay) at 115 %. The host held the load, but it was not the
+    system's: the generator is named, never ``cpu:host (hardware)``."""
+    scopes = {
+        "host": {"cores": 2.0, "cpu_percent": 196.0},
+        "generator": {"cpu_percent": 115.0},
+        "role:server": {"cpu_percent": 73.0, "max_thread_cpu_percent": 73.0},
+    }
+    limit = find_limit(70_400.0, scopes, ["server"])
+    assert limit["kind"] == "generator" and limit["resource"] == "generator", limit
+    assert "59% of the host's busy CPU" in limit["evidence"]["host_shared"]
+    assert "cpu:host" not in limit["summary"] and "generator" in limit["summary"]
+    # The same host taken by the server itself is the system's.
+    mine = scopes | {"generator": {"cpu_percent": 20.0}, "role:server": {"cpu_percent": 170.0}}
+    assert find_limit(70_400.0, mine, ["server"])["kind"] == "hardware"
+
+
 def test_single_busy_thread_on_an_idle_looking_machine() -> None:
     """One thread at a whole core is saturated, however idle the other cores look."""
     scopes = {

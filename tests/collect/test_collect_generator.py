@@ -45,3 +45,39 @@ def test_cpu_burned_in_this_process_and_its_threads_is_the_generators() -> None:
     assert 0.38 <= cpu_s <= 0.5, cpu_s
     assert get(samples, "rss_mb") > 5
     assert get(samples, "threads") >= 1
+
+
+DAEMON = (
+    "import sys, time\n"
+    "sys.stdout.write('ready\\n'); sys.stdout.flush(); sys.stdin.readline()\n"
+    "end = time.thread_time() + 0.3\n"
+    "while time.thread_time() < end:\n    pass\n"
+    "sys.stdout.write('done\\n'); sys.stdout.flush(); time.sleep(30)\n"
+)
+
+
+def test_caplabs_own_daemons_are_the_generators_cost() -> None:
+    """A child running ``caplab.profiles.…`` (the link delay, a device model) is caplab's work: its
+    CPU is the generator's, shown apart as daemon_cpu_percent; the system's children are not."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", DAEMON, "caplab.profiles.fake"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        gen = GeneratorCollector()
+        gen.start()
+        began = gen.sampled_at
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        assert child.stdout.readline().strip() == "done"
+        samples = gen.sample(1.0)
+    finally:
+        child.kill()
+        child.wait()
+    daemon_s = get(samples, "daemon_cpu_percent") / 100 * (gen.sampled_at - began)
+    assert 0.28 <= daemon_s <= 0.36, daemon_s
+    assert get(samples, "cpu_percent") >= get(samples, "daemon_cpu_percent")

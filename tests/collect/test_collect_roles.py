@@ -7,9 +7,12 @@ burned by ``time.thread_time``, the process's own ``getrusage``), never against 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import pwd
 import resource
 import select
+import signal
 import socket
 import subprocess
 import sys
@@ -310,16 +313,85 @@ def test_a_restarted_process_is_found_again(spawn: Spawn) -> None:
     assert role.warning is None
 
 
-def test_a_role_that_ends_reads_zero_and_warns(spawn: Spawn) -> None:
+def test_a_role_that_ends_has_no_figures_and_is_the_trials_error(spawn: Spawn) -> None:
     proc = spawn(SLEEPER)
     role = RoleCollector(RoleSpec("gone", pid=proc.pid))
     role.start()
     proc.kill()
     proc.wait()
     samples = role.sample(1.0)
-    assert {s.metric: s.value for s in samples}["processes"] == 0.0
-    assert all(s.value == 0.0 for s in samples)
+    # Only the count: a role that is not there never reads 0 % CPU.
+    assert [(s.metric, s.value) for s in samples] == [("processes", 0.0)]
     assert role.warning is not None and "'gone'" in role.warning and "1 of 1" in role.warning
+    assert role.missing == f"role gone matched no process (pid {proc.pid})"
+    role.start()  # a new trial: its own verdict
+    assert role.missing is None
+
+
+DAEMON = (
+    "import os, sys, time\n"
+    "if os.fork():\n    os._exit(0)\n"  # the start command returns at once, as pg_ctl's does
+    "os.setsid()\n"
+    "if os.fork():\n    os._exit(0)\n"
+    "open(sys.argv[1], 'w').write(f'{os.getpid()}\\n/data\\n')\n"
+    "end = time.thread_time() + float(sys.argv[2])\n"
+    "while time.thread_time() < end:\n    pass\n"
+    "time.sleep(60)\n"
+)
+"""A server that daemonises (leaves its starter's tree and session), writes its pidfile, then
+burns a known CPU time."""
+
+
+def test_a_daemonised_server_is_found_by_its_pidfile(spawn: Spawn, tmp_path: Path) -> None:
+    pidfile = tmp_path / "server.pid"
+    by_file = RoleCollector(RoleSpec("db", pidfile=str(pidfile)))
+    by_file.start()
+    starter = spawn(DAEMON, str(pidfile), "0.6")
+    by_tree = RoleCollector(RoleSpec("tree", pid=starter.pid))
+    by_tree.start()
+    starter.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while not pidfile.exists() or not pidfile.read_text().endswith("\n/data\n"):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    daemon = int(pidfile.read_text().split()[0])
+    try:
+        time.sleep(1.5)  # the burn (0.6 s of CPU) is over
+        cpu = psutil.Process(daemon).cpu_times()
+        began = by_file.sampled_at
+        samples = by_file.sample(1.0)
+        assert by_file.pids == {daemon}
+        assert one(samples, "role:db", "processes") == 1.0
+        # Born during the interval: all its CPU counts, as /proc says it used (to a tick or two).
+        used_s = one(samples, "role:db", "cpu_percent") / 100 * (by_file.sampled_at - began)
+        assert used_s == pytest.approx(cpu.user + cpu.system, abs=0.03)
+        assert used_s >= 0.55
+        assert by_file.missing is None
+        by_tree.sample(1.0)
+        assert by_tree.missing is not None  # the start command's tree lost it
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(daemon, signal.SIGKILL)
+
+
+def test_a_user_role_holds_that_users_processes(spawn: Spawn) -> None:
+    try:
+        uid = pwd.getpwnam("nobody").pw_uid
+    except KeyError:
+        pytest.skip("no user nobody on this machine")
+    if os.getuid() != 0:
+        pytest.skip("starting a process as another user needs root")
+    child = subprocess.Popen(["sleep", "60"], user=uid, start_new_session=True)
+    try:
+        role = RoleCollector(RoleSpec("svc", user="nobody"))
+        role.start()
+        samples = role.sample(1.0)
+        assert child.pid in role.pids
+        assert os.getpid() not in role.pids
+        assert one(samples, "role:svc", "processes") >= 1.0
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_match_never_finds_caplab_itself() -> None:

@@ -28,6 +28,11 @@ def test_every_database_recovery_is_measured_and_the_failovers_rated_k_of_k(shar
     cells = {c["factors"]["action"]: c for c in json_out(done)["cells"]}
     assert set(cells) == {"switchover", "kill-primary"}
     for action, cell in cells.items():
+        # pg_ctl daemonised the servers; the roles found them by pgpair's primary.pid/standby.pid
+        # (tests/systems/test_pgpair_roles.py checks the figures against /proc).
+        for role in ("primary", "standby"):
+            cpu = cell["resources"][role]["cpu_percent"]
+            assert cpu > 0, f"{action}: {role} CPU under load"
         metrics = cell["metrics"]
         failovers = metrics["failover"]
         assert len(failovers) == REPEATS, f"{action}: one failover read per trial"

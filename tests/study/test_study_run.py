@@ -138,6 +138,22 @@ def test_resources_are_reported_per_role_and_for_the_host(ran: Ran) -> None:
         assert "generator" in resources
 
 
+def test_each_cell_says_where_the_generator_and_the_system_ran(ran: Ran) -> None:
+    """By default apart, where the host can (two CPUs and a cpuset controller); else why not.
+    The server's role is then judged against the CPUs it may run on."""
+    cores = len(os.sched_getaffinity(0))
+    for cell in ran.doc["cells"]:
+        placement = cell["metrics"]["placement"]
+        assert placement["text"] in ran.done.stderr
+        if placement["system"] is not None:
+            assert placement["text"] == f"generator on CPU 0; roles on CPU{'s' if cores > 2 else ''} 1" + (
+                f"-{cores - 1}" if cores > 2 else ""
+            )
+            assert cell["resources"]["server"]["cpus"] == cores - 1
+        else:
+            assert "shared the host's CPUs" in placement["text"]
+
+
 def test_the_servers_cpu_follows_the_cpu_factor(ran: Ran) -> None:
     cheap, costly = (c["resources"]["server"]["cpu_percent"] for c in ran.doc["cells"])
     assert costly > cheap

@@ -83,6 +83,8 @@ def scaleout_study(port: int) -> dict[str, Any]:
         "load": {"duration": "1s", "warmup": "300ms"},
         "slo": ["p99<=100ms"],
         "search": {"precision": "20%", "trial": "1s", "repeats": 1, "start": 150},
+        # The workers scale over the whole host's cores: not the default placement's one CPU.
+        "isolation": "shared",
     }
 
 

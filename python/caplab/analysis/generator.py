@@ -3,6 +3,7 @@ says only something about itself."""
 
 from __future__ import annotations
 
+from caplab.analysis.host_share import cpu_shares, host_not_the_systems
 from caplab.analysis.limit import Limit
 from caplab.analysis.slo import Slo
 from caplab.engine.result import GeneratorFigures
@@ -22,23 +23,33 @@ def crowded_out(
     whose sends then leave late. That is a measurement — this load is more than the machine
     carries — so the trial fails like any other over capacity. A generator late with cores to
     spare, or with a thread of its own at its limit, is not: that still stops the search. Nor is
-    one crowded out by other programs: when the system's roles are known and something else used
-    more of the busy cores than they did, the machine was busy with work that is not the load."""
+    a busy host the system's doing unless its roles account for it (`host_not_the_systems`): with no
+    role named, with the generator a sizeable share of the busy CPU, or with other programs busier
+    than the system, the generator is late on its own account."""
     host = resources.get("host") or {}
     util = host.get("cpu_util_percent")
     if util is None or util < CROWDED_HOST_CPU or generator.busiest_thread >= OWN_LIMIT_THREAD:
         return None
-    if roles:
-        system = sum((resources.get(r) or {}).get("cpu_percent", 0.0) for r in roles)
-        own = (resources.get("generator") or {}).get("cpu_percent", 0.0)
-        others = host.get("cpu_percent", 0.0) - system - own
-        if others > system:
-            return None
+    busy, system, own = cpu_shares(resources, roles or [])
+    if host_not_the_systems(busy, system, own, bool(roles)) is not None or _placed_apart(resources, roles):
+        return None
     late = generator.lateness_p99_ms
     return (
         f"machine saturated: host CPU at {util:.0f}% of all cores, so the generator's sends ran "
         f"{late or 0:.0f} ms late at p99 (its own busiest thread at {generator.busiest_thread:.0%})"
     )
+
+
+def _placed_apart(resources: dict[str, dict[str, float]], roles: list[str] | None) -> bool:
+    """Whether the system ran on CPUs of its own (each role's ``cpus`` short of the host's cores,
+    which are its busy CPU over its utilisation): it cannot then have taken the generator's."""
+    host = resources.get("host") or {}
+    busy, util = host.get("cpu_percent"), host.get("cpu_util_percent")
+    if not roles or not busy or not util:
+        return False
+    cores = busy / util
+    allowed = [(resources.get(r) or {}).get("cpus") for r in roles]
+    return all(a is not None and a < cores - 0.5 for a in allowed)
 
 
 GENERATOR_SHARE = 0.25

@@ -42,6 +42,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypedDict
 
+from caplab.analysis.host_share import cpu_shares, host_not_the_systems
 from caplab.analysis.scope import HOST_CPU, ResourceScope, ScopeKind, role_scope
 
 NEAR_SATURATION = 0.80
@@ -104,6 +105,9 @@ class LimitEvidence(TypedDict, total=False):
     memory: list[str]
     """Why a role's memory is named: its share of the limit, limit hits, faults, OOM kills."""
     closed_loop: ClosedLoopCheck
+    host_shared: str
+    """Why the host's busy CPU, the apparent limit, was not the system's (`host_not_the_systems`):
+    the capacity found is then a floor, the generator's limit here."""
 
 
 class Limit(TypedDict):
@@ -211,7 +215,7 @@ def demands(
         roles, scopes = _on_machines(scopes, roles, machines)
     out = [d for role in roles if (d := _role_cpu(role, scopes.get(role_scope(role), {}), cores, throughput))]
     host = scopes.get("host", {})
-    if "cpu_percent" in host and roles:
+    if "cpu_percent" in host and roles and not _placed_apart(scopes, roles, cores):
         # The whole machine's CPU: the SUT competes with everything else here, the generator included.
         used = host["cpu_percent"] / (100.0 * cores)
         out.append(_demand(HOST_CPU.format(), used, throughput, f"all processes, {cores:g} cores"))
@@ -224,6 +228,13 @@ def demands(
     return sorted(out, key=lambda d: d.utilization, reverse=True)
 
 
+def _placed_apart(scopes: dict[str, dict[str, float]], roles: list[str], cores: float) -> bool:
+    """Whether the system ran on CPUs of its own (a placement): the host's CPU as a whole, the
+    generator's included, is then no resource of the system's; its roles' CPUs are judged instead."""
+    allowed = [scopes.get(role_scope(r), {}).get("cpus") for r in roles]
+    return all(a is not None for a in allowed) and max(a or 0.0 for a in allowed) < cores
+
+
 def _role_cpu(role: str, m: dict[str, float], cores: float, throughput: float) -> Demand | None:
     """A role's CPU demand, weighed by whichever holds it back most: its share of the host's cores
     or of its quota, its busiest thread against one core, or its quota's throttling; None when
@@ -231,6 +242,7 @@ def _role_cpu(role: str, m: dict[str, float], cores: float, throughput: float) -
     if "cpu_percent" not in m:
         return None
     quota = m.get("quota_cpus")
+    cores = min(cores, m.get("cpus") or cores)  # placed on CPUs of its own: judged against those
     share = m["cpu_percent"] / (100.0 * (quota or cores))
     thread = m.get("max_thread_cpu_percent", 0.0) / 100.0
     throttled = m.get("cpu_throttled_percent", 0.0) / 100.0 if quota else 0.0
@@ -400,15 +412,11 @@ def find_limit(
             "evidence": evidence,
             "summary": f"{memory['resource']}: " + "; ".join(memory["evidence"]),
         }
-    # The SUT's own resources first: the host's CPU includes everything else on the machine (the
-    # generator too), so it is named only when no resource of the SUT's explains the limit.
-    own = [d for d in table if d.resource != HOST_CPU.format()]
-    host = [d for d in table if d.resource == HOST_CPU.format()]
-    top = own[0] if own else None
-    if host and (
-        top is None or (not _saturated(top, above, ceiling) and _saturated(host[0], above, ceiling))
-    ):
-        top = host[0]
+    top = _top(table, above, ceiling)
+    if top is not None and top.resource == HOST_CPU.format() and _saturated(top, above, ceiling):
+        shared = host_not_the_systems(*cpu_shares(scopes, roles, "role:{}"), others=False)
+        if shared is not None:
+            return _host_shared(top, shared, evidence)
     trips = round_trips(throughput, scopes)
     waiting = _waiting_on(top, scopes)
     if waiting:
@@ -461,4 +469,32 @@ def find_limit(
         "bound_rps": None,
         "evidence": evidence,
         "summary": "software: " + "; ".join(evidence["signals"]),
+    }
+
+
+def _top(table: list[Demand], above: tuple[str, float] | None, ceiling: str | None) -> Demand | None:
+    """The SUT's own resources first: the host's CPU includes everything else on the machine (the
+    generator too), so it is named only when no resource of the SUT's explains the limit."""
+    own = [d for d in table if d.resource != HOST_CPU.format()]
+    host = [d for d in table if d.resource == HOST_CPU.format()]
+    top = own[0] if own else None
+    if host and (
+        top is None or (not _saturated(top, above, ceiling) and _saturated(host[0], above, ceiling))
+    ):
+        top = host[0]
+    return top
+
+
+def _host_shared(host: Demand, why: str, evidence: LimitEvidence) -> Limit:
+    """The host's CPU was the limit but not the system's: the generator's, on this machine."""
+    evidence["host_shared"] = why
+    evidence["signals"].append(why)
+    return {
+        "resource": "generator",
+        "kind": "generator",
+        "utilization": host.utilization,
+        "bound_rps": None,
+        "evidence": evidence,
+        "summary": f"generator: the host's CPU at {host.utilization:.0%} bounded the load, but {why}; "
+        "place the generator on CPUs of its own (--generator-cpus) or run it on another machine",
     }

@@ -23,6 +23,7 @@ from caplab.analysis.usl import UslFit, fit_usl
 from caplab.cli import consoles, exits
 from caplab.cli.cluster import cluster_options, plan_runner
 from caplab.cli.options import DURATION, request_fields, request_options
+from caplab.cli.placement import cli_placement, placement_options, pop_placement
 from caplab.cli.render import fmt_ms
 from caplab.cluster.errors import AgentsFailed, ClusterUnreachable
 from caplab.collect import RoleSpec
@@ -100,6 +101,7 @@ target unreachable), 2 bad arguments, 130 interrupted.
 )
 @request_options
 @cluster_options
+@placement_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 def find_capacity_command(as_json: bool, **options: Any) -> None:
     """Find the highest load URL sustains within the SLO, and what limits it."""
@@ -156,6 +158,7 @@ def cmd_find_capacity(
     agents: int | None = None,
     **request: Any,
 ) -> int:
+    generator_cpus, sut_cpus = pop_placement(request)
     check_find_options(slos, sut_pid, sut_match, closed, think_s)
     roles = sut_roles(sut_pid, sut_match)
     fields = request_fields(request, url)
@@ -175,7 +178,10 @@ def cmd_find_capacity(
     show = trial_printer(err, closed)
     try:
         answers = []
-        with plan_runner(cluster, agents) as runner:
+        with (
+            cli_placement(generator_cpus, sut_cpus, roles, err) as placement,
+            plan_runner(cluster, agents) as runner,
+        ):
             for replicate in range(replicates):
                 if replicates > 1:
                     err.print(f"[bold]replicate {replicate + 1} of {replicates}[/]")
@@ -189,6 +195,8 @@ def cmd_find_capacity(
         click.echo("caplab: interrupted", err=True)
         return exits.INTERRUPTED
     answer, doc = replicated(answers)
+    if placement is not None:
+        doc["placement"] = placement.to_json()
     if as_json:
         json.dump(doc, sys.stdout)
         sys.stdout.write("\n")

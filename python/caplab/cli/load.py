@@ -18,6 +18,7 @@ from caplab.analysis.slo import Slo, SloError, Verdict, as_dict
 from caplab.cli import consoles, exits, render
 from caplab.cli.cluster import cluster_options
 from caplab.cli.options import DURATION, parse_steps, request_fields, request_options
+from caplab.cli.placement import cli_placement, placement_options, pop_placement
 from caplab.cli.publish import IntervalPublisher
 from caplab.engine import DEFAULT_INTERVAL_S, LoadSpec, OpenLoad, Plan, PlanError, TargetUnreachable
 from caplab.experiments.actions import TrialActions, recoveries, recovery_text
@@ -157,6 +158,7 @@ Exit codes: 0 done, 1 target or cluster unreachable, a TLS certificate that fail
     help="Write each --slo verdict (and the generator's) to FILE as a JUnit test case, for CI.",
 )
 @cluster_options
+@placement_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 def load_command(
     as_json: bool,
@@ -172,6 +174,7 @@ def load_command(
     """Drive load at URL (http://, https://, tcp://, tls://, postgresql://, smtp://, smtps://, imap:// or
     imaps://) and measure it: one trial."""
     gate = _gate(slo_texts, junit_path, cluster is not None or agents is not None)
+    generator_cpus, sut_cpus = pop_placement(options)
     try:
         fields = request_fields(options, options["url"])
         spec = LoadSpec(steps=parse_steps(steps) if steps else None, **fields)
@@ -188,8 +191,10 @@ def load_command(
     if cluster is not None or agents is not None:
         sys.exit(load_on_cluster(plan, as_json, cluster, agents, scheduled, metrics_port))
     try:
-        code = cmd_load(plan, as_json, actions=scheduled, metrics_port=metrics_port, gate=gate)
-    except PlanError as e:
+        # The server's own CPUs (--sut-cpus) are kept free of the generator; start it there yourself.
+        with cli_placement(generator_cpus, sut_cpus, [], consoles.stderr()):
+            code = cmd_load(plan, as_json, actions=scheduled, metrics_port=metrics_port, gate=gate)
+    except (PlanError, engine.UsageProblem) as e:
         raise click.UsageError(str(e)) from e
     except TargetUnreachable as e:
         click.echo(f"caplab: {e}", err=True)

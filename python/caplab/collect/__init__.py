@@ -77,6 +77,10 @@ class CollectorSet:
                 out.append(warning)
         return out
 
+    def missing_roles(self) -> list[str]:
+        """The last trial's errors: each role that matched no process at any of its samples."""
+        return [m for c in self.collectors if isinstance(c, RoleCollector) and (m := c.missing)]
+
     def start(self) -> None:
         self._unstarted = set()
         for i, c in enumerate(self.collectors):

@@ -1,8 +1,10 @@
 """The observer's own cost: caplab's process, engine threads included, as scope ``generator``.
 
 On one machine the load generator competes with the system under test for the same cores, so its
-CPU is reported beside the roles' rather than hidden in the host's. Child processes are left out:
-the system under test is often one of them.
+CPU is reported beside the roles' rather than hidden in the host's. Child processes are left out —
+the system under test is often one of them — except caplab's own daemons (``python -m
+caplab.profiles.…``: the link delay, device models), whose cost is caplab's, never the system's:
+they are in ``cpu_percent`` and shown apart as ``daemon_cpu_percent``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,23 @@ from caplab.collect.base import ResourceSample
 __all__ = ["GeneratorCollector"]
 
 MIB = 1024 * 1024
+DAEMON_MODULE = "caplab.profiles."
+"""What a caplab daemon's command line runs (``python -m caplab.profiles.delay``)."""
+
+
+def _daemons(process: psutil.Process) -> dict[tuple[int, float], float]:
+    """CPU seconds of each caplab daemon under ``process``, by (pid, create time)."""
+    out: dict[tuple[int, float], float] = {}
+    for child in process.children(recursive=True):
+        try:
+            with child.oneshot():
+                if not any(arg.startswith(DAEMON_MODULE) for arg in child.cmdline()):
+                    continue
+                times = child.cpu_times()
+                out[(child.pid, child.create_time())] = times.user + times.system
+        except psutil.Error:
+            continue  # ended, or not ours to read
+    return out
 
 
 def own_cpu_stat() -> Path | None:
@@ -68,11 +87,13 @@ class GeneratorCollector:
         whatever time the caller gives a sample."""
         self._stat = own_cpu_stat()
         self._prev_throttling = _throttling(self._stat)
+        self._prev_daemons: dict[tuple[int, float], float] = {}
 
     def start(self) -> None:
         self.sampled_at = time.monotonic()
         self._prev_cpu = self._cpu_s()
         self._prev_throttling = _throttling(self._stat)
+        self._prev_daemons = _daemons(self._process)
 
     def sample(self, t: float) -> list[ResourceSample]:
         now_t = time.monotonic()
@@ -81,8 +102,14 @@ class GeneratorCollector:
         with self._process.oneshot():
             rss = self._process.memory_info().rss
             threads = self._process.num_threads()
+        daemons = _daemons(self._process)
+        # A daemon first seen now counts from here on (its start-up is the cell's set-up).
+        daemon_s = sum(max(0.0, c - self._prev_daemons.get(k, c)) for k, c in daemons.items())
+        self._prev_daemons = daemons
+        own = max(0.0, cpu - self._prev_cpu) / wall * 100
         values = {
-            "cpu_percent": max(0.0, cpu - self._prev_cpu) / wall * 100,
+            "cpu_percent": own + daemon_s / wall * 100,
+            "daemon_cpu_percent": daemon_s / wall * 100,
             "rss_mb": rss / MIB,
             "threads": float(threads),
         }

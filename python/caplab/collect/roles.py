@@ -1,8 +1,13 @@
 """Process roles: the resources of one part of the system under test, summed over its process tree.
 
-A role is declared as ``{pid: N}``, ``{match: "command-line substring"}`` or ``{cgroup: path}``; its
-resources are summed over the matching processes and all their descendants. The tree is resolved
-again at every sample, so workers forked mid-trial and a restarted server are followed.
+A role is declared as ``{pid: N}``, ``{match: "command-line substring"}``, ``{cgroup: path}``,
+``{user: name}`` or ``{pidfile: path}``; its resources are summed over the matching processes and all
+their descendants, wherever they run: a server that daemonises (``pg_ctl`` detaches PostgreSQL from
+the start command's tree) is still found by its pidfile, its user or its cgroup. The tree is
+resolved again at every sample (and a pidfile read again), so workers forked mid-trial and a
+restarted or promoted server are followed. A role that matched no process at any sample of a trial
+is an error of that trial (`RoleCollector.missing`), never a 0 % figure: such a sample carries only
+``processes`` 0.
 
 CPU is attributed per process from its own counters, so the figure is what the role really used:
 - a process seen at the previous sample counts its CPU since then;
@@ -23,8 +28,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pwd
 import re
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,7 +41,7 @@ from caplab.collect.base import ResourceSample
 from caplab.collect.proctable import CLOCK_TICKS, ProcessTable, ProcStat, Snapshot
 from caplab.collect.profile import ProfileSource
 
-__all__ = ["RoleCollector", "RoleSpec", "cgroup_dir"]
+__all__ = ["SELECTORS", "RoleCollector", "RoleSpec", "cgroup_dir", "pidfile_pid", "user_id"]
 
 MIB = 1024 * 1024
 MB = 1_000_000
@@ -42,27 +49,32 @@ RESERVED_NAMES = frozenset({"host", "generator"})
 """Keys ``cell_resources`` uses for other scopes; a role may not take them."""
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
+SELECTORS = ("pid", "match", "cgroup", "user", "pidfile", "host")
+"""How a role names its processes: exactly one of these."""
 
 
 @dataclass(frozen=True)
 class RoleSpec:
-    """One process group of the system under test: exactly one of ``pid``, ``match``, ``cgroup``
-    (on this machine) or ``host`` (a remote host's name: its node_exporter's figures, at host level)."""
+    """One process group of the system under test: exactly one of ``pid``, ``match``, ``cgroup``,
+    ``user``, ``pidfile`` (on this machine) or ``host`` (a remote host's name: its node_exporter's
+    figures, at host level)."""
 
     name: str
     pid: int | None = None
     match: str | None = None
     cgroup: str | None = None
     host: str | None = None
+    user: str | None = None
+    """Every process of this user (a name or a numeric uid), and their descendants."""
+    pidfile: str | None = None
+    """A file whose first line is the role's main pid (``postmaster.pid``), read at every sample."""
     profile: ProfileSource | None = field(default=None, compare=False)
     """The role's hardware profile, when a study put it on one: its figures are collected too."""
 
     def __post_init__(self) -> None:
-        given = [k for k in ("pid", "match", "cgroup", "host") if getattr(self, k) is not None]
+        given = [k for k in SELECTORS if getattr(self, k) is not None]
         if len(given) != 1:
-            raise ValueError(
-                f"role {self.name!r}: give exactly one of pid, match, cgroup, host (got {given})"
-            )
+            raise ValueError(f"role {self.name!r}: give exactly one of {', '.join(SELECTORS)} (got {given})")
         if not self.name or self.name in RESERVED_NAMES or ":" in self.name:
             reserved = ", ".join(sorted(RESERVED_NAMES))
             raise ValueError(f"role name {self.name!r} is empty, has ':' or is reserved ({reserved})")
@@ -76,6 +88,10 @@ class RoleSpec:
             return f"match {self.match!r}"
         if self.host is not None:
             return f"host {self.host} (host level)"
+        if self.user is not None:
+            return f"user {self.user}"
+        if self.pidfile is not None:
+            return f"pidfile {self.pidfile}"
         return f"cgroup {self.cgroup}"
 
 
@@ -103,6 +119,34 @@ def _cgroup_pids(directory: Path) -> set[int]:
                 continue
             pids.update(int(line) for line in text.split())
     return pids
+
+
+def pidfile_pid(path: str) -> int | None:
+    """The pid a pidfile names on its first line (``postmaster.pid``, nginx's, most daemons'), or
+    None when it is missing, empty or not a number (the server is stopped or still starting)."""
+    try:
+        with open(path, "rb") as f:
+            first = f.readline().strip()
+    except OSError:
+        return None
+    return int(first) if first.isdigit() else None
+
+
+def user_id(user: str) -> int | None:
+    """The uid of a user name or a numeric uid; None for a name this machine does not know."""
+    if user.isdigit():
+        return int(user)
+    try:
+        return pwd.getpwnam(user).pw_uid
+    except KeyError:
+        return None
+
+
+def _owner(pid: int) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None
 
 
 @dataclass(frozen=True)
@@ -172,7 +216,8 @@ class _Pending:
 class RoleCollector:
     """Scope ``role:NAME``: cpu_percent (user + system, 100 = one core), user_percent,
     system_percent, rss_mb, read_mb_s, write_mb_s, threads, ctx_switches_s, max_thread_cpu_percent
-    (the busiest single thread, 100 = a whole core), processes."""
+    (the busiest single thread, 100 = a whole core), processes, cpus (how many CPUs its processes
+    may run on: fewer than the host's when a placement put the system on CPUs of its own)."""
 
     def __init__(self, spec: RoleSpec, table: ProcessTable | None = None) -> None:
         self.spec = spec
@@ -191,6 +236,8 @@ class RoleCollector:
         self._last_boot_s = 0.0
         self._samples = 0
         self._empty_samples = 0
+        self._trial_samples = 0
+        self._trial_found = 0
         self._io_denied: set[int] = set()
 
     @property
@@ -209,7 +256,16 @@ class RoleCollector:
             )
         return "; ".join(notes) or None
 
+    @property
+    def missing(self) -> str | None:
+        """The error of a trial in which the role matched no process at any sample: its figures
+        would read 0 % for a system that was there all along, only not where the role looked."""
+        if self._trial_samples and not self._trial_found:
+            return f"role {self.spec.name} matched no process ({self.spec.describe()})"
+        return None
+
     def start(self) -> None:
+        self._trial_samples = self._trial_found = 0
         # The snapshot's clocks were read just before its counters, here and in sample(), so the
         # wall time and the counter deltas cover the same span.
         snapshot = self._table.at(None)
@@ -237,10 +293,14 @@ class RoleCollector:
             for tid, c in r.cpu_by_thread.items():
                 busiest_thread = max(busiest_thread, c - base.cpu_by_thread.get(tid, 0.0))
         self._samples += 1
-        if not readings:
-            self._empty_samples += 1
+        self._trial_samples += 1
         self._prev = readings
         self.sampled_at, self._last_boot_s = now_wall, now_boot
+        if not readings:
+            # Nothing matched: no figure but the count, so a role that is not there never reads 0 %.
+            self._empty_samples += 1
+            return [ResourceSample(t, self.name, "processes", 0.0)]
+        self._trial_found += 1
         values = {
             "cpu_percent": (user + system) / wall * 100,
             "user_percent": user / wall * 100,
@@ -253,6 +313,8 @@ class RoleCollector:
             "max_thread_cpu_percent": min(busiest_thread / wall * 100, 100.0),
             "processes": float(len(readings)),
         }
+        if allowed := _allowed_cpus(pid for pid, _ in readings):
+            values["cpus"] = float(allowed)
         return [ResourceSample(t, self.name, metric, value) for metric, value in values.items()]
 
     def stop(self) -> None:
@@ -371,9 +433,25 @@ class RoleCollector:
                 for p in snapshot.procs.values()
                 if p.pid not in self._excluded and needle in self._table.cmdline(p, snapshot.boot_s)
             ]
+        if spec.pidfile is not None:
+            pid = pidfile_pid(spec.pidfile)
+            return [pid] if pid is not None else []
+        if spec.user is not None:
+            uid = user_id(spec.user)
+            return [p for p in snapshot.procs if p not in self._excluded and _owner(p) == uid]
         assert spec.cgroup is not None
         directory = cgroup_dir(spec.cgroup)
         return sorted(_cgroup_pids(directory)) if directory is not None else []
+
+
+def _allowed_cpus(pids: Iterable[int]) -> int:
+    """How many CPUs the role's processes may run on together (their affinity: a placement's
+    cpuset sets it), 0 when none could be read. A role on one CPU of two is saturated at 100 %."""
+    allowed: set[int] = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            allowed |= os.sched_getaffinity(pid)
+    return len(allowed)
 
 
 def _single_thread(p: ProcStat) -> dict[int, tuple[int, float]] | None:

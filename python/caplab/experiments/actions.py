@@ -91,9 +91,13 @@ class TrialActions:
         declared: dict[str, str],
         directory: Path,
         env: dict[str, str] | None = None,
+        prefix: list[str] | None = None,
     ) -> None:
         self.directory = directory
         self.env = env
+        self.prefix = list(prefix or [])
+        """An argv the commands run under: the system's CPUs, where the study placed it apart
+        (a command that restarts a server must not start it on the generator's)."""
         """The commands' environment (a study's: the SUT's, so ``python -m …`` is caplab's own)."""
         self._triggers: list[Trigger | None] = [trigger_for(a.when, a.after) for a in actions]
         self.outcomes = [
@@ -185,9 +189,12 @@ class TrialActions:
             if self._stop.is_set():
                 return
             outcome.started_s = time.monotonic() - self._t0
+            command: str | list[str] = outcome.command
+            if self.prefix:
+                command = [*self.prefix, "/bin/sh", "-c", outcome.command]
             process = subprocess.Popen(
-                outcome.command,
-                shell=True,
+                command,
+                shell=not self.prefix,
                 cwd=self.directory,
                 env=self.env,
                 stdout=subprocess.PIPE,

@@ -11,7 +11,7 @@ import secrets
 import shlex
 import signal
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType, TracebackType
@@ -179,11 +179,12 @@ class CellHardware:
         namespace uses to reach a service on the host (127.0.0.1 there is the namespace's own)."""
         return {r: hw.link.host_address for r, hw in self.roles.items() if hw.link is not None}
 
-    def launch_prefix(self, role: str) -> list[str]:
+    def launch_prefix(self, role: str, also: Sequence[Path] = ()) -> list[str]:
         """An argv prefix that puts the launched process in the role's cgroups and namespace before
-        it execs, so it and every child run on the profile from their first instruction."""
+        it execs, so it and every child run on the profile from their first instruction; ``also``:
+        more ``cgroup.procs`` files to join first, in the same shell (a placement's cpuset)."""
         hw = self._role(role)
-        procs: list[str] = []
+        procs: list[str] = [str(p) for p in also]
         enter: list[str] = []
         for resource in hw.resources:
             procs += [str(p) for p in resource.procs_files() if str(p) not in procs]

@@ -25,6 +25,16 @@ from caplab.spec.search import GoalSpec, SearchSpec, SloText
 from caplab.spec.sut import SutSpec
 from caplab.spec.target import TargetSpec
 
+CPU_LIST = r"^\d+(-\d+)?(,\d+(-\d+)?)*$"
+
+
+class IsolationSpec(Strict):
+    """The CPUs of this host the generator (caplab, its collectors and daemons) and the system's
+    roles run on, apart: ``{generator: "0", system: "1-3"}``."""
+
+    generator: str = Field(pattern=CPU_LIST)
+    system: str = Field(pattern=CPU_LIST)
+
 
 class StudyConfig(Strict):
     """One cell's fully substituted configuration."""
@@ -63,6 +73,10 @@ class StudyConfig(Strict):
     """A seed paper's own figures, to be shown beside the study's (labelled as its hardware)."""
     placement: Literal["apart", "together"] | None = None
     """The cell's placement when the study has ``consolidation:`` (a factor caplab adds)."""
+    isolation: Literal["shared"] | IsolationSpec | None = None
+    """Where the generator and the system run on this host: by default (None) the generator on the
+    first CPU and the system on the rest, where there are two or more and a cpuset controller;
+    ``shared``: both on every CPU; or the CPUs of each (caplab.profiles.placement)."""
     replicates: int = Field(default=1, ge=1, le=20)
     """How many times each cell's capacity is searched, each with a fresh start of the system: the
     cell's interval comes from these, since runs vary more than trials within one run."""

@@ -35,12 +35,19 @@ def _ready(value: Any) -> Any:
 
 
 class RoleSpecModel(Strict):
-    """A process group whose resources are attributed: by pid, command-line substring or cgroup;
-    ``profile`` names the hardware it runs on (a key of the study's ``profiles:``)."""
+    """A process group whose resources are attributed: by pid, command-line substring, cgroup,
+    user or pidfile — with all their descendants, wherever they run (a daemonised server leaves the
+    start command's tree: name it by its pidfile or user); ``profile`` names the hardware it runs
+    on (a key of the study's ``profiles:``)."""
 
     pid: int | None = Field(default=None, ge=1)
     match: str | None = Field(default=None, pattern=r"\S")
     cgroup: str | None = Field(default=None, pattern=r"\S")
+    user: str | None = Field(default=None, pattern=r"\S")
+    """Every process of this user (name or uid) and their descendants."""
+    pidfile: str | None = Field(default=None, pattern=r"\S")
+    """A file whose first line is the role's main pid (``node0/postmaster.pid``), relative to the
+    study's directory, read again at every sample: a restarted or promoted server is followed."""
     host: str | None = Field(default=None, pattern=r"\S")
     """A remote host of the study's ``hosts:``: the role is that host, measured at host level."""
     profile: str | None = Field(default=None, pattern=r"\S")
@@ -51,8 +58,9 @@ class RoleSpecModel(Strict):
 
     @model_validator(mode="after")
     def _one(self) -> RoleSpecModel:
-        if sum(x is not None for x in (self.pid, self.match, self.cgroup, self.host)) != 1:
-            raise ValueError("give exactly one of pid, match, cgroup or host")
+        selectors = (self.pid, self.match, self.cgroup, self.user, self.pidfile, self.host)
+        if sum(x is not None for x in selectors) != 1:
+            raise ValueError("give exactly one of pid, match, cgroup, user, pidfile or host")
         if self.host is not None and self.profile is not None:
             raise ValueError("a role on a remote host runs on that host's hardware, not on a profile")
         return self

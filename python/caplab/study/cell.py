@@ -104,7 +104,8 @@ class CellRun:
         if not config.actions:
             return None
         declared = config.sut.actions if config.sut else {}
-        return TrialActions(config.actions, declared, self.cell_plan.directory, sut_environment())
+        directory = self.cell_plan.directory
+        return TrialActions(config.actions, declared, directory, sut_environment(), self.system.placement)
 
     def watch(self, snapshot: IntervalSnapshot, samples: list[ResourceSample]) -> bool:
         """Shows progress; stops the trial at once when the SUT has died (no point measuring
@@ -137,6 +138,10 @@ class CellRun:
         interrupted = record.result.interrupted and not died
         status = "failed" if died else "interrupted" if interrupted else "complete"
         self.recorder.trial(index, record, status)
+        for missing in self._collectors.missing_roles():
+            # An error of the trial's record, not a 0 % figure: the role looked in the wrong place.
+            self.recorder.event("role_missing", f"trial {len(self.records) + 1} ({record.kind}): {missing}")
+            self.progress.note(f"error: {missing} during trial {len(self.records) + 1}")
         self.records.append(record)
         self.progress.trial_finished(record.kind, record.result, record.samples)
         if interrupted:

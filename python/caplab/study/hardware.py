@@ -258,10 +258,12 @@ class Attacher:
             members = inside[role]
             if members is None:
                 continue
-            if pid in members:
-                self._settled.add(pid)
-            else:
+            if pid not in members:
                 self._attach(role, pid, started_s, now)
+            if now - started_s >= YOUNG_S:
+                # Settled only once too old to exec again: a shell still holding the whole start
+                # command's words (both roles' matches) execs into one role's program a moment later.
+                self._settled.add(pid)
 
     def _members(self, role: str) -> set[int] | None:
         """The processes on a role's profile, or None when the profile is not there (yet): the
@@ -278,7 +280,6 @@ class Attacher:
             if psutil.pid_exists(pid) and len(self.errors) < 10:
                 self.errors.append(f"role {role}: {exc}")
             return
-        self._settled.add(pid)
         seen = self.outside.setdefault(role, {"processes": 0, "longest_s": 0.0})
         seen["processes"] += 1
         seen["longest_s"] = max(seen["longest_s"], max(0.0, now_s - started_s))

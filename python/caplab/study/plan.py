@@ -22,7 +22,9 @@ from caplab.collect import MetricsSource, RoleSpec
 from caplab.json_types import JsonDict, JsonObject
 from caplab.profiles import CellHardware, Profile
 from caplab.profiles.design import role_hardware, volume_ratings
+from caplab.profiles.placement import CpuPlacement, plan_placement
 from caplab.spec import Cell, JobSpec, StorageBaselineSpec, Study, StudyConfig, SutSpec
+from caplab.spec.study import IsolationSpec
 from caplab.study.hardware import bind, launched_role, shared_machines
 from caplab.workloads.postgres import with_passfile_under
 
@@ -51,6 +53,9 @@ class HardwarePlan:
     """``{role: match}``: the roles whose processes are found by polling and put on their profile."""
     storage_baseline: StorageBaselineSpec | None
     """fio on each fresh volume before the system starts (first replicate), when asked for."""
+    placement: CpuPlacement
+    """The generator's and the system's CPUs (`isolation:`), applied before the hardware is made
+    so caplab's daemons start on the generator's."""
 
 
 @dataclass(frozen=True)
@@ -112,7 +117,7 @@ class CellPlan:
         return replace(
             self,
             config=config,
-            sut=_sut(config),
+            sut=_sut(config, self.directory),
             collectors=_collectors(config, self.directory),
             experiment=_experiment(config),
         )
@@ -127,7 +132,7 @@ def plan_cell(study: Study, cell: Cell) -> CellPlan:
         directory=study.directory,
         replicates=config.replicates,
         hardware=_hardware(config, study.directory / ".caplab-hardware" / f"cell-{cell.index}"),
-        sut=_sut(config),
+        sut=_sut(config, study.directory),
         collectors=_collectors(config, study.directory),
         experiment=_experiment(config),
         prices=frozen(_prices(config, cell.factors)),
@@ -152,13 +157,41 @@ def _hardware(config: StudyConfig, workdir: Path) -> HardwarePlan:
         launched=launched,
         attach=frozen(attach),
         storage_baseline=config.storage_baseline,
+        placement=cell_placement(config, profiles),
     )
 
 
-def _sut(config: StudyConfig) -> SutPlan:
+def cell_placement(config: StudyConfig, profiles: Mapping[str, Profile]) -> CpuPlacement:
+    """The study's ``isolation``, on this host. Profile quotas are computed within the system's
+    CPUs: where one asks for more host CPUs than the system has to itself, they share the host
+    rather than throttle the role below what its profile says."""
+    isolation = config.isolation
+    requested = isolation.model_dump() if isinstance(isolation, IsolationSpec) else isolation
+    placement = plan_placement(requested)
+    room = placement.system_cpus
+    if room is None:
+        return placement
+    for role, profile in profiles.items():
+        wanted = profile.cpus.host_cpus(config.scale.cpu) if profile.cpus else 0.0
+        if wanted > room:
+            note = f"role {role}'s profile asks for {wanted:g} host CPUs, more than the system's {room}"
+            return CpuPlacement(None, None, note)
+    return placement
+
+
+def _sut(config: StudyConfig, directory: Path) -> SutPlan:
     declared = config.sut.roles if config.sut else {}
     roles = tuple(
-        RoleSpec(name=n, pid=r.pid, match=r.match, cgroup=r.cgroup, host=r.host) for n, r in declared.items()
+        RoleSpec(
+            name=n,
+            pid=r.pid,
+            match=r.match,
+            cgroup=r.cgroup,
+            host=r.host,
+            user=r.user,
+            pidfile=str(directory / r.pidfile) if r.pidfile is not None else None,
+        )
+        for n, r in declared.items()
     )
     return SutPlan(spec=config.sut, roles=roles)
 

@@ -64,6 +64,7 @@ def cell_figures(
     if hardware is not None:
         baseline = {"volume_baseline": volume_baseline} if volume_baseline else {}
         metrics["hardware"] = {**hardware, **baseline}
+    metrics["placement"] = plan.hardware.placement.to_json()
     resources = _resources(plan, records, metrics)
     if "app" in resources:
         metrics["app"] = resources["app"]  # what the SUT says it did, beside what caplab saw

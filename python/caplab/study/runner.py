@@ -19,6 +19,7 @@ from caplab.experiments.capacity import CapacityExperiment, GeneratorSaturated
 from caplab.experiments.fixed import FixedLoad
 from caplab.experiments.job import JobExperiment, PhaseFailed
 from caplab.profiles import CellHardware, ProfileError
+from caplab.profiles.placement import placed
 from caplab.spec import Cell, Study
 from caplab.store import CellRow, Store
 from caplab.study.baseline import baseline_line, storage_baseline, volume_baselines
@@ -152,17 +153,20 @@ class StudyRunner:
 
     def _replicate(self, plan: CellPlan, replicate: int, recorder: CellRecorder, done: Replicates) -> None:
         """One replicate: a fresh start of the system, since what varies from run to run is what
-        an interval a decision rests on must contain. Its hardware is made before the system
-        starts and removed after it stops, whatever happens in between."""
-        with cell_hardware(plan.hardware) as hw:
+        an interval a decision rests on must contain. Its placement and hardware are made before
+        the system starts and removed after it stops, whatever happens in between."""
+        # The placement first: caplab's daemons (link delay, device models) start on its CPUs.
+        with placed(plan.hardware.placement) as place, cell_hardware(plan.hardware) as hw:
             bound = plan.on(hw)
             if plan.replicates > 1:
                 self.progress.note(f"replicate {replicate + 1} of {plan.replicates}")
+            if replicate == 0:
+                self.progress.note(plan.hardware.placement.describe())
             if hw is not None and replicate == 0:
                 for role, lines in hw.describe().items():
                     self.progress.note(f"{role} on {', '.join(lines)}")
                 done.volume_baseline = self._volume_baseline(bound, hw)
-            system = RunningSystem(bound, hw)
+            system = RunningSystem(bound, hw, place)
             system.start()
             try:
                 run = CellRun(bound, system, recorder, self.progress, self.plan_runner, done.kept)

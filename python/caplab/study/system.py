@@ -7,6 +7,7 @@ from __future__ import annotations
 from caplab.collect import RoleSpec
 from caplab.json_types import JsonDict
 from caplab.profiles import CellHardware
+from caplab.profiles.placement import Placed
 from caplab.study.hardware import Attacher, describe, with_profiles
 from caplab.study.plan import CellPlan
 from caplab.study.sut import Sut
@@ -16,11 +17,19 @@ class RunningSystem:
     """The SUT (None when caplab does not start it) and the attacher that puts its roles'
     processes on their profiles (None when the start command's prefix does it alone)."""
 
-    def __init__(self, plan: CellPlan, hw: CellHardware | None) -> None:
+    def __init__(self, plan: CellPlan, hw: CellHardware | None, placed: Placed | None = None) -> None:
         self.plan = plan
         self.hw = hw
+        self.placement = placed.system_prefix() if placed is not None else []
+        """The argv prefix that puts a command on the system's CPUs (empty: not isolated); the
+        start command and the study's actions run under it, the system's own work."""
         launched = plan.hardware.launched if hw is not None else None
-        prefix = hw.launch_prefix(launched) if hw is not None and launched is not None else []
+        # One shell joins the placement's cpuset and the launched role's groups, then execs the
+        # command: the same process chain as without a placement (an attacher matching command
+        # lines sees no extra shell holding the start command's words).
+        also = placed.system_procs() if placed is not None else []
+        own = hw.launch_prefix(launched, also) if hw is not None and launched is not None else []
+        prefix = own or self.placement
         spec = plan.sut.spec
         self.sut = Sut(spec, plan.directory, prefix, launched) if spec is not None else None
         attach = dict(plan.hardware.attach)

@@ -150,20 +150,18 @@ def find_capacity(
         outcome = search.run()
     except GeneratorSaturated as e:
         floor = max((p.load for p in search.probes if p.passed), default=None)
-        unit = " users" if settings.closed else "/s"
-        return CapacityAnswer(
-            model,
-            slo,
-            settings.precision,
-            trials=search.probes,
-            found=False,
-            message=(f"capacity ≥ {floor:,.0f}{unit} (the generator's limit here): " if floor else "")
-            + str(e),
-            generator_saturated=True,
-            capacity_at_least=floor,
-            limit=generator_limit(floor, unit, str(e)),
-        )
+        return _generator_floor(model, slo, settings, search.probes, floor, str(e))
     analysis = prober.analyse(outcome)
+    shared = analysis.limit.get("evidence", {}).get("host_shared") if analysis.limit else None
+    if shared is not None and outcome.capacity is not None:
+        # The host's CPU held the load, but the generator's share of it did as much as the system:
+        # what passed is a floor for the system, exactly as when the generator fell behind alone.
+        reason = f"the host's CPU was the limit, and not the system's: {shared}"
+        answer = _generator_floor(model, slo, settings, search.probes, outcome.capacity, reason)
+        if answer.limit is not None and analysis.limit is not None:  # the demands at that load
+            answer.limit["evidence"] = {**analysis.limit["evidence"], **answer.limit["evidence"]}
+            answer.limit["evidence"]["demands"] = analysis.limit["evidence"].get("demands", [])
+        return answer
     return CapacityAnswer(
         model,
         slo,
@@ -181,4 +179,23 @@ def find_capacity(
         actions=analysis.actions,
         per_user=analysis.per_user,
         unstable=outcome.unstable,
+    )
+
+
+def _generator_floor(
+    model: str, slo: list[str], settings: FindSettings, probes: list[Probe], floor: float | None, reason: str
+) -> CapacityAnswer:
+    """The answer when the generator, not the system, stopped the search: "capacity ≥ X (the
+    generator's limit here)", the generator named as the limit, never the system or the host."""
+    unit = " users" if settings.closed else "/s"
+    return CapacityAnswer(
+        model,
+        slo,
+        settings.precision,
+        trials=probes,
+        found=False,
+        message=(f"capacity ≥ {floor:,.0f}{unit} (the generator's limit here): " if floor else "") + reason,
+        generator_saturated=True,
+        capacity_at_least=floor,
+        limit=generator_limit(floor, unit, reason),
     )

@@ -253,6 +253,11 @@ def matrix(results: Results) -> Section:
     ]
     if hardware:
         blocks.append(kv_table(hardware, "Hardware each cell's roles ran on (emulated on this host)"))
+    placed = [
+        (f"#{c['index']} {c['label']}".strip(), p) for c in results["cells"] if (p := c.get("placement"))
+    ]
+    if placed:
+        blocks.append(kv_table(placed, "Where the generator and the system ran on this host"))
     return Section("Test matrix", "matrix", blocks)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import cast
 
 from caplab.analysis.limit import find_limit
@@ -333,6 +334,7 @@ def cell_result(
         "search": _search(cell.metrics),
         "trials": _trials(cell),
         "hardware": _hardware(hardware),
+        "placement": _placement(cell.metrics.part("placement")),
         "volumes": _volumes(cell.scopes, member(hardware, "volume_baseline")),
         "recovery": [_recovery(r, ledgers) for r in cell.metrics.parts("recovery")],
         "failover": [failover_row(f) for f in cell.metrics.parts("failover")],
@@ -350,6 +352,12 @@ def _resources(cell: CellRecord) -> Resources:
         for scope in cell.scopes
         if scope != "app"
     }
+
+
+def _placement(placement: object) -> str | None:
+    """The placement's words, as the runner wrote them (``caplab.profiles.placement``)."""
+    text = placement.get("text") if isinstance(placement, Mapping) else None
+    return text if isinstance(text, str) else None
 
 
 def _hardware(hardware: JsonObject) -> dict[str, list[str]] | None:

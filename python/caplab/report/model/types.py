@@ -356,6 +356,9 @@ class CellResult(TypedDict):
     hardware: dict[str, list[str]] | None
     """Each role's hardware profile in words (``8 cores, emulated as 2.0 host CPUs``), when the
     study put its roles on profiles."""
+    placement: NotRequired[str | None]
+    """Where the generator and the system ran (``generator on CPU 0; roles on CPU 1``), or why they
+    shared the host's CPUs and what that means for the figures; None for cells run before."""
     volumes: dict[str, VolumeUse]
     """The cell's profile volumes by name (empty when it had none)."""
     recovery: list[RecoveryRow]

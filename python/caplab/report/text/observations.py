@@ -310,7 +310,11 @@ def generator_observations(results: Measured) -> list[Observation]:
     text = f"The load generator ({where}) used up to {u.percent(cpu)} of one core{cost}"
     text += f", {u.pct(share)} of the host's {cores:g} cores." if share is not None and cores else "."
     local = "this host" in where or "local" in where
-    if share is not None and share >= GENERATOR_SHARE_WARN and local:
+    placements = {str(c.get("placement") or "") for c in cells}
+    apart = all(p.startswith("generator on") for p in placements)
+    if apart:  # the placement put it on CPUs of its own: it took none of the system's
+        text = text.removesuffix(".") + f"; it ran apart from the system ({'; '.join(sorted(placements))})."
+    if share is not None and share >= GENERATOR_SHARE_WARN and local and not apart:
         text += (
             " It competes with the SUT for the same CPU, so the capacities here are conservative; "
             "run the generator on another machine to measure the SUT alone."

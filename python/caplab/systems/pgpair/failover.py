@@ -100,6 +100,7 @@ def _promote(pair: Pair, new: Server, old: Server) -> None:
     pair.set_sync(new, False)  # caplab.conf is read at promotion too: no commit waits for `old`
     new.promote()
     nodes.wait_writable(new, SUPERUSER, pair.password, 60.0)
+    pair.mark_roles(new)
     nodes.ensure_slot(new, old.name, SUPERUSER, pair.password)
 
 

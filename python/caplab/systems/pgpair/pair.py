@@ -25,6 +25,8 @@ from caplab.systems.pgpair.server import Server, ServerError, ServerUser, bin_di
 SyncMode = Literal["on", "remote_apply", "off"]
 SYNC_MODES: tuple[SyncMode, ...] = ("on", "remote_apply", "off")
 STATE_FILE = "pgpair.json"
+ROLE_PIDFILES = ("primary.pid", "standby.pid")
+"""Links to the postmaster.pid of the node in each role now (`Pair.mark_roles`)."""
 PASSFILE = "pgpass"
 PASSWORD_ENV = "PGPAIR_PASSWORD"
 SUPERUSER = "caplab"
@@ -138,6 +140,7 @@ class Pair:
             seed.seed(first, SUPERUSER, self.passfile, self.state.databases, self.state.scale, jobs)
         self.attach_standby(second, first)
         self.set_sync(first, True)
+        self.mark_roles(first)
 
     def attach_standby(self, standby: Server, primary: Server) -> None:
         """A fresh standby: base backup of ``primary`` with a slot of its own, then start it."""
@@ -290,6 +293,18 @@ class Pair:
                 found[roles[n.name]] = n.pids()
         return found
 
+    def mark_roles(self, primary: Server) -> None:
+        """Points ``primary.pid`` and ``standby.pid`` in the pair's directory at the postmaster.pid
+        of the node that is each now (symbolic links, replaced atomically): a study's roles name
+        them as ``pidfile:``s and follow a switchover or a promotion. pg_ctl daemonises the servers,
+        so they are never in the start command's process tree."""
+        for name, node in zip(ROLE_PIDFILES, (primary, self.other(primary)), strict=True):
+            link = self.data_dir / name
+            fresh = self.data_dir / f".{name}.new"
+            fresh.unlink(missing_ok=True)
+            fresh.symlink_to(Path(node.name) / "postmaster.pid")
+            os.replace(fresh, link)
+
     def database_names(self) -> list[str]:
         return seed.names(self.state.databases)
 
@@ -345,6 +360,7 @@ class Pair:
         for n in sorted(self.nodes, key=lambda n: n in standbys):
             if n.postmaster_pid() is None:
                 n.start()
+        self.mark_roles(self.primary() or self.nodes[0])
         self.mark(True)
 
     @staticmethod
@@ -368,7 +384,7 @@ class Pair:
         """Deletes the pair's files (after ``stop``)."""
         for n in self.nodes:
             n.remove()
-        for name in (STATE_FILE, PASSFILE):
+        for name in (STATE_FILE, PASSFILE, *ROLE_PIDFILES):
             (self.data_dir / name).unlink(missing_ok=True)
         with contextlib.suppress(OSError):
             self.data_dir.rmdir()
