@@ -63,7 +63,7 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Ran:
     }
     path = write_study(tmp / "study.yaml", study)
     db_url = f"sqlite:///{tmp / 'caplab.db'}"
-    done = caplab("run", path, "--db", db_url, "--json")
+    done = caplab("run", path, "--db", db_url, "--json", "--junit", tmp / "gate.xml")
     assert done.returncode == 0, done.stderr
     return Ran(done, json_out(done), url, port, db_url)
 
@@ -226,3 +226,20 @@ def test_the_environment_names_the_disks_and_the_storage_baseline(ran: Ran) -> N
         assert job["mb_s"] == pytest.approx(job["iops"] * 8192 / 1e6, rel=0.05)
         assert 0 < job["lat_ms"]["p50"] <= job["lat_ms"]["p99"]
     assert "storage baseline: randread-8k" in ran.done.stderr
+
+
+def test_junit_holds_each_cells_trials_as_passing_cases(ran: Ran) -> None:
+    """`--junit`: a fixed-load study's verdicts, one suite per cell and one case per trial, read
+    back by a parser of its own."""
+    from xml.dom import minidom
+
+    gate = Path(ran.db_url.removeprefix("sqlite:///")).parent / "gate.xml"
+    doc = minidom.parse(str(gate))
+    suites = doc.getElementsByTagName("testsuite")
+    names = [s.getAttribute("name") for s in suites]
+    assert [n.split()[:2] for n in names] == [["cell", str(c["index"])] for c in ran.doc["cells"]]
+    for suite in suites:
+        cases = suite.getElementsByTagName("testcase")
+        assert len(cases) == REPEAT
+        assert not suite.getElementsByTagName("failure")
+    assert "JUnit: " in ran.done.stderr

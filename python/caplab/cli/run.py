@@ -43,6 +43,13 @@ DEMO_QUICK = "quick.yaml"
     type=click.IntRange(1, 65535),
     help="Serve each interval's figures in Prometheus format on 127.0.0.1:PORT/metrics while running.",
 )
+@click.option(
+    "--junit",
+    "junit_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write the verdicts (each cell's capacity and trials, the goal) to FILE as JUnit, for CI; "
+    "a capacity not found or a goal not met then exits 3.",
+)
 @cluster_options
 def run_command(
     study_file: Path,
@@ -51,6 +58,7 @@ def run_command(
     resume: bool,
     report_dir: Path | None,
     metrics_port: int | None,
+    junit_path: Path | None,
     cluster: str | None,
     agents: int | None,
 ) -> None:
@@ -59,9 +67,10 @@ def run_command(
 
     \b
     Exit codes: 0 all cells complete, 1 some cells failed (the rest are kept),
-    2 bad study file, 130 interrupted (finished cells kept; continue with --resume).
+    2 bad study file, 3 with --junit: a capacity not found or the goal not met,
+    130 interrupted (finished cells kept; continue with --resume).
     """
-    sys.exit(cmd_run(study_file, db, as_json, resume, report_dir, metrics_port, cluster, agents))
+    sys.exit(cmd_run(study_file, db, as_json, resume, report_dir, metrics_port, cluster, agents, junit_path))
 
 
 @click.command("demo")
@@ -138,6 +147,7 @@ def cmd_run(
     metrics_port: int | None = None,
     cluster: str | None = None,
     agents: int | None = None,
+    junit: Path | None = None,
 ) -> int:
     try:
         study = load_study(study_file)
@@ -172,7 +182,20 @@ def cmd_run(
     if outcome.status == "interrupted":
         click.echo(f"interrupted: resume with `caplab run {study_file} --resume`", err=True)
         return exits.INTERRUPTED
-    return exits.FAILED if outcome.cells_failed else exits.OK
+    if outcome.cells_failed:
+        return exits.FAILED
+    return write_gate(store, outcome.study_id, junit) if junit is not None else exits.OK
+
+
+def write_gate(store: Store, study_id: int, path: Path) -> int:
+    """`--junit`: the study's verdicts as JUnit; exit 3 when a capacity was not found or the goal
+    not met."""
+    from caplab.report.document import load_results
+    from caplab.report.junit import gate_failed, study_cases, write_junit
+
+    cases = study_cases(load_results(store, study_id))
+    click.echo(f"JUnit: {write_junit(path, f'caplab study {study_id}', cases)}", err=True)
+    return exits.SLO_FAILED if gate_failed(cases) else exits.OK
 
 
 def run_study(

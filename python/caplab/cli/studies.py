@@ -100,6 +100,12 @@ def copy_command(name: str, directory: Path) -> None:
     type=click.Path(path_type=Path, file_okay=False),
     help="Where the report goes [default: DIR/report].",
 )
+@click.option(
+    "--junit",
+    "junit_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="The verdicts as JUnit, for CI (as `caplab run --junit`).",
+)
 def run_command(
     name: str,
     quick: bool,
@@ -108,13 +114,15 @@ def run_command(
     db: str | None,
     as_json: bool,
     report_dir: Path | None,
+    junit_path: Path | None,
 ) -> None:
     """Run built-in study NAME from a copy of its folder (DIR), and write its sizing report.
 
     \b
     Without --quick or --part, the whole study (`caplab studies list` says how long).
     Exit codes as `caplab run`: 0 all cells complete, 1 some failed, 2 bad
-    arguments, 130 interrupted (continue with `caplab run DIR/FILE --resume`).
+    arguments, 3 with --junit a capacity not found or the goal not met,
+    130 interrupted (continue with `caplab run DIR/FILE --resume`).
     """
     from caplab.cli.run import cmd_run
 
@@ -126,7 +134,8 @@ def run_command(
     except UnknownStudy as e:
         _usage(str(e))
     folder = studies.prepare(study.name, workdir or Path(study.name))
-    sys.exit(cmd_run(folder / file, db, as_json, resume=False, report_dir=report_dir or folder / "report"))
+    report = report_dir or folder / "report"
+    sys.exit(cmd_run(folder / file, db, as_json, resume=False, report_dir=report, junit=junit_path))
 
 
 def _lookup(name: str) -> BuiltInStudy:
