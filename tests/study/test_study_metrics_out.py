@@ -3,11 +3,14 @@ served in Prometheus format, the role's CPU among them."""
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from caplab.dashboards import grafana_dashboard
 from support.scrape import scrape_while
 from support.studies import CAPLAB, free_port, knownserver, write_study
 
@@ -40,3 +43,33 @@ def test_a_running_study_serves_its_intervals_and_resources(tmp_path: Path) -> N
     assert seen.get("caplab_resource{metric=cpu_percent}{scope=role:server}", 0) > 0, [
         k for k in seen if "resource" in k
     ]
+    assert missing_from(seen, grafana_dashboard()) == []
+
+
+QUERIED = re.compile(r"(caplab_\w+)(?:\{([^}]*)\})?")
+"""A series a dashboard query reads: its name and its label matchers (``metric="cpu_percent"``)."""
+
+
+def missing_from(seen: dict[str, float], dashboard_json: str) -> list[str]:
+    """The series the dashboard's panels query that the endpoint did not serve: a renamed metric
+    would leave a panel empty without a word."""
+    exprs = [t["expr"] for p in json.loads(dashboard_json)["panels"] for t in p["targets"]]
+    missing = []
+    for expr in exprs:
+        for name, matchers in QUERIED.findall(expr):
+            wanted = [f"{{{k}={v.strip(chr(34))}}}" for k, v in re.findall(r'(\w+)="?([^",]*"?)', matchers)]
+            if not any(k.startswith(name) and all(w in k for w in wanted) for k in seen):
+                missing.append(f"{name}{{{matchers}}}" if matchers else name)
+    return missing
+
+
+def test_a_metric_the_endpoint_never_serves_is_missing() -> None:
+    served = {"caplab_throughput": 1.0, "caplab_resource{metric=cpu_percent}{scope=host}": 2.0}
+    dashboard = json.dumps(
+        {
+            "panels": [
+                {"targets": [{"expr": "caplab_throughput"}, {"expr": 'caplab_resource{metric="rss_mb"}'}]}
+            ]
+        }
+    )
+    assert missing_from(served, dashboard) == ['caplab_resource{metric="rss_mb"}']
