@@ -51,6 +51,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "workloads": frozenset(),
     "systems": frozenset(),
     "studies": frozenset(),
+    "dashboards": frozenset(),  # data files (the Grafana dashboard) and their readers
     "cli": frozenset({"*"}),
 }
 """What each first-level unit may import. A new unit must be added here: deciding where it sits

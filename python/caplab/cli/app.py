@@ -26,6 +26,7 @@ COMMANDS = {
     "systems": "caplab.cli.systems:systems_command",
     "cluster": "caplab.cli.cluster:cluster_command",
     "dashboard": "caplab.cli.dashboard:dashboard_command",
+    "compare": "caplab.cli.compare:compare_command",
 }
 """Command name → ``module:attribute`` of its click command, named for the command with
 ``_command`` (``find-capacity`` → ``find_capacity_command``); the work behind it, returning the
@@ -47,6 +48,7 @@ SUMMARIES = {
     "systems": "The reference systems caplab ships: real servers to size, with built-in studies.",
     "cluster": "Ray clusters for load agents.",
     "dashboard": "Print the Grafana dashboard (JSON to import) over what --metrics-port serves.",
+    "compare": "Compare two stored studies cell by cell: BASELINE and CANDIDATE are ids, names or `latest`.",
 }
 """Each command's line in ``caplab --help``, kept here so that listing them imports none of them
 (the report's and the store's commands bring pandas and scipy: 1.7 s of CPU to print a help).

@@ -1,0 +1,146 @@
+"""`caplab compare A B`: two stored studies cell by cell — each capacity's ratio with its
+interval, the limit (same or changed) and a verdict — as a table, JSON, or a CI gate
+(``--fail-if-slower 5%``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING
+
+import click
+from rich.table import Table
+
+from caplab.analysis.compare import CellComparison, Change, Figure, compare_runs
+from caplab.cli import consoles, exits
+from caplab.cli.options import DB_HELP
+
+if TYPE_CHECKING:
+    from caplab.report.model.types import Results
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text.rstrip("%")) / (100.0 if text.endswith("%") else 1.0)
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: a share such as 5% or 0.05") from None
+    if not 0 < value < 1:
+        raise click.BadParameter(f"{text!r}: between 0 and 100 %")
+    return value
+
+
+@click.command("compare")
+@click.argument("baseline")
+@click.argument("candidate")
+@click.option("--db", help=DB_HELP)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object: every cell's comparison.")
+@click.option(
+    "--fail-if-slower",
+    "fail_if_slower",
+    metavar="SHARE",
+    help="Exit 3 when a cell's capacity fell by more than SHARE (5%) with its interval excluding it.",
+)
+def compare_command(
+    baseline: str, candidate: str, db: str | None, as_json: bool, fail_if_slower: str | None
+) -> None:
+    """Compare two stored studies cell by cell: BASELINE and CANDIDATE are ids, names or `latest`.
+
+    \b
+    For each configuration both ran: the capacity's ratio CANDIDATE / BASELINE with its
+    interval, faster or slower only when the interval excludes 1 (else indistinguishable),
+    and the limit, same or changed.
+      caplab compare 12 latest
+      caplab compare baseline-run latest --fail-if-slower 5%      a CI gate
+    \b
+    Exit codes: 0 compared, 1 a study not found, 2 bad arguments, 3 slower beyond --fail-if-slower.
+    """
+    threshold = _fraction(fail_if_slower) if fail_if_slower is not None else None
+    from caplab.report.document import load_results
+    from caplab.store import Store, StoreError, default_url
+
+    try:
+        with Store(db or default_url()) as store:
+            ids = [store.resolve_study(ref) for ref in (baseline, candidate)]
+            runs = [_figures(load_results(store, i)) for i in ids]
+    except (StoreError, LookupError) as e:
+        click.echo(f"caplab: {e}", err=True)
+        sys.exit(exits.FAILED)
+    cells, only = compare_runs(runs[0], runs[1])
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "baseline": ids[0],
+                    "candidate": ids[1],
+                    "cells": [_as_json(c) for c in cells],
+                    "unmatched": only,
+                },
+                indent=2,
+            )
+        )
+    else:
+        consoles.stdout().print(_table(cells, ids))
+        for key in only:
+            click.echo(f"only in one study: {key}")
+    if threshold is not None and any(c.slower_than(threshold) for c in cells):
+        click.echo(
+            f"caplab: slower by more than {threshold:.0%} in: "
+            + ", ".join(c.key for c in cells if c.slower_than(threshold)),
+            err=True,
+        )
+        sys.exit(exits.SLO_FAILED)
+    sys.exit(exits.OK)
+
+
+def _figures(results: Results) -> dict[str, Figure]:
+    """Each rated configuration's figure, keyed by its factors."""
+    out: dict[str, Figure] = {}
+    for e in results["capacity"]:
+        low, high = e["ci95"]
+        key = ", ".join(f"{k}={v}" for k, v in sorted(e["factors"].items())) or "(the one cell)"
+        out[key] = Figure(e["value"], low, high, e["unit"], e["limit"])
+    return out
+
+
+def _as_json(c: CellComparison) -> dict[str, object]:
+    return {
+        "cell": c.key,
+        "baseline": c.a.__dict__,
+        "candidate": c.b.__dict__,
+        "ratio": c.ratio,
+        "interval": [c.low, c.high] if c.low is not None else None,
+        "change": c.change.value,
+        "limit_changed": c.limit_changed,
+    }
+
+
+def _table(cells: list[CellComparison], ids: list[int]) -> Table:
+    table = Table(
+        title=f"study {ids[1]} against study {ids[0]} (ratio = {ids[1]} / {ids[0]})", title_justify="left"
+    )
+    for name in ("Cell", f"#{ids[0]}", f"#{ids[1]}", "Ratio [95 %]", "Verdict", "Limit"):
+        table.add_column(name)
+    for c in cells:
+        ratio = (
+            "–"
+            if c.ratio is None
+            else f"{c.ratio:.2f}"
+            + (f" [{c.low:.2f}, {c.high:.2f}]" if c.low is not None and c.high is not None else "")
+        )
+        style = {Change.FASTER: "green", Change.SLOWER: "red"}.get(c.change, "")
+        table.add_row(
+            c.key,
+            _shown(c.a),
+            _shown(c.b),
+            ratio,
+            f"[{style}]{c.change.value}[/]" if style else c.change.value,
+            c.limit_changed or (c.a.limit or ""),
+        )
+    return table
+
+
+def _shown(f: Figure) -> str:
+    if f.value is None:
+        return "not found"
+    interval = f" [{f.low:.4g}, {f.high:.4g}]" if f.low is not None and f.high is not None else ""
+    return f"{f.value:.4g}{interval} {f.unit}"
