@@ -159,7 +159,13 @@ fn serve_device(
             *failed.lock().expect("not poisoned") = signalled;
             stopping
         };
-        crate::device::serve::serve(std::path::Path::new(mountpoint), std::path::Path::new(backing), &spec, ready, stop)
+        crate::device::serve::serve(
+            std::path::Path::new(mountpoint),
+            std::path::Path::new(backing),
+            &spec,
+            ready,
+            stop,
+        )
     });
     let stats = outcome.map_err(|e| PyRuntimeError::new_err(format!("device at {mountpoint}: {e}")))?;
     if let Some(e) = failed.into_inner().expect("not poisoned") {

@@ -55,7 +55,12 @@ impl CacheSpec {
     }
 
     pub fn of(mode: CacheMode) -> CacheSpec {
-        CacheSpec { mode, size: default_size(), hit_us: default_hit_us(), interface_rate: default_interface_rate() }
+        CacheSpec {
+            mode,
+            size: default_size(),
+            hit_us: default_hit_us(),
+            interface_rate: default_interface_rate(),
+        }
     }
 }
 
@@ -190,7 +195,9 @@ impl Model for Cached {
             return;
         }
         match req.op {
-            Op::Read if self.in_dirty(&req) => self.ready.push(Done { id: req.id, at: at + self.hit_ns(req.len) }),
+            Op::Read if self.in_dirty(&req) => {
+                self.ready.push(Done { id: req.id, at: at + self.hit_ns(req.len) })
+            }
             Op::Read => self.pass(at, req),
             Op::Write => self.waiting.push_back(req),
             Op::Flush if self.spec.mode == CacheMode::BatteryBacked => {
@@ -236,7 +243,15 @@ mod tests {
     }
 
     fn appends(mode: CacheMode) -> f64 {
-        let w = Workload { pattern: Pattern::Sequential, op: Op::Write, block: 4096, depth: 1, flush: true, gap_ns: 20_000, span: GIB };
+        let w = Workload {
+            pattern: Pattern::Sequential,
+            op: Op::Write,
+            block: 4096,
+            depth: 1,
+            flush: true,
+            gap_ns: 20_000,
+            span: GIB,
+        };
         closed_loop(&mut disk(mode), &w, 5.0)
     }
 
@@ -262,11 +277,16 @@ mod tests {
         let w = |id, offset| Request { id, op: Op::Write, offset, len: 4096 };
         let done = run(
             &mut c,
-            &[(0, w(1, 100 << 20)), (0, w(2, 500 << 20)), (0, w(3, 900 << 20)), (0, Request { id: 4, op: Op::Flush, offset: 0, len: 0 })],
+            &[
+                (0, w(1, 100 << 20)),
+                (0, w(2, 500 << 20)),
+                (0, w(3, 900 << 20)),
+                (0, Request { id: 4, op: Op::Flush, offset: 0, len: 0 }),
+            ],
         );
         let at = |id: u64| done.iter().find(|d| d.id == id).unwrap().at;
         assert_eq!(at(1), 26_827); // 20 µs + 4,096 B at 600 MB/s
-        // The third waits for room: the first write's drain (a seek to 100 MiB and a turn, ms).
+                                   // The third waits for room: the first write's drain (a seek to 100 MiB and a turn, ms).
         assert!(at(3) > 1_000_000, "the third write waited for room: {}", at(3));
         assert!(at(4) >= at(3), "the flush waited for the drain");
     }
@@ -276,7 +296,10 @@ mod tests {
         let mut c = disk(CacheMode::BatteryBacked);
         let done = run(
             &mut c,
-            &[(0, Request { id: 1, op: Op::Write, offset: 0, len: 8192 }), (100, Request { id: 2, op: Op::Read, offset: 4096, len: 4096 })],
+            &[
+                (0, Request { id: 1, op: Op::Write, offset: 0, len: 8192 }),
+                (100, Request { id: 2, op: Op::Read, offset: 4096, len: 4096 }),
+            ],
         );
         assert_eq!(done.iter().find(|d| d.id == 2).unwrap().at, 100 + 26_827);
     }

@@ -154,11 +154,12 @@ fn solve4(m: &mut [[f64; 5]; 4]) -> Option<[f64; 4]> {
             return None;
         }
         m.swap(col, pivot);
-        for row in 0..4 {
-            if row != col {
-                let f = m[row][col] / m[col][col];
-                for k in col..5 {
-                    m[row][k] -= f * m[col][k];
+        let pivot_row = m[col];
+        for (r, row) in m.iter_mut().enumerate() {
+            if r != col {
+                let f = row[col] / pivot_row[col];
+                for (x, p) in row.iter_mut().zip(pivot_row.iter()).skip(col) {
+                    *x -= f * p;
                 }
             }
         }
@@ -378,7 +379,15 @@ mod tests {
 
     #[test]
     fn sequential_reads_stream_at_the_media_rate_despite_gaps() {
-        let w = Workload { pattern: Pattern::Sequential, op: Op::Read, block: 1 << 20, depth: 1, flush: false, gap_ns: 100_000, span: GIB };
+        let w = Workload {
+            pattern: Pattern::Sequential,
+            op: Op::Read,
+            block: 1 << 20,
+            depth: 1,
+            flush: false,
+            gap_ns: 100_000,
+            span: GIB,
+        };
         let iops = closed_loop(&mut Hdd::new(&disk()).unwrap(), &w, 5.0);
         let rate = iops * (1 << 20) as f64;
         assert!((rate - 150e6).abs() < 150e6 * 0.02, "{rate}");
@@ -388,7 +397,15 @@ mod tests {
     fn synchronous_appends_come_once_a_turn() {
         // Each 4 KiB write with a flush after it; the next arrives 20 µs after the last
         // completed: it waits a turn less 20 µs: 1 / 8.333 ms = 120 per second.
-        let w = Workload { pattern: Pattern::Sequential, op: Op::Write, block: 4096, depth: 1, flush: true, gap_ns: 20_000, span: GIB };
+        let w = Workload {
+            pattern: Pattern::Sequential,
+            op: Op::Write,
+            block: 4096,
+            depth: 1,
+            flush: true,
+            gap_ns: 20_000,
+            span: GIB,
+        };
         let iops = closed_loop(&mut Hdd::new(&disk()).unwrap(), &w, 5.0);
         assert!((iops - 120.0).abs() < 1.0, "{iops}");
     }

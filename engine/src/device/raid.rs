@@ -29,9 +29,10 @@ impl Level {
     pub fn check(self, members: usize) -> Result<(), String> {
         let ok = match self {
             Level::Raid0 | Level::Raid1 => members >= 2,
-            Level::Raid10 => members >= 4 && members % 2 == 0,
+            Level::Raid10 => members >= 4 && members.is_multiple_of(2),
         };
-        ok.then_some(()).ok_or_else(|| format!("{self:?}: {members} members is not a valid set").to_lowercase())
+        ok.then_some(())
+            .ok_or_else(|| format!("{self:?}: {members} members is not a valid set").to_lowercase())
     }
 }
 
@@ -52,7 +53,7 @@ pub struct Raid {
 impl Raid {
     pub fn new(level: Level, stripe: u64, members: Vec<Box<dyn Model>>) -> Result<Raid, String> {
         level.check(members.len())?;
-        if stripe == 0 || stripe % 512 != 0 {
+        if stripe == 0 || !stripe.is_multiple_of(512) {
             return Err(format!("stripe: a positive multiple of 512 bytes, not {stripe}"));
         }
         let n = members.len();
@@ -161,7 +162,6 @@ impl Model for Raid {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,7 +205,8 @@ mod tests {
         // writes: both disks do every write, so against one disk at the same depth.
         let reads = Workload::random_reads(4096, 8, GIB);
         let writes = Workload { op: Op::Write, ..reads.clone() };
-        let mirror = |w: &Workload| closed_loop(&mut Raid::new(Level::Raid1, 65536, disks(2, GIB)).unwrap(), w, 30.0);
+        let mirror =
+            |w: &Workload| closed_loop(&mut Raid::new(Level::Raid1, 65536, disks(2, GIB)).unwrap(), w, 30.0);
         let half = Workload::random_reads(4096, 4, GIB);
         let (r, w) = (mirror(&reads) / one_disk(&half), mirror(&writes) / one_disk(&writes));
         assert!((r - 2.0).abs() < 0.3, "reads ×{r}");

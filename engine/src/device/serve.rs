@@ -16,9 +16,9 @@
 use super::spec::DeviceSpec;
 use super::{Done, Model, Nanos, Op, Request};
 use fuser::{
-    Errno, FileAttr, FileHandle, FileType, FopenFlags, Generation, INodeNo, InitFlags, KernelConfig, LockOwner,
-    MountOption, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, ReplyWrite,
-    WriteFlags,
+    Errno, FileAttr, FileHandle, FileType, FopenFlags, Generation, INodeNo, InitFlags, KernelConfig,
+    LockOwner, MountOption, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry,
+    ReplyOpen, ReplyWrite, WriteFlags,
 };
 use serde::Serialize;
 use std::collections::HashMap;
@@ -183,20 +183,45 @@ impl fuser::Filesystem for DeviceFs {
         self.forward(Op::Write, offset, data.len() as u64, Reply::Write(reply, data.to_vec()));
     }
 
-    fn flush(&self, _req: &fuser::Request, _ino: INodeNo, _fh: FileHandle, _lock: LockOwner, reply: ReplyEmpty) {
+    fn flush(
+        &self,
+        _req: &fuser::Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _lock: LockOwner,
+        reply: ReplyEmpty,
+    ) {
         reply.ok(); // a close, not a cache flush
     }
 
-    fn fsync(&self, _req: &fuser::Request, _ino: INodeNo, _fh: FileHandle, _datasync: bool, reply: ReplyEmpty) {
+    fn fsync(
+        &self,
+        _req: &fuser::Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
         self.forward(Op::Flush, 0, 0, Reply::Empty(reply));
     }
 
-    fn readdir(&self, _req: &fuser::Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+    fn readdir(
+        &self,
+        _req: &fuser::Request,
+        ino: INodeNo,
+        _fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
         if ino != INodeNo::ROOT {
             reply.error(Errno::ENOTDIR);
             return;
         }
-        let entries = [(INodeNo::ROOT, FileType::Directory, "."), (INodeNo::ROOT, FileType::Directory, ".."), (FILE_INO, FileType::RegularFile, FILE_NAME)];
+        let entries = [
+            (INodeNo::ROOT, FileType::Directory, "."),
+            (INodeNo::ROOT, FileType::Directory, ".."),
+            (FILE_INO, FileType::RegularFile, FILE_NAME),
+        ];
         for (i, (ino, kind, name)) in entries.iter().enumerate().skip(offset as usize) {
             if reply.add(*ino, i as u64 + 1, *kind, name) {
                 break;
@@ -317,13 +342,18 @@ pub fn serve(
     let model = spec.build().map_err(io::Error::other)?;
     let file = OpenOptions::new().read(true).write(true).open(backing)?;
     if file.metadata()?.len() < spec.size() {
-        return Err(io::Error::other(format!("{} is smaller than the device ({} bytes)", backing.display(), spec.size())));
+        return Err(io::Error::other(format!(
+            "{} is smaller than the device ({} bytes)",
+            backing.display(),
+            spec.size()
+        )));
     }
     real_time_priority();
     let (tx, rx) = mpsc::channel();
     let fs = DeviceFs { tx, size: spec.size(), created: SystemTime::now() };
     let mut config = fuser::Config::default();
-    config.mount_options = vec![MountOption::FSName("caplab-device".into()), MountOption::Subtype("caplab".into())];
+    config.mount_options =
+        vec![MountOption::FSName("caplab-device".into()), MountOption::Subtype("caplab".into())];
     let session = fuser::spawn_mount(fs, mountpoint, &config)?;
     fine_timer_slack();
     ready();

@@ -75,7 +75,12 @@ pub struct Ssd {
 
 impl Ssd {
     pub fn new(spec: &SsdSpec) -> Result<Ssd, String> {
-        if spec.channels == 0 || spec.read_rate <= 0.0 || spec.write_rate <= 0.0 || spec.read_us < 0.0 || spec.write_us < 0.0 {
+        if spec.channels == 0
+            || spec.read_rate <= 0.0
+            || spec.write_rate <= 0.0
+            || spec.read_us < 0.0
+            || spec.write_us < 0.0
+        {
             return Err("ssd: channels, read_rate and write_rate must be positive".into());
         }
         if spec.steady_write_rate.is_some_and(|r| r <= 0.0) {
@@ -165,7 +170,11 @@ mod tests {
         let mut spec = SsdSpec::with_size(GIB);
         spec.spare = Some(64 << 20);
         spec.steady_write_rate = Some(100e6);
-        let w = Workload { op: Op::Write, pattern: Pattern::Sequential, ..Workload::random_reads(1 << 20, 4, GIB) };
+        let w = Workload {
+            op: Op::Write,
+            pattern: Pattern::Sequential,
+            ..Workload::random_reads(1 << 20, 4, GIB)
+        };
         let rate = closed_loop(&mut Ssd::new(&spec).unwrap(), &w, 10.0) * (1 << 20) as f64;
         // 64 MiB at 450 MB/s (0.15 s), then 100 MB/s for the rest of the 10 s.
         assert!(rate > 100e6 && rate < 110e6, "{rate}");

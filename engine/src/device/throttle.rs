@@ -40,7 +40,12 @@ impl Throttle {
         if rates.iter().flatten().any(|r| *r <= 0.0) || spec.latency_us < 0.0 {
             return Err("throttle: rates must be positive".into());
         }
-        Ok(Throttle { spec: spec.clone(), read: Direction::default(), write: Direction::default(), ready: Ready::default() })
+        Ok(Throttle {
+            spec: spec.clone(),
+            read: Direction::default(),
+            write: Direction::default(),
+            ready: Ready::default(),
+        })
     }
 }
 
@@ -81,15 +86,34 @@ mod tests {
 
     #[test]
     fn the_volume_gives_its_iops_and_no_more_at_any_depth() {
-        let spec = ThrottleSpec { size: 1 << 30, read_iops: Some(180.0), write_iops: None, read_bw: None, write_bw: None, latency_us: 0.0 };
-        let iops = closed_loop(&mut Throttle::new(&spec).unwrap(), &Workload::random_reads(4096, 32, 1 << 30), 10.0);
+        let spec = ThrottleSpec {
+            size: 1 << 30,
+            read_iops: Some(180.0),
+            write_iops: None,
+            read_bw: None,
+            write_bw: None,
+            latency_us: 0.0,
+        };
+        let iops =
+            closed_loop(&mut Throttle::new(&spec).unwrap(), &Workload::random_reads(4096, 32, 1 << 30), 10.0);
         assert!((iops - 180.0).abs() < 1.0, "{iops}");
     }
 
     #[test]
     fn large_requests_meet_the_bandwidth() {
-        let spec = ThrottleSpec { size: 1 << 30, read_iops: Some(3000.0), write_iops: None, read_bw: Some(125e6), write_bw: None, latency_us: 0.0 };
-        let iops = closed_loop(&mut Throttle::new(&spec).unwrap(), &Workload::random_reads(1 << 20, 4, 1 << 30), 10.0);
+        let spec = ThrottleSpec {
+            size: 1 << 30,
+            read_iops: Some(3000.0),
+            write_iops: None,
+            read_bw: Some(125e6),
+            write_bw: None,
+            latency_us: 0.0,
+        };
+        let iops = closed_loop(
+            &mut Throttle::new(&spec).unwrap(),
+            &Workload::random_reads(1 << 20, 4, 1 << 30),
+            10.0,
+        );
         assert!((iops * (1 << 20) as f64 - 125e6).abs() < 2e6, "{iops}");
     }
 }

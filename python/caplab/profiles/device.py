@@ -29,7 +29,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
-        served = json.loads(serve_device(args.mountpoint, args.backing, args.model, lambda: print(READY, flush=True)))
+        served = json.loads(
+            serve_device(args.mountpoint, args.backing, args.model, lambda: print(READY, flush=True))
+        )
     except (RuntimeError, ValueError) as exc:
         print(f"caplab device model: {exc}", file=sys.stderr)
         return 1

@@ -64,7 +64,10 @@ class Ssd:
         return {k: v for k, v in asdict(self).items() if v is not None}
 
     def describe(self) -> str:
-        return f"ssd: {self.read_us:g} µs read, {self.write_us:g} µs program, {self.channels} channels, device model"
+        return (
+            f"ssd: {self.read_us:g} µs read, {self.write_us:g} µs program, {self.channels} channels,"
+            " device model"
+        )
 
 
 @dataclass(frozen=True)
@@ -115,7 +118,9 @@ class Raid:
         }
 
     def describe(self) -> str:
-        return f"{self.model} of {self.disks} × ({self.member.describe()}), controller cache {self.cache.mode}"
+        return (
+            f"{self.model} of {self.disks} × ({self.member.describe()}), controller cache {self.cache.mode}"
+        )
 
 
 DeviceModel = Hdd | Ssd | Throttle | Raid

@@ -14,6 +14,7 @@ why it died.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -39,7 +40,9 @@ class ModelDevice:
 
     kind = "device"
 
-    def __init__(self, name: str, model: DeviceModel, workdir: Path, mounts: tuple[str, ...] = ("data",)) -> None:
+    def __init__(
+        self, name: str, model: DeviceModel, workdir: Path, mounts: tuple[str, ...] = ("data",)
+    ) -> None:
         self.name = name
         self.model = model
         self.workdir = workdir
@@ -48,7 +51,7 @@ class ModelDevice:
         self.fuse_dir = workdir / f"{name}.fuse"
         self.mount_path = workdir / name
         self.loop: str | None = None
-        self.served: dict[str, object] = {}
+        self.served: dict[str, int | float | str] = {}
         """What the daemon served, from its last line: counts, lateness, ``cpu_s``."""
         self._daemon: subprocess.Popen[str] | None = None
         self._fuse_mounted = False
@@ -68,10 +71,8 @@ class ModelDevice:
         try:
             self._create()
         except BaseException:
-            try:
+            with contextlib.suppress(ProfileError):
                 self.remove()
-            except ProfileError:
-                pass
             raise
 
     def _create(self) -> None:
@@ -81,11 +82,15 @@ class ModelDevice:
             backing.truncate(self.model.size)
         self.fuse_dir.mkdir(exist_ok=True)
         self._start_daemon()
-        out = run_tool(["losetup", "--find", "--show", "--direct-io=on", str(self.served_file)], f"{what}: loop device")
+        out = run_tool(
+            ["losetup", "--find", "--show", "--direct-io=on", str(self.served_file)], f"{what}: loop device"
+        )
         self.loop = out.strip()
         dio = Path("/sys/block") / Path(self.loop).name / "loop" / "dio"
         if dio.exists() and dio.read_text().strip() != "1":
-            raise ProfileError(f"{what}: {self.loop} has no direct I/O: the host's page cache would hide the model")
+            raise ProfileError(
+                f"{what}: {self.loop} has no direct I/O: the host's page cache would hide the model"
+            )
         run_tool(
             ["mkfs.ext4", "-q", "-F", "-E", "nodiscard,lazy_itable_init=0,lazy_journal_init=0", self.loop],
             f"{what}: making the ext4 filesystem",
@@ -147,10 +152,23 @@ class ModelDevice:
 
     def remove(self) -> None:
         died = self.failure()
-        errors: list[str] = []
         what = f"device {self.name}"
+        errors = self._take_down(what)
+        for path in self.paths.values():
+            _remove(path.rmdir, errors)  # only if empty: never delete a mount's contents
+        for remove in (self.mount_path.rmdir, self.fuse_dir.rmdir, self.backing.unlink):
+            _remove(remove, errors)
+        if died:
+            errors.insert(0, f"{what}: the model's daemon died ({died})")
+        if errors:
+            raise ProfileError("; ".join(errors))
+
+    def _take_down(self, what: str) -> list[str]:
+        """Unmounts ext4, detaches the loop device, stops the daemon, unmounts FUSE; what could
+        not be done, as messages."""
+        errors: list[str] = []
         if self._mounted:
-            errors += _unmount(self.mount_path, what)
+            errors += _unmount(["umount"], self.mount_path, what)
             self._mounted = False
         if self.loop:
             try:
@@ -160,22 +178,9 @@ class ModelDevice:
             self.loop = None
         self._stop_daemon()
         if self._fuse_mounted and _is_mount(self.fuse_dir):
-            try:
-                run_tool(["fusermount3", "-u", str(self.fuse_dir)], f"{what}: unmounting FUSE")
-            except ProfileError:
-                try:
-                    run_tool(["fusermount3", "-u", "-z", str(self.fuse_dir)], f"{what}: unmounting FUSE")
-                except ProfileError as exc:
-                    errors.append(str(exc))
+            errors += _unmount(["fusermount3", "-u"], self.fuse_dir, f"{what}: FUSE")
         self._fuse_mounted = False
-        for path in self.paths.values():
-            _remove(path.rmdir, errors)  # only if empty: never delete a mount's contents
-        for remove in (self.mount_path.rmdir, self.fuse_dir.rmdir, self.backing.unlink):
-            _remove(remove, errors)
-        if died:
-            errors.insert(0, f"{what}: the model's daemon died ({died})")
-        if errors:
-            raise ProfileError("; ".join(errors))
+        return errors
 
     def _stop_daemon(self) -> None:
         if self._daemon is None:
@@ -206,12 +211,14 @@ def _is_mount(path: Path) -> bool:
         return any(line.split()[4] == target for line in table)
 
 
-def _unmount(path: Path, what: str) -> list[str]:
+def _unmount(tool: list[str], path: Path, what: str) -> list[str]:
+    """Unmounts ``path``; a busy mount lazily (the kernel finishes when its last user goes)."""
+    lazy = "-z" if tool[0] == "fusermount3" else "-l"
     try:
-        run_tool(["umount", str(path)], f"{what}: unmounting")
+        run_tool([*tool, str(path)], f"{what}: unmounting")
     except ProfileError:
         try:
-            run_tool(["umount", "-l", str(path)], f"{what}: unmounting")
+            run_tool([*tool, lazy, str(path)], f"{what}: unmounting")
         except ProfileError as exc:
             return [str(exc)]
     return []
