@@ -124,3 +124,17 @@ class Raid:
 
 
 DeviceModel = Hdd | Ssd | Throttle | Raid
+
+
+PRESETS: dict[str, Hdd | Ssd] = {
+    "hdd-7k": Hdd(size=0),
+    "hdd-10k": Hdd(
+        size=0, rpm=10_000, avg_seek_ms=4.5, track_to_track_ms=0.5, full_stroke_ms=9.0, media_rate=150e6
+    ),
+    "hdd-15k": Hdd(
+        size=0, rpm=15_000, avg_seek_ms=3.5, track_to_track_ms=0.3, full_stroke_ms=7.0, media_rate=200e6
+    ),
+    "ssd": Ssd(size=0),
+}
+"""Members a RAID may name by kind (``of: hdd-10k``), after typical data sheets; sized by the
+array."""
