@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from caplab._engine import simulate_device
+from caplab.profiles import CellHardware, Profile, VolumeClass
 from caplab.profiles.device_models import Cache, DeviceModel, Hdd, Raid, Throttle
 from caplab.profiles.devices import ModelDevice
 from support.require import PROFILES, require
@@ -200,3 +201,21 @@ def test_everything_is_gone_after_remove_and_after_the_daemon_is_killed(workdir:
     with pytest.raises(Exception, match=r"daemon died \(killed by signal 9\)"):
         killed.remove()
     assert _traces(killed) == []
+
+
+def test_a_profile_puts_data_and_log_on_one_device_and_the_cell_removes_it(workdir: Path) -> None:
+    profile = Profile.build(
+        "internal",
+        volumes={"data": "pair", "log": "pair", "scratch": "plain"},
+        volume_classes={"plain": VolumeClass(size=64 << 20)},
+        device_models={"pair": Raid("raid1", GIB, HDD, cache=Cache("battery-backed"))},
+    )
+    assert "data (on pair): raid1 of 2" in "\n".join(profile.describe())
+    with CellHardware(workdir, {"db": profile}) as hw:
+        paths = hw.volume_paths
+        # One mirrored pair holds data and log: two directories of one filesystem.
+        assert paths["db/data"].stat().st_dev == paths["db/log"].stat().st_dev
+        assert paths["db/scratch"].stat().st_dev != paths["db/data"].stat().st_dev
+        (paths["db/log"] / "wal").write_bytes(b"x" * 4096)
+        served = next(iter(hw.roles["db"].devices.values()))
+    assert _traces(served) == []

@@ -116,6 +116,15 @@ class ModelDevice:
         if line != READY:
             raise ProfileError(f"device {self.name}: the model's daemon did not start: {self._why_dead()}")
 
+    def procs_files(self) -> list[Path]:
+        return []  # the model holds every request that reaches the device, whoever sent it
+
+    def enter_argv(self) -> list[str]:
+        return []
+
+    def attach(self, pid: int) -> None:
+        pass
+
     @property
     def pid(self) -> int | None:
         return self._daemon.pid if self._daemon else None
