@@ -5,14 +5,16 @@ result gives the data sheet's figures. No kernel needed."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from caplab._engine import simulate_device
+from caplab.profiles.design import role_hardware
 from caplab.profiles.device_design import device_model
 from caplab.profiles.device_models import Hdd, Raid
-from caplab.spec import DeviceSpec
+from caplab.spec import DeviceSpec, load_study
 
 DEVICES = TypeAdapter(dict[str, DeviceSpec])
 
@@ -50,3 +52,28 @@ def test_a_field_of_another_kind_or_a_raid_without_members_is_refused() -> None:
     devices = DEVICES.validate_python({"x": {"model": "raid0", "of": "nothing"}})
     with pytest.raises(ValueError, match="neither a device nor a preset"):
         device_model("x", devices)
+
+
+STUDY = """name: internal-disks
+target: {http: {url: "http://127.0.0.1:8080/"}}
+profiles:
+  internal: {cpus: 2, volumes: {data: pair, log: pair, temp: pair}}
+devices:
+  pair: {model: raid1, of: hdd-10k, disks: 2, cache: battery-backed}
+factors: {profile: [internal]}
+sut:
+  start: ./server --data {volume.data} --log {volume.log}
+  roles:
+    db: {match: server, profile: "{profile}"}
+load: {rate: 10}
+"""
+
+
+def test_a_study_puts_three_mounts_on_one_mirrored_pair(tmp_path: Path) -> None:
+    path = tmp_path / "study.yaml"
+    path.write_text(STUDY)
+    cell = load_study(path).cells[0]
+    profile = role_hardware(cell.config)["db"]
+    assert profile.volumes == {}  # no loop volumes: all three on the device
+    assert {v: d for v, (d, _) in profile.devices.items()} == {"data": "pair", "log": "pair", "temp": "pair"}
+    assert "log (on pair): raid1 of 2 × (hdd: 10,000 rpm" in "\n".join(profile.describe())

@@ -240,7 +240,7 @@ def _check_placeholders(config: StudyConfig, sut: SutSpec, fail: Fail) -> None:
         hardware = role_hardware(config)
     except ValueError as e:
         raise fail(("profiles",), str(e)) from e
-    volumes = {f"{r}/{v}": None for r, p in hardware.items() for v in p.volumes}
+    volumes = {f"{r}/{v}": None for r, p in hardware.items() for v in (*p.volumes, *p.devices)}
     addresses = dict.fromkeys(hardware)
     for loc, text in _texts_with_placeholders(config, sut):
         if text:
