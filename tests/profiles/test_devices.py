@@ -217,5 +217,7 @@ def test_a_profile_puts_data_and_log_on_one_device_and_the_cell_removes_it(workd
         assert paths["db/data"].stat().st_dev == paths["db/log"].stat().st_dev
         assert paths["db/scratch"].stat().st_dev != paths["db/data"].stat().st_dev
         (paths["db/log"] / "wal").write_bytes(b"x" * 4096)
+        # The daemon's CPU is read beside the role's figures, as caplab's own cost.
+        assert "daemon_cpu_s" in hw.usage("db")["device:pair"]
         served = next(iter(hw.roles["db"].devices.values()))
     assert _traces(served) == []

@@ -239,11 +239,14 @@ class CellHardware:
         return group.pids() if group is not None else []
 
     def usage(self, role: str) -> dict[str, Usage]:
-        """The kernel's read-outs for a role: ``cpu``, ``memory``, ``link``, ``volume:NAME``."""
+        """The kernel's read-outs for a role: ``cpu``, ``memory``, ``link``, ``volume:NAME``,
+        ``device:NAME`` (a device model: its loop device and its daemon's CPU, caplab's cost)."""
         hw = self._role(role)
         out: dict[str, Usage] = {}
         for resource in hw.resources:
-            key = f"volume:{resource.name}" if isinstance(resource, LoopVolume) else resource.kind
+            key = resource.kind
+            if isinstance(resource, LoopVolume | ModelDevice):
+                key = f"{resource.kind}:{resource.name}"
             out[key] = resource.usage()
         return out
 
