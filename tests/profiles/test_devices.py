@@ -15,6 +15,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -23,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from caplab._engine import simulate_device
-from caplab.profiles import CellHardware, Profile, VolumeClass
+from caplab.profiles import CellHardware, Profile, VolumeClass, sweep_leftovers
 from caplab.profiles.device_models import Cache, DeviceModel, Hdd, Raid, Throttle
 from caplab.profiles.devices import ModelDevice
 from support.require import PROFILES, require
@@ -221,3 +222,36 @@ def test_a_profile_puts_data_and_log_on_one_device_and_the_cell_removes_it(workd
         assert "daemon_cpu_s" in hw.usage("db")["device:pair"]
         served = next(iter(hw.roles["db"].devices.values()))
     assert _traces(served) == []
+
+
+CRASHING_RUN = """
+import os, sys, time
+from pathlib import Path
+from caplab.profiles.device_models import Hdd
+from caplab.profiles.devices import ModelDevice
+workdir = Path(sys.argv[1]) / "devices" / f"caplab-{os.getpid()}-0-db"
+device = ModelDevice("disk", Hdd(size=1 << 30), workdir)
+device.create()
+print(device.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_run_killed_outright_leaves_a_daemon_that_stops_and_a_sweep_removes_the_rest(workdir: Path) -> None:
+    run = subprocess.Popen(
+        [sys.executable, "-c", CRASHING_RUN, str(workdir)], stdout=subprocess.PIPE, text=True
+    )
+    assert run.stdout is not None
+    daemon = int(run.stdout.readline())
+    run.kill()  # caplab killed outright: nothing of its own cleanup runs
+    run.wait()
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{daemon}").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not Path(f"/proc/{daemon}").exists(), "the orphaned daemon stopped itself"
+    swept = sweep_leftovers()
+    assert any("unmounted the device model" in line for line in swept), swept
+    with open("/proc/self/mountinfo") as table:
+        assert str(workdir) not in table.read()
+    assert str(workdir) not in subprocess.run(["losetup", "-a"], capture_output=True, text=True).stdout
+    assert not list(workdir.rglob("*.backing"))

@@ -11,14 +11,31 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import signal
 import sys
+import threading
+import time
 
 from caplab._engine import serve_device
 
 READY = "ready"
 """The line the daemon prints once its FUSE mount is up."""
+
+
+def stop_when_orphaned(interval_s: float = 0.5) -> None:
+    """SIGTERM to this process once its parent is gone (caplab killed outright): the daemon runs
+    in a session of its own, so nothing else would stop it. What it leaves mounted, the next
+    run's sweep removes."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(interval_s)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="orphan-watch", daemon=True).start()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", required=True, help="the device model, as JSON")
     args = p.parse_args(argv)
     signal.signal(signal.SIGTERM, signal.default_int_handler)
+    stop_when_orphaned()
     try:
         served = json.loads(
             serve_device(args.mountpoint, args.backing, args.model, lambda: print(READY, flush=True))
