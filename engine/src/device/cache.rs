@@ -1,7 +1,8 @@
 //! A write cache in front of a model: a drive's own, or a RAID controller's.
 //!
 //! - `off`, `write-through`: writes go to the device and complete when it has them (with the
-//!   cache off a flush has nothing to write and returns at once).
+//!   cache off a flush has nothing to write and returns at once). Write-through keeps what was
+//!   written, up to its size, oldest out first: a read of it is a hit.
 //! - `write-back`: a write completes once in the cache (the interface time); the cache drains to
 //!   the device in the background; a flush waits until everything written before it is on the
 //!   device.
@@ -83,8 +84,12 @@ pub struct Cached {
     waiting: VecDeque<Request>,
     /// Flushes waiting for the drain (write-back): their ids.
     flushes: Vec<u64>,
-    /// Requests passed through: inner id → outer id.
-    through: HashMap<u64, u64>,
+    /// Requests passed through: inner id → (outer id, the write's extent, kept once written).
+    through: HashMap<u64, (u64, Option<(u64, u64)>)>,
+    /// Write-through: extents written, offset → length, and their order of arrival.
+    clean: BTreeMap<u64, u64>,
+    clean_order: VecDeque<u64>,
+    clean_bytes: u64,
     next_inner: u64,
     ready: Ready,
 }
@@ -101,6 +106,9 @@ impl Cached {
             waiting: VecDeque::new(),
             flushes: Vec::new(),
             through: HashMap::new(),
+            clean: BTreeMap::new(),
+            clean_order: VecDeque::new(),
+            clean_bytes: 0,
             next_inner: 1 << 62,
             ready: Ready::default(),
         }
@@ -116,8 +124,30 @@ impl Cached {
 
     fn pass(&mut self, at: Nanos, req: Request) {
         let id = self.new_inner_id();
-        self.through.insert(id, req.id);
+        let keep = (self.spec.mode == CacheMode::WriteThrough && req.op == Op::Write)
+            .then_some((req.offset, req.len));
+        self.through.insert(id, (req.id, keep));
         self.inner.submit(at, Request { id, ..req });
+    }
+
+    /// Write-through: remembers a written extent, dropping the oldest beyond the cache's size.
+    fn keep_clean(&mut self, offset: u64, len: u64) {
+        if let Some(old) = self.clean.insert(offset, len) {
+            self.clean_bytes -= old;
+        } else {
+            self.clean_order.push_back(offset);
+        }
+        self.clean_bytes += len;
+        while self.clean_bytes > self.spec.size {
+            let Some(oldest) = self.clean_order.pop_front() else { break };
+            if let Some(l) = self.clean.remove(&oldest) {
+                self.clean_bytes -= l;
+            }
+        }
+    }
+
+    fn in_clean(&self, req: &Request) -> bool {
+        self.clean.range(..=req.offset).next_back().is_some_and(|(o, l)| o + l >= req.end())
     }
 
     fn new_inner_id(&mut self) -> u64 {
@@ -189,6 +219,8 @@ impl Model for Cached {
         if !self.caching() {
             if req.op == Op::Flush {
                 self.ready.push(Done { id: req.id, at });
+            } else if req.op == Op::Read && self.in_clean(&req) {
+                self.ready.push(Done { id: req.id, at: at + self.hit_ns(req.len) });
             } else {
                 self.pass(at, req);
             }
@@ -216,7 +248,10 @@ impl Model for Cached {
             for d in &inner_done {
                 if let Some((_, bytes)) = self.draining.remove(&d.id) {
                     self.held -= bytes;
-                } else if let Some(outer) = self.through.remove(&d.id) {
+                } else if let Some((outer, keep)) = self.through.remove(&d.id) {
+                    if let Some((offset, len)) = keep {
+                        self.keep_clean(offset, len);
+                    }
                     self.ready.push(Done { id: outer, at: d.at });
                 }
             }
@@ -289,6 +324,23 @@ mod tests {
                                    // The third waits for room: the first write's drain (a seek to 100 MiB and a turn, ms).
         assert!(at(3) > 1_000_000, "the third write waited for room: {}", at(3));
         assert!(at(4) >= at(3), "the flush waited for the drain");
+    }
+
+    #[test]
+    fn write_through_waits_for_the_disk_on_writes_and_hits_on_reading_them_back() {
+        let mut c = disk(CacheMode::WriteThrough);
+        let w = Request { id: 1, op: Op::Write, offset: 625_000, len: 4096 };
+        let written = run(&mut c, &[(0, w)])[0].at;
+        assert_eq!(written, 4_166_666 + 27_306); // half a turn and the transfer, as uncached
+        let r = Request { id: 2, op: Op::Read, offset: 625_000, len: 4096 };
+        assert_eq!(run(&mut c, &[(written, r)])[0].at, written + 26_827); // 20 µs + 4 KiB at 600 MB/s
+        let mut small = CacheSpec::of(CacheMode::WriteThrough);
+        small.size = 4096;
+        let mut c = Cached::new(Box::new(Hdd::new(&HddSpec::with_size(GIB)).unwrap()), small);
+        let w2 = Request { id: 3, op: Op::Write, offset: 1 << 20, len: 4096 };
+        let t = run(&mut c, &[(0, w), (0, w2)]).iter().map(|d| d.at).max().unwrap();
+        // The second write pushed the first out: reading it goes to the disk.
+        assert!(run(&mut c, &[(t, r)])[0].at > t + 1_000_000);
     }
 
     #[test]
