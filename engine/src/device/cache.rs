@@ -4,8 +4,8 @@
 //!   cache off a flush has nothing to write and returns at once). Write-through keeps what was
 //!   written, up to its size, oldest out first: a read of it is a hit.
 //! - `write-back`: a write completes once in the cache (the interface time); the cache drains to
-//!   the device in the background; a flush waits until everything written before it is on the
-//!   device.
+//!   the device in the background; a flush waits until the cache is empty (a simplification:
+//!   writes that came after the flush are waited for too).
 //! - `battery-backed`: as write-back, but the cache survives a power loss, so a flush returns at
 //!   once. In both, the drain goes in ascending offset order from where it last was (an
 //!   elevator), adjacent writes merged, and a write waits while the cache is full.

@@ -13,7 +13,8 @@
 //!   random request, none for a request queued right behind the last, nearly a whole turn for a
 //!   write that arrives just after the previous one ended — a log with its cache off).
 //! - Read-ahead: after a read, an idle drive keeps reading into its buffer, so a read that
-//!   continues the last is served at the media rate without losing a turn.
+//!   continues the last is served at the media rate without losing a turn. (The buffer is not
+//!   bounded: a stream that pauses for long still finds its next block read.)
 //! - Queueing: `queue::CommandQueue` picks by positioning time (seek + rotational wait).
 //! - Flush: nothing volatile to write with the cache off (a cache is `cache::Cached` in front).
 
