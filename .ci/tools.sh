@@ -3,7 +3,8 @@
 # OpenLDAP's slapd and its tools (idsync's directory), Chromium (the report is opened in it
 # headless), fio (storage baselines and volume checks), and the kernel tools the hardware profiles
 # use (ip/tc, losetup, mkfs.ext4, nsenter, iptables), Prometheus's node_exporter (remote hosts' figures;
-# the tests start their own on a loopback port), and Postfix and Dovecot (the mail reference system
+# the tests start their own on a loopback port), fuse3 (fusermount3: device models are served
+# through FUSE), and Postfix and Dovecot (the mail reference system
 # starts its own instances with their own configuration, never the system's). Idempotent.
 missing=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
@@ -12,6 +13,7 @@ command -v slapd >/dev/null || [ -x /usr/sbin/slapd ] || missing+=(slapd)
 command -v ldapsearch >/dev/null || missing+=(ldap-utils)
 command -v chromium >/dev/null || missing+=(chromium)
 command -v fio >/dev/null || missing+=(fio)
+command -v fusermount3 >/dev/null || missing+=(fuse3)  # device models: the daemon's FUSE mount
 command -v strace >/dev/null || missing+=(strace)
 command -v openssl >/dev/null || missing+=(openssl)  # the mail system's self-signed certificate
 command -v tc >/dev/null || missing+=(iproute2)

@@ -8,6 +8,8 @@ compile_error!("caplab's load engine runs on Linux only: it needs timerfd and RU
 
 #[cfg(target_os = "linux")]
 pub mod cpu;
+#[cfg(target_os = "linux")]
+pub mod device;
 pub mod driver;
 pub mod executor;
 #[cfg(target_os = "linux")]

@@ -130,12 +130,72 @@ fn delay_link(py: Python<'_>, queue_num: u16, delay_us: u64, on_ready: Py<PyAny>
     outcome.map_err(|e| PyRuntimeError::new_err(format!("NFQUEUE {queue_num}: {e}")))
 }
 
+/// Serves ``backing`` as the file ``device`` in the FUSE mount ``mountpoint``, every request held
+/// for the time the device model ``model_json`` gives (see ``device::serve``). ``on_ready`` is
+/// called once mounted. Runs until Ctrl-C (KeyboardInterrupt), another signal's exception or an
+/// unmount; returns what it served, as JSON.
+#[pyfunction]
+fn serve_device(
+    py: Python<'_>,
+    mountpoint: &str,
+    backing: &str,
+    model_json: &str,
+    on_ready: Py<PyAny>,
+) -> PyResult<String> {
+    let spec = crate::device::spec::DeviceSpec::from_json(model_json).map_err(PlanError::new_err)?;
+    let failed: Mutex<Option<PyErr>> = Mutex::new(None);
+    let outcome = py.detach(|| {
+        let ready = || {
+            if let Err(e) = Python::attach(|py| on_ready.call0(py)) {
+                *failed.lock().expect("not poisoned") = Some(e);
+            }
+        };
+        let stop = || {
+            if failed.lock().expect("not poisoned").is_some() {
+                return true;
+            }
+            let signalled = Python::attach(|py| py.check_signals().err());
+            let stopping = signalled.is_some();
+            *failed.lock().expect("not poisoned") = signalled;
+            stopping
+        };
+        crate::device::serve::serve(
+            std::path::Path::new(mountpoint),
+            std::path::Path::new(backing),
+            &spec,
+            ready,
+            stop,
+        )
+    });
+    let stats = outcome.map_err(|e| PyRuntimeError::new_err(format!("device at {mountpoint}: {e}")))?;
+    if let Some(e) = failed.into_inner().expect("not poisoned") {
+        if !e.is_instance_of::<pyo3::exceptions::PyKeyboardInterrupt>(py) {
+            return Err(e);
+        }
+    }
+    serde_json::to_string(&stats).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+}
+
+/// The operations per second a closed-loop workload (``workload_json``: op, pattern, block,
+/// depth, flush, gap_ns, span) completes on the device model ``model_json`` over ``seconds`` of
+/// model time: the model's own figure, which fio through the kernel is checked against.
+#[pyfunction]
+fn simulate_device(py: Python<'_>, model_json: &str, workload_json: &str, seconds: f64) -> PyResult<f64> {
+    let spec = crate::device::spec::DeviceSpec::from_json(model_json).map_err(PlanError::new_err)?;
+    let workload: crate::device::simulate::Workload =
+        serde_json::from_str(workload_json).map_err(|e| PlanError::new_err(format!("workload: {e}")))?;
+    let mut model = spec.build().map_err(PlanError::new_err)?;
+    Ok(py.detach(|| crate::device::simulate::closed_loop(model.as_mut(), &workload, seconds)))
+}
+
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_plan, m)?)?;
     m.add_function(wrap_pyfunction!(merge_histograms, m)?)?;
     m.add_function(wrap_pyfunction!(summarize_histogram, m)?)?;
     m.add_function(wrap_pyfunction!(delay_link, m)?)?;
+    m.add_function(wrap_pyfunction!(serve_device, m)?)?;
+    m.add_function(wrap_pyfunction!(simulate_device, m)?)?;
     m.add("PlanError", m.py().get_type::<PlanError>())?;
     m.add("TargetUnreachable", m.py().get_type::<TargetUnreachable>())?;
     m.add("WorkerFailed", m.py().get_type::<WorkerFailed>())?;

@@ -46,7 +46,7 @@ def test_a_cpuset_must_be_a_cpu_list() -> None:
 def test_an_unknown_volume_or_link_class_names_the_field_and_the_classes_that_exist() -> None:
     hdd = VolumeClass(size=parse_size("1G"), write_iops=180)
     with pytest.raises(
-        ValueError, match=r"profile db: volumes\.log: unknown volume class 'ssd' \(defined: hdd\)"
+        ValueError, match=r"profile db: volumes\.log: unknown volume class or device 'ssd' \(defined: hdd\)"
     ):
         Profile.build("db", volumes={"data": "hdd", "log": "ssd"}, volume_classes={"hdd": hdd})
     with pytest.raises(ValueError, match=r"profile db: link: unknown link class '10gbit' \(defined: none\)"):

@@ -307,7 +307,7 @@ load: {rate: 10}
         (("memory: 4G", "memory: lots"), ":6: profiles.small.memory: 'lots' is not a size"),
         (
             ("data: hdd", "data: nvme"),
-            ":6: profiles.small.volumes.data: unknown volume class 'nvme' (defined: hdd)",
+            ":6: profiles.small.volumes.data: unknown volume class or device 'nvme' (defined: hdd)",
         ),
         (
             ("{cpus: 2,", "{link: 10gbit, cpus: 2,"),

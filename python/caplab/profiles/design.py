@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
+from caplab.profiles.device_design import DeviceWords, device_model
 from caplab.profiles.models import LinkClass, Profile, VolumeClass
 
 
@@ -69,6 +70,8 @@ class HardwareWords(Protocol):
     def volumes(self) -> Mapping[str, VolumeWords]: ...
     @property
     def links(self) -> Mapping[str, LinkWords]: ...
+    @property
+    def devices(self) -> Mapping[str, DeviceWords]: ...
     def role_profiles(self) -> dict[str, str]: ...
 
 
@@ -94,6 +97,7 @@ def role_hardware(cell: HardwareWords) -> dict[str, Profile]:
     class a profile names that the study does not define (the spec checks it first)."""
     volume_classes = {n: volume_class(v) for n, v in cell.volumes.items()}
     link_classes = {n: link_class(v) for n, v in cell.links.items()}
+    device_models = {n: device_model(n, cell.devices) for n in cell.devices}
     out: dict[str, Profile] = {}
     for role, name in cell.role_profiles().items():
         p = cell.profiles[name]
@@ -107,6 +111,7 @@ def role_hardware(cell: HardwareWords) -> dict[str, Profile]:
             link=p.link,
             volume_classes=volume_classes,
             link_classes=link_classes,
+            device_models=device_models,
         )
     return out
 

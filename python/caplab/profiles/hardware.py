@@ -18,6 +18,7 @@ from types import FrameType, TracebackType
 
 from caplab.profiles import cpu
 from caplab.profiles.cgroup import Cgroup, detect
+from caplab.profiles.devices import ModelDevice
 from caplab.profiles.errors import ProfileError
 from caplab.profiles.links import NamespaceLink
 from caplab.profiles.memory import MemoryCap
@@ -47,6 +48,7 @@ class RoleHardware:
     resources: list[RoleResource] = field(default_factory=list)
     link: NamespaceLink | None = None
     volumes: dict[str, LoopVolume] = field(default_factory=dict)
+    devices: dict[str, ModelDevice] = field(default_factory=dict)
 
 
 class CellHardware:
@@ -135,9 +137,22 @@ class CellHardware:
             loop = LoopVolume(group, volume, vclass, base / f"{name}-{volume}.img", base / hw.role / volume)
             hw.volumes[volume] = loop
             self._add(hw, loop)
+        self._create_devices(hw, name)
         if profile.link is not None:
             hw.link = NamespaceLink(name, profile.link)
             self._add(hw, hw.link)
+
+    def _create_devices(self, hw: RoleHardware, name: str) -> None:
+        """One served device model per device the role's volumes name; its volumes are
+        directories of its one filesystem."""
+        mounts: dict[str, list[str]] = {}
+        for volume, (device, _) in hw.profile.devices.items():
+            mounts.setdefault(device, []).append(volume)
+        for device, volumes in mounts.items():
+            model = hw.profile.devices[volumes[0]][1]
+            served = ModelDevice(device, model, self.workdir / "devices" / name, tuple(volumes))
+            hw.devices[device] = served
+            self._add(hw, served)
 
     @staticmethod
     def _add(hw: RoleHardware, resource: RoleResource) -> None:
@@ -164,7 +179,13 @@ class CellHardware:
     @property
     def volume_paths(self) -> dict[str, Path]:
         """``{"role/volume": mount path}`` for the start command's ``{volume.NAME}``."""
-        return {f"{r}/{v}": loop.mount_path for r, hw in self.roles.items() for v, loop in hw.volumes.items()}
+        paths = {
+            f"{r}/{v}": loop.mount_path for r, hw in self.roles.items() for v, loop in hw.volumes.items()
+        }
+        for r, hw in self.roles.items():
+            for device in hw.devices.values():
+                paths |= {f"{r}/{v}": path for v, path in device.paths.items()}
+        return paths
 
     @property
     def addresses(self) -> dict[str, str]:
@@ -219,11 +240,14 @@ class CellHardware:
         return group.pids() if group is not None else []
 
     def usage(self, role: str) -> dict[str, Usage]:
-        """The kernel's read-outs for a role: ``cpu``, ``memory``, ``link``, ``volume:NAME``."""
+        """The kernel's read-outs for a role: ``cpu``, ``memory``, ``link``, ``volume:NAME``,
+        ``device:NAME`` (a device model: its loop device and its daemon's CPU, caplab's cost)."""
         hw = self._role(role)
         out: dict[str, Usage] = {}
         for resource in hw.resources:
-            key = f"volume:{resource.name}" if isinstance(resource, LoopVolume) else resource.kind
+            key = resource.kind
+            if isinstance(resource, LoopVolume | ModelDevice):
+                key = f"{resource.kind}:{resource.name}"
             out[key] = resource.usage()
         return out
 

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from caplab.profiles.device_models import DeviceModel
+
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
 _SIZE_FACTOR = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)bit\s*$", re.IGNORECASE)
@@ -230,11 +232,14 @@ class Profile:
     link: LinkClass | None = None
     volume_class_names: dict[str, str] = field(default_factory=dict)
     link_class_name: str | None = None
+    devices: dict[str, tuple[str, DeviceModel]] = field(default_factory=dict)
+    """Volumes on device models: volume → (device name, model). Volumes naming one device are
+    directories of its one filesystem."""
 
     def __post_init__(self) -> None:
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", self.name):
             raise ValueError(f"profile name {self.name!r}: use letters, digits, '_', '.', '-'")
-        for volume in self.volumes:
+        for volume in (*self.volumes, *self.devices):
             if not re.fullmatch(r"[A-Za-z0-9_.-]+", volume) or volume in (".", ".."):
                 raise ValueError(f"profile {self.name}: volume name {volume!r}: use letters, digits, _ . -")
 
@@ -251,17 +256,23 @@ class Profile:
         link: str | None = None,
         volume_classes: dict[str, VolumeClass] | None = None,
         link_classes: dict[str, LinkClass] | None = None,
+        device_models: dict[str, DeviceModel] | None = None,
     ) -> Profile:
         """A profile from the study file's words: volumes and link name classes defined alongside;
         an unknown class name raises naming the field and the classes that exist."""
         known_volumes = volume_classes or {}
         known_links = link_classes or {}
+        known_devices = device_models or {}
         chosen: dict[str, VolumeClass] = {}
+        on_devices: dict[str, tuple[str, DeviceModel]] = {}
         for volume, class_name in (volumes or {}).items():
+            if class_name in known_devices:
+                on_devices[volume] = (class_name, known_devices[class_name])
+                continue
             if class_name not in known_volumes:
                 raise ValueError(
-                    f"profile {name}: volumes.{volume}: unknown volume class {class_name!r}"
-                    f" (defined: {', '.join(sorted(known_volumes)) or 'none'})"
+                    f"profile {name}: volumes.{volume}: unknown volume class or device {class_name!r}"
+                    f" (defined: {', '.join(sorted({*known_volumes, *known_devices})) or 'none'})"
                 )
             chosen[volume] = known_volumes[class_name]
         chosen_link = None
@@ -278,8 +289,9 @@ class Profile:
             memory=MemoryLimit(parse_size(memory, "memory"), swap) if memory is not None else None,
             volumes=chosen,
             link=chosen_link,
-            volume_class_names=dict(volumes or {}),
+            volume_class_names={v: c for v, c in (volumes or {}).items() if v in chosen},
             link_class_name=link,
+            devices=on_devices,
         )
 
     def describe(self, scale: float = 1.0) -> list[str]:
@@ -295,6 +307,8 @@ class Profile:
             class_name = self.volume_class_names.get(volume)
             label = f"{volume} ({class_name})" if class_name and class_name != volume else volume
             lines.append(f"{label}: {vclass.describe()}")
+        for volume, (device, model) in self.devices.items():
+            lines.append(f"{volume} (on {device}): {model.describe()}")
         if self.link is not None:
             label = f"{self.link_class_name}: " if self.link_class_name else ""
             lines.append(f"{label}{self.link.describe()}")

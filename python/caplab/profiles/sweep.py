@@ -37,6 +37,7 @@ def sweep_leftovers(everything: bool = False) -> list[str]:
     """Remove stale caplab resources; returns one line per thing removed (or that failed)."""
     done: list[str] = []
     _sweep_cgroups(everything, done)
+    _sweep_devices(everything, done)
     _sweep_volumes(everything, done)
     _sweep_links(everything, done)
     return done
@@ -80,6 +81,35 @@ def _sweep_volumes(everything: bool, done: list[str]) -> None:
         done.append(f"detached {device} ({back_file})")
         with contextlib.suppress(OSError):
             Path(back_file).unlink()
+
+
+def _sweep_devices(everything: bool, done: list[str]) -> None:
+    """Device models' FUSE mounts (source ``caplab-device``) under a dead run's directory
+    (``…/devices/caplab-<pid>-…/NAME.fuse``): the ext4 and loop devices on each, then the FUSE
+    mount and the backing file beside it. (The daemon stops itself when its parent dies.)"""
+    fuse_mounts = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        left, _, right = line.partition(" - ")
+        if right.split()[1:2] == ["caplab-device"]:
+            fuse_mounts.append(Path(left.split()[4]))
+    listing = run_tool(["losetup", "--list", "--noheadings", "--raw", "--output", "NAME,BACK-FILE"],
+                       "sweep: listing loop devices", check=False)  # fmt: skip
+    for fuse_dir in fuse_mounts:
+        if not any(_stale(part, everything) for part in fuse_dir.parts):
+            continue
+        for line in listing.splitlines():
+            device, _, back_file = line.partition(" ")
+            if Path(back_file.replace(" (deleted)", "")).parent != fuse_dir:
+                continue
+            for mount_point in _mounts_of(device):
+                run_tool(["umount", "-l", mount_point], f"sweep: unmounting {mount_point}", check=False)
+                done.append(f"unmounted {mount_point}")
+            run_tool(["losetup", "-d", device], f"sweep: detaching {device}", check=False)
+            done.append(f"detached {device} ({back_file})")
+        run_tool(["fusermount3", "-u", "-z", str(fuse_dir)], f"sweep: unmounting {fuse_dir}", check=False)
+        done.append(f"unmounted the device model at {fuse_dir}")
+        with contextlib.suppress(OSError):
+            fuse_dir.with_suffix(".backing").unlink()
 
 
 def _sweep_links(everything: bool, done: list[str]) -> None:

@@ -21,6 +21,7 @@ from caplab.spec.factors import substitute
 from caplab.spec.fields import Scalar, Strict
 from caplab.spec.hardware import (
     ConsolidationSpec,
+    DeviceSpec,
     LinkSpec,
     ProfileSpec,
     ScaleSpec,
@@ -54,6 +55,7 @@ __all__ = [
     "CostSpec",
     "CounterItems",
     "DatabaseListSpec",
+    "DeviceSpec",
     "GoalSpec",
     "HttpTarget",
     "JobSpec",

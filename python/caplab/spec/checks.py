@@ -170,11 +170,13 @@ def _check_classes(config: StudyConfig, fail: Fail) -> None:
     """Each profile's volumes and link name classes the study defines."""
     for name, profile in config.profiles.items():
         for volume, vclass in profile.volumes.items():
-            if vclass not in config.volumes:
-                known = ", ".join(sorted(config.volumes)) or "none: add a volumes: section"
+            if vclass not in config.volumes and vclass not in config.devices:
+                known = (
+                    ", ".join(sorted({*config.volumes, *config.devices})) or "none: add a volumes: section"
+                )
                 raise fail(
                     ("profiles", name, "volumes", volume),
-                    f"unknown volume class {vclass!r} (defined: {known})",
+                    f"unknown volume class or device {vclass!r} (defined: {known})",
                 )
         if profile.link is not None and profile.link not in config.links:
             known = ", ".join(sorted(config.links)) or "none: add a links: section"
@@ -238,7 +240,7 @@ def _check_placeholders(config: StudyConfig, sut: SutSpec, fail: Fail) -> None:
         hardware = role_hardware(config)
     except ValueError as e:
         raise fail(("profiles",), str(e)) from e
-    volumes = {f"{r}/{v}": None for r, p in hardware.items() for v in p.volumes}
+    volumes = {f"{r}/{v}": None for r, p in hardware.items() for v in (*p.volumes, *p.devices)}
     addresses = dict.fromkeys(hardware)
     for loc, text in _texts_with_placeholders(config, sut):
         if text:

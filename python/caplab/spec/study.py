@@ -13,6 +13,7 @@ from caplab.spec.cost import CostSpec
 from caplab.spec.fields import Scalar, Strict
 from caplab.spec.hardware import (
     ConsolidationSpec,
+    DeviceSpec,
     LinkSpec,
     ProfileSpec,
     ScaleSpec,
@@ -57,6 +58,10 @@ class StudyConfig(Strict):
     )
     scale: ScaleSpec = Field(default_factory=ScaleSpec)
     volumes: dict[str, VolumeSpec] = Field(default_factory=dict)
+    devices: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]+$")], DeviceSpec] = Field(
+        default_factory=dict
+    )
+    """Device models (seek, rotation, cache, RAID, flash) served to loop devices."""
     links: dict[str, LinkSpec] = Field(default_factory=dict)
     hosts: dict[
         Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$")], Annotated[str, Field(pattern=r"^https?://")]
