@@ -1,0 +1,1 @@
+"""pgha: PostgreSQL under Patroni with etcd (docstring to come)."""
