@@ -106,7 +106,7 @@ class Cluster:
             seed.seed(first.server, SUPERUSER, self.passfile, self.state.databases, self.state.scale, jobs)
         for node in self.nodes[1:]:
             node.start(env)
-        self.members().wait_healthy(READY_TIMEOUT_S)
+        self.members().wait_healthy(READY_TIMEOUT_S, sync=self.state.sync)
 
     def _bootstrap(self) -> dict[str, Any]:
         """Patroni's ``bootstrap`` section: the DCS settings every node shares, and initdb's."""
@@ -242,7 +242,7 @@ class Cluster:
         for node in self.nodes:
             if node.patroni_pid() is None:
                 node.start(env)
-        self.members().wait_healthy(READY_TIMEOUT_S)
+        self.members().wait_healthy(READY_TIMEOUT_S, sync=self.state.sync)
         self.mark(True)
 
     def stop(self) -> None:

@@ -61,7 +61,8 @@ class Members:
 
     def wait_healthy(self, timeout_s: float, sync: bool = False) -> None:
         """Until there is a writable leader and every other node streams from it (with ``sync``,
-        one of them synchronously)."""
+        one of them synchronously, and Patroni has recorded it as the sync standby: a switchover
+        is refused until then)."""
         deadline = time.monotonic() + timeout_s
         while not self._healthy(sync):
             if time.monotonic() > deadline:
@@ -76,7 +77,12 @@ class Members:
             return False
         streaming = self.streaming()
         others = {n.name for n in self.nodes} - {leader.name}
-        return others <= set(streaming) and (not sync or "sync" in streaming.values())
+        if not others <= set(streaming):
+            return False
+        return not sync or (
+            "sync" in streaming.values()
+            and any(m.get("role") == "sync_standby" for m in self.cluster().get("members", []))
+        )
 
     def _logs(self) -> str:
         return " (see " + ", ".join(str(n.daemon.log_file) for n in self.nodes) + ")"
