@@ -113,7 +113,7 @@ def run(options: argparse.Namespace) -> int:
 
 def start(options: argparse.Namespace) -> int:
     temporary = options.data_dir is None
-    data_dir = Path(tempfile.mkdtemp(prefix="pgha-")) / "cluster" if temporary else options.data_dir
+    data_dir = _temporary_dir() if temporary else options.data_dir
     stop = launch.stop_on_signals(options.detach)
     cluster: Cluster | None = None
     try:
@@ -131,6 +131,13 @@ def start(options: argparse.Namespace) -> int:
     finally:
         if not options.detach:
             _shut(cluster, data_dir, temporary)
+
+
+def _temporary_dir() -> Path:
+    """A new directory every user may enter (the servers run as an unprivileged user)."""
+    parent = Path(tempfile.mkdtemp(prefix="pgha-"))
+    parent.chmod(0o755)
+    return parent / "cluster"
 
 
 def _build_or_resume(data_dir: Path, options: argparse.Namespace) -> Cluster:
