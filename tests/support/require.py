@@ -1,8 +1,8 @@
 """What a test needs of the machine beyond Python: root and cgroups for hardware profiles, Debian's
 slapd, Postfix and Dovecot, Patroni and etcd. Without it the test skips, saying why in pytest's
 summary (``-ra``, set in pyproject.toml and the Makefile) — unless the requirement's switch is
-``1``, where a missing requirement fails the test instead. ``.ci/tools.sh`` sets every switch, so in CI nothing that
-should run is skipped without a failure; the switches that predate this module
+``1``, where a missing requirement fails the test instead. ``.ci/tools.sh`` sets every switch, so
+in CI nothing that should run is skipped without a failure; the switches that predate this module
 (``CAPLAB_REQUIRE_PG``, ``_CHROMIUM``, ``_FIO``, ``_NODE_EXPORTER``) work the same way."""
 
 from __future__ import annotations
