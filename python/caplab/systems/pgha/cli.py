@@ -125,12 +125,19 @@ def start(options: argparse.Namespace) -> int:
         if options.detach:
             return 0
         while not stop.wait(POLL_S):
-            if not Cluster.open(data_dir).state.running:
-                break  # `stop` from elsewhere
+            if not _meant_to_run(data_dir):
+                break  # `stop` (or `stop --remove`) from elsewhere
         return 0
     finally:
         if not options.detach:
             _shut(cluster, data_dir, temporary)
+
+
+def _meant_to_run(data_dir: Path) -> bool:
+    try:
+        return Cluster.open(data_dir).state.running
+    except ServerError:  # removed
+        return False
 
 
 def _temporary_dir() -> Path:

@@ -157,7 +157,8 @@ class Cluster:
     def mark(self, running: bool) -> None:
         """Records whether the cluster is meant to run (a foreground ``start`` exits once not)."""
         self.state = replace(self.state, running=running)
-        self.save()
+        if self.data_dir.exists():  # not when `stop --remove` from elsewhere took it first
+            self.save()
 
     @property
     def passfile(self) -> Path:
