@@ -209,3 +209,31 @@ def test_the_command_line_runs_a_cluster_until_sigterm_and_leaves_nothing() -> N
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def pgha(*args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "caplab.systems.pgha", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=180, check=False)
+
+
+def test_a_stopped_cluster_starts_again_from_its_directory() -> None:
+    directory = Path(tempfile.mkdtemp(prefix="caplab-test-pgha-"))
+    directory.chmod(0o755)  # the servers run as an unprivileged user
+    data_dir = directory / "ha"
+    free = ["--port", "0", "--rest-port", "0", "--etcd-port", "0"]
+    fast = ["--ttl", "10", "--loop-wait", "2", "--retry-timeout", "4"]
+    try:
+        built = pgha("start", "--data-dir", str(data_dir), "--detach", "--databases", "1", *free, *fast)
+        assert built.returncode == 0, built.stderr
+        assert pgha("stop", "--data-dir", str(data_dir)).returncode == 0
+        assert json.loads((data_dir / "pgha.json").read_text())["running"] is False
+        again = pgha("start", "--data-dir", str(data_dir), "--detach")
+        assert again.returncode == 0, again.stderr
+        status = json.loads(pgha("status", "--data-dir", str(data_dir)).stdout)
+        assert status["leader"] in ("node0", "node1") and status["databases"]["count"] == 1
+        assert len(status["members"]) == 2, status
+        assert all(n["patroni_pid"] and n["postmaster_pid"] for n in status["nodes"]), status
+    finally:
+        stopped = pgha("stop", "--data-dir", str(data_dir), "--remove")
+        shutil.rmtree(directory, ignore_errors=True)
+    assert stopped.returncode == 0, stopped.stderr
