@@ -90,8 +90,10 @@ class Cluster:
         try:
             cluster._build(jobs)
         except BaseException:
-            cluster.stop()
-            cluster.remove()
+            try:
+                cluster.stop()
+            finally:
+                cluster.remove()  # a half-built cluster is of no use, and would be resumed by mistake
             raise
         return cluster
 
