@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,7 +24,7 @@ from caplab.systems.pgha import HaError, HaSettings, Phases
     ],
 )
 def test_settings_patroni_would_refuse_or_misuse_are_refused_first(
-    options: dict[str, int], says: str
+    options: dict[str, Any], says: str
 ) -> None:
     with pytest.raises(HaError, match=re.escape(says)):
         HaSettings(Path("/nonexistent"), **options).check()
