@@ -4,8 +4,9 @@
 # headless), fio (storage baselines and volume checks), and the kernel tools the hardware profiles
 # use (ip/tc, losetup, mkfs.ext4, nsenter, iptables), Prometheus's node_exporter (remote hosts' figures;
 # the tests start their own on a loopback port), fuse3 (fusermount3: device models are served
-# through FUSE), and Postfix and Dovecot (the mail reference system
-# starts its own instances with their own configuration, never the system's). Idempotent.
+# through FUSE), Postfix and Dovecot (the mail reference system starts its own instances with their
+# own configuration, never the system's), and Patroni and etcd (pgha starts its own, as ordinary
+# processes; policy-rc.d keeps Debian's etcd service from starting at install). Idempotent.
 missing=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v pgbench >/dev/null || missing+=(postgresql-contrib)
@@ -26,6 +27,8 @@ command -v prometheus-node-exporter >/dev/null || missing+=(prometheus-node-expo
 [ -e /usr/lib/dovecot/imap ] || missing+=(dovecot-imapd)
 [ -e /usr/lib/dovecot/lmtp ] || missing+=(dovecot-lmtpd)
 [ -e /usr/lib/dovecot/pop3 ] || missing+=(dovecot-pop3d)
+[ -x /usr/bin/patroni ] || missing+=(patroni)  # pgha: its own Patroni per node, never the service
+[ -x /usr/bin/etcd ] || missing+=(etcd-server)  # pgha's consensus store, its own instance
 if [ ${#missing[@]} -gt 0 ]; then
     # The packages must not start or create system services: the tests run their own servers.
     mkdir -p /etc/postgresql-common
@@ -47,4 +50,5 @@ export CAPLAB_REQUIRE_NODE_EXPORTER=1
 export CAPLAB_REQUIRE_PROFILES=1
 export CAPLAB_REQUIRE_SLAPD=1
 export CAPLAB_REQUIRE_MAIL=1
+export CAPLAB_REQUIRE_PATRONI=1  # patroni and etcd-server, installed above
 export CAPLAB_REQUIRE_TOOLS=1  # strace and fio, installed above

@@ -1,8 +1,8 @@
 """What a test needs of the machine beyond Python: root and cgroups for hardware profiles, Debian's
-slapd, Postfix and Dovecot. Without it the test skips, saying why in pytest's summary (``-ra``,
-set in pyproject.toml and the Makefile) — unless the requirement's switch is ``1``, where a missing
-requirement fails the test instead. ``.ci/tools.sh`` sets every switch, so in CI nothing that
-should run is skipped without a failure; the switches that predate this module
+slapd, Postfix and Dovecot, Patroni and etcd. Without it the test skips, saying why in pytest's
+summary (``-ra``, set in pyproject.toml and the Makefile) — unless the requirement's switch is
+``1``, where a missing requirement fails the test instead. ``.ci/tools.sh`` sets every switch, so
+in CI nothing that should run is skipped without a failure; the switches that predate this module
 (``CAPLAB_REQUIRE_PG``, ``_CHROMIUM``, ``_FIO``, ``_NODE_EXPORTER``) work the same way."""
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ SLAPD = "CAPLAB_REQUIRE_SLAPD"
 """OpenLDAP's slapd and its tools (idsync's directory)."""
 MAIL = "CAPLAB_REQUIRE_MAIL"
 """Postfix and Dovecot, and root for Postfix's master (the mail reference system)."""
+PATRONI = "CAPLAB_REQUIRE_PATRONI"
+"""Patroni and etcd (Debian's patroni, etcd-server), for the pgha reference system."""
 TOOLS = "CAPLAB_REQUIRE_TOOLS"
 """Command-line tools a test watches or drives caplab with (strace, fio), which .ci/tools.sh
 installs."""

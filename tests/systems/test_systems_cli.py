@@ -35,7 +35,7 @@ def test_list_names_each_system_and_what_it_stands_in_for() -> None:
 def test_an_unknown_system_is_a_usage_error() -> None:
     done = caplab("systems", "start", "biztalk")
     assert done.returncode == 2
-    known = "msgbus, pgpair, knownserver, idsync, hl7, mail"
+    known = "msgbus, pgpair, knownserver, idsync, hl7, mail, pgha"
     assert f"no reference system 'biztalk' (known: {known})" in done.stderr
 
 

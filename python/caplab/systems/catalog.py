@@ -72,6 +72,17 @@ SYSTEMS = (
         "Exchange 2007 Hub Transport, Client Access and Mailbox roles (seeds/003)",
         "caplab systems start mail --users 100 --data-dir /var/tmp/mail",
     ),
+    ReferenceSystem(
+        "pgha",
+        "caplab.systems.pgha",
+        "PostgreSQL nodes managed by Patroni with a single-node etcd (ttl, loop_wait, retry_timeout "
+        "and synchronous mode as options), N databases seeded with pgbench's tpcb schema; "
+        "kill-primary (detection, election, promotion are Patroni's, read back in phases), "
+        "switchover through Patroni's API, rejoin with pg_rewind; roles primary and standby",
+        "a SQL Server availability group with automatic failover (seeds/004)",
+        "caplab systems start pgha --nodes 3 --databases 20 --ttl 10 --loop-wait 2 --retry-timeout 4 "
+        "--data-dir /var/tmp/pgha",
+    ),
 )
 
 

@@ -1,0 +1,101 @@
+"""Role changes, each done the way an operator or a crash does it, never by caplab itself:
+
+- ``kill_primary``: SIGKILL of the leader's Patroni and postmaster, nothing else. The replicas'
+  Patroni notice the leader key expire, one takes it and promotes its PostgreSQL. The phases come
+  from etcd and Patroni (see phases.py).
+- ``switchover``: Patroni's ``POST /switchover``; the old leader's Patroni makes it a replica.
+- ``rejoin``: the killed node's Patroni is started again; it rewinds PostgreSQL (``use_pg_rewind``)
+  onto the new timeline and streams from the new leader.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from caplab.systems.pgha import phases
+from caplab.systems.pgha.cluster import READY_TIMEOUT_S, Cluster
+from caplab.systems.pgha.patroni import Node
+from caplab.systems.pgha.settings import HaError
+
+MARGIN_S = 30.0
+"""Time allowed beyond ttl + loop_wait + retry_timeout before a failover counts as stuck."""
+
+
+def _leader(cluster: Cluster) -> tuple[Node, int]:
+    """The leader and its timeline; HaError unless every node is in the cluster."""
+    view = cluster.members().cluster()
+    members = view.get("members", [])
+    leader = next((m for m in members if m.get("role") == "leader"), None)
+    if leader is None or len(members) < len(cluster.nodes):
+        seen = ", ".join(f"{m['name']} {m.get('role')}" for m in members) or "nothing answers"
+        raise HaError(f"the cluster is not whole ({seen}); `rejoin` first?")
+    return cluster.node(leader["name"]), int(leader.get("timeline", 0))
+
+
+def kill_primary(cluster: Cluster, *, then_rejoin: bool = False) -> dict[str, Any]:
+    """Kills the leader node; returns who took over and the phases (and, with ``then_rejoin``,
+    how long until the old leader streamed again)."""
+    old, timeline = _leader(cluster)
+    s = cluster.state
+    bound = s.ttl + s.loop_wait + s.retry_timeout + MARGIN_S
+    with phases.LeaderWatch(cluster.etcd, s.scope, old.name) as watch:
+        fault_at = time.time()
+        patroni_pid, postmaster_pid = old.kill()
+        new = cluster.node(watch.wait_elected(bound))
+    writable_at = phases.wait_writable(new, bound)
+    promoted_at, new_timeline = phases.promotion_time(new, timeline, bound)
+    assert watch.detected_at is not None and watch.elected_at is not None
+    timeline_phases = phases.Phases(fault_at, watch.detected_at, watch.elected_at, promoted_at, writable_at)
+    old.server.wait_gone()
+    result: dict[str, Any] = {
+        "action": "kill-primary",
+        "old_primary": old.name,
+        "new_primary": new.name,
+        "killed": {"patroni": patroni_pid, "postmaster": postmaster_pid},
+        "timeline": new_timeline,
+        "phases": timeline_phases.as_dict(),
+        "writable_after_s": round(writable_at - fault_at, 3),
+        "rejoined_after_s": None,
+    }
+    if then_rejoin:
+        rejoin(cluster, old)
+        result["rejoined_after_s"] = round(time.time() - fault_at, 3)
+    return result
+
+
+def switchover(cluster: Cluster, candidate: str | None = None) -> dict[str, Any]:
+    """Patroni's switchover to ``candidate`` (by default any healthy replica); returns when the
+    old leader streams from the new one again."""
+    old, _ = _leader(cluster)
+    cluster.members().wait_healthy(READY_TIMEOUT_S, sync=cluster.state.sync)
+    started = time.time()
+    body = {"leader": old.name, **({"candidate": candidate} if candidate else {})}
+    answer = old.rest("/switchover", "POST", body, timeout_s=READY_TIMEOUT_S)
+    if answer.status != 200:
+        raise HaError(f"Patroni refused the switchover ({answer.status}): {answer.body}")
+    new = cluster.members().wait_leader(READY_TIMEOUT_S)
+    writable_at = time.time()
+    cluster.members().wait_healthy(READY_TIMEOUT_S, sync=cluster.state.sync)
+    return {
+        "action": "switchover",
+        "old_primary": old.name,
+        "new_primary": new.name,
+        "patroni": answer.body,
+        "writable_after_s": round(writable_at - started, 3),
+        "rejoined_after_s": round(time.time() - started, 3),
+    }
+
+
+def rejoin(cluster: Cluster, node: Node | None = None) -> float:
+    """Starts the Patroni of ``node`` (by default every node whose Patroni is not running) and
+    waits until the cluster is whole; returns the seconds it took."""
+    started = time.monotonic()
+    targets = [node] if node is not None else [n for n in cluster.nodes if n.patroni_pid() is None]
+    for target in targets:
+        if target.patroni_pid() is None:
+            target.server.kill()
+            target.server.wait_gone()
+            target.start(cluster.env())
+    cluster.members().wait_healthy(READY_TIMEOUT_S, sync=cluster.state.sync)
+    return time.monotonic() - started
