@@ -53,7 +53,8 @@ def _missing() -> list[str]:
 def workdir() -> Iterator[Path]:
     """The backing files in memory: what fio measures is the model, not a host disk."""
     require(PROFILES, _missing())
-    directory = Path(tempfile.mkdtemp(prefix="caplab-devices-", dir="/dev/shm"))
+    # caplab-PID-: the leftover check on the other worker knows the devices as this live process's.
+    directory = Path(tempfile.mkdtemp(prefix=f"caplab-{os.getpid()}-devices-", dir="/dev/shm"))
     yield directory
     shutil.rmtree(directory, ignore_errors=True)
 
