@@ -103,6 +103,7 @@ bench: dev
 	$(PY) bench/capacity.py --caplab $(BIN)/caplab --out bench/RESULTS.md
 	$(PY) bench/cluster.py --out bench/RESULTS.md
 	$(PY) bench/pgbench.py --caplab $(BIN)/caplab --out bench/RESULTS.md
+	$(PY) bench/devices.py --out bench/RESULTS.md
 
 clean:
 	rm -rf $(VENV) engine/target target python/caplab/_engine*.so site
