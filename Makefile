@@ -73,17 +73,17 @@ lint-python:
 	$(BIN)/python -m mypy.stubtest caplab._engine
 
 # -ra: every skipped test's reason (and every failure) in the summary, as pyproject.toml's addopts.
-# Two passes (tests/support/parallel.py says which test goes where, and why): the suite on two
-# workers, then the tests that measure the machine one at a time. A test that fails beside the
-# other worker is run again, alone, before the verdict: most tests measure something, and a
-# neighbour that takes a core makes a trial late or a rate short; caplab's own checks name it
-# ("machine saturated") and fail the trial. Its first failure stays in the log above the re-run
-# (move a test that needs it often into ALONE); one that fails alone too fails the target.
-# PYTEST_WORKERS=0 runs the first pass serially.
-PYTEST_WORKERS ?= 2
+# Two passes (tests/support/parallel.py says which test goes where, and why): the suite, then the
+# tests that measure the machine one at a time. PYTEST_WORKERS=2 runs the first pass on two
+# workers; on this 2-core machine that took 30 min against about 38 serially, because most tests
+# saturate a core (demo 156 s against 122, the failover ledger 153 against 104), and four failed
+# beside the other worker, so CI runs serially. A test that fails in the first pass is run again,
+# alone, before the verdict: its first failure stays in the log above the re-run; one that fails
+# again fails the target.
+PYTEST_WORKERS ?= 0
 py-test: dev
 	$(BIN)/pytest -q -ra -n $(PYTEST_WORKERS) --dist loadgroup -m "not alone" --durations=25 \
-		|| { echo "== failed beside another worker: run again, alone"; \
+		|| { echo "== failed in the first pass: run again, alone"; \
 		     $(BIN)/pytest -q -ra --last-failed --last-failed-no-failures none --durations=10; }
 	$(BIN)/pytest -q -ra -m alone --durations=10
 
