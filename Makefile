@@ -80,9 +80,12 @@ lint-python:
 # beside the other worker, so CI runs serially. A test that fails in the first pass is run again,
 # alone, before the verdict: its first failure stays in the log above the re-run; one that fails
 # again fails the target.
+# PYTEST_ARGS adds to the first pass (`PYTEST_ARGS=--junitxml=/tmp/t.xml make test` keeps every
+# test's time, to see where the suite's time goes).
 PYTEST_WORKERS ?= 0
+PYTEST_ARGS ?=
 py-test: dev
-	$(BIN)/pytest -q -ra -n $(PYTEST_WORKERS) --dist loadgroup -m "not alone" --durations=25 \
+	$(BIN)/pytest -q -ra -n $(PYTEST_WORKERS) --dist loadgroup -m "not alone" --durations=25 $(PYTEST_ARGS) \
 		|| { echo "== failed in the first pass: run again, alone"; \
 		     $(BIN)/pytest -q -ra --last-failed --last-failed-no-failures none --durations=10; }
 	$(BIN)/pytest -q -ra -m alone --durations=10

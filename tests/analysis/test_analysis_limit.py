@@ -50,6 +50,24 @@ def test_a_host_cpu_the_generator_shared_is_the_generators_limit_not_the_hosts()
     assert find_limit(70_400.0, mine, ["server"])["kind"] == "hardware"
 
 
+def test_roles_placed_on_cpus_of_their_own_are_judged_together_on_those_cpus() -> None:
+    """The quick demo's four-host cell: the generator on CPU 0, msgbus's roles sharing CPU 1, none
+    busy alone (processing 60 %), all of them together 98 % of that CPU. The host's two cores,
+    the generator's included, say nothing of the system; its one CPU, full, is its limit."""
+    roles = {"processing": 60.0, "messagebox": 22.0, "receive": 12.0, "sink": 4.0}
+    scopes = {"host": {"cores": 2.0, "cpu_percent": 150.0}, "generator": {"cpu_percent": 50.0}} | {
+        f"role:{r}": {"cpu_percent": use, "cpus": 1.0} for r, use in roles.items()
+    }
+    limit = find_limit(350.0, scopes, list(roles))
+    assert limit["kind"] == "hardware" and limit["resource"] == "cpu:host", limit
+    assert limit["utilization"] == pytest.approx(0.98)
+    assert "1 of 2 CPUs placed for the system" in limit["summary"]
+    # Shared with the generator (each role on both CPUs), the host is all processes' again.
+    shared = scopes | {f"role:{r}": {"cpu_percent": use, "cpus": 2.0} for r, use in roles.items()}
+    [host] = [d for d in demands(350.0, shared, list(roles)) if d.resource == "cpu:host"]
+    assert host.utilization == pytest.approx(0.75) and "all processes" in host.note
+
+
 def test_single_busy_thread_on_an_idle_looking_machine() -> None:
     """One thread at a whole core is saturated, however idle the other cores look."""
     scopes = {

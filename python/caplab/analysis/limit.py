@@ -215,7 +215,14 @@ def demands(
         roles, scopes = _on_machines(scopes, roles, machines)
     out = [d for role in roles if (d := _role_cpu(role, scopes.get(role_scope(role), {}), cores, throughput))]
     host = scopes.get("host", {})
-    if "cpu_percent" in host and roles and not _placed_apart(scopes, roles, cores):
+    placed = _placed_cpus(scopes, roles, cores)
+    if placed is not None:
+        # Placed on CPUs of its own, the system's roles share those and nothing else: together they
+        # are its machine's CPU, the generator's CPUs apart.
+        used = sum(scopes.get(role_scope(r), {}).get("cpu_percent", 0.0) for r in roles) / (100.0 * placed)
+        note = f"its roles together on the {placed:g} of {cores:g} CPUs placed for the system"
+        out.append(_demand(HOST_CPU.format(), used, throughput, note))
+    elif "cpu_percent" in host and roles:
         # The whole machine's CPU: the SUT competes with everything else here, the generator included.
         used = host["cpu_percent"] / (100.0 * cores)
         out.append(_demand(HOST_CPU.format(), used, throughput, f"all processes, {cores:g} cores"))
@@ -228,11 +235,15 @@ def demands(
     return sorted(out, key=lambda d: d.utilization, reverse=True)
 
 
-def _placed_apart(scopes: dict[str, dict[str, float]], roles: list[str], cores: float) -> bool:
-    """Whether the system ran on CPUs of its own (a placement): the host's CPU as a whole, the
-    generator's included, is then no resource of the system's; its roles' CPUs are judged instead."""
+def _placed_cpus(scopes: dict[str, dict[str, float]], roles: list[str], cores: float) -> float | None:
+    """How many CPUs the system ran on when a placement gave it CPUs of its own, else None: the
+    host's CPU as a whole, the generator's included, is then no resource of the system's; its
+    roles' CPUs together are judged instead."""
     allowed = [scopes.get(role_scope(r), {}).get("cpus") for r in roles]
-    return all(a is not None for a in allowed) and max(a or 0.0 for a in allowed) < cores
+    if not roles or any(a is None for a in allowed):
+        return None
+    widest = max(a or 0.0 for a in allowed)
+    return widest if 0 < widest < cores else None
 
 
 def _role_cpu(role: str, m: dict[str, float], cores: float, throughput: float) -> Demand | None:
@@ -413,7 +424,10 @@ def find_limit(
             "summary": f"{memory['resource']}: " + "; ".join(memory["evidence"]),
         }
     top = _top(table, above, ceiling)
-    if top is not None and top.resource == HOST_CPU.format() and _saturated(top, above, ceiling):
+    # The host's CPU of a placed system is its roles' alone: no share of it is the generator's.
+    placed = _placed_cpus(scopes, roles, max(scopes.get("host", {}).get("cores", 1.0), 1.0)) is not None
+    host_top = top is not None and top.resource == HOST_CPU.format()
+    if top is not None and host_top and not placed and _saturated(top, above, ceiling):
         shared = host_not_the_systems(*cpu_shares(scopes, roles, "role:{}"), others=False)
         if shared is not None:
             return _host_shared(top, shared, evidence)
