@@ -8,6 +8,9 @@ import json
 import time
 from pathlib import Path
 
+import pytest
+
+from caplab.engine import IntervalSnapshot, LatencySummary
 from caplab.experiments.actions import TrialActions, reported_numbers
 from caplab.spec import ActionSpec
 
@@ -62,3 +65,27 @@ def test_the_numbers_an_action_printed_as_json_are_kept_though_its_output_is_cut
     assert "writable_after_s" not in outcome.output, "the kept output is its last lines only"
     assert outcome.reported == {"writable_after_s": 0.42, "a": 1.0, "b": 2.0, "c": 3.0, "d": 4.0}
     assert reported_numbers("no json here\n") == {}
+
+
+def test_an_actions_times_are_on_the_loads_clock_which_starts_after_the_schedule(tmp_path: Path) -> None:
+    """The engine's clock starts a moment after the actions' schedule does (0.16 s in a quick
+    availability-groups trial, seconds on a busy machine): an action due 0.6 s into the load fires
+    0.6 s after the load's clock began, and its times are on that clock, the one the recovery read
+    from the interval series is on; the shell's own clock says when it ran."""
+    timed = _started(tmp_path, ActionSpec(at=0.6, run="date +%s.%N > ran_at"))
+    time.sleep(0.4)
+    load_began = time.time() - 0.1  # the engine's first 100 ms interval ends now: began 0.3 s late
+    # the interval as it reaches Python, its end on the load's clock
+    timed.observe(IntervalSnapshot(0, 0.0, 0.1, False, 1, 1, 0, 0, 0, 10.0, LatencySummary(1, *[1.0] * 7)))
+    deadline = time.monotonic() + 10
+    while not (tmp_path / "ran_at").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.2)
+    [outcome] = timed.stop()
+    assert outcome.started_s is not None and outcome.ended_s is not None
+    assert 0.6 <= outcome.started_s < 0.7, outcome
+    ran_at = float((tmp_path / "ran_at").read_text()) - load_began
+    assert ran_at == pytest.approx(outcome.started_s, abs=0.05), (
+        "its start is when it ran, on the load's clock"
+    )
+    assert ran_at >= 0.6 - 0.02, "due 0.6 s into the load, not 0.6 s after the schedule began (0.3 s)"

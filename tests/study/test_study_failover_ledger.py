@@ -1,6 +1,6 @@
 """Acknowledged transactions through a killed primary on real PostgreSQL, K = 10 times with synchronous
 replication and 4 times with asynchronous: pgpair under tpcb with a ledger row in each
-transaction, its primary SIGKILLed 1.5 s into each 5 s trial and the
+transaction, its primary SIGKILLed 1.5 s into each 7 s trial and the
 standby promoted a second later (the killed node rewound and rejoined as the next trial's standby). With
 synchronous replication nothing acknowledged may be lost and every trial succeeds (10/10); with
 asynchronous replication the loss caplab reports must be what the ledger on the new primary shows,
@@ -81,7 +81,9 @@ def study(saved: Path, sync: str, port: int) -> dict[str, Any]:
             },
         },
         "factors": {"sync": [sync]},
-        "load": {"users": 8, "duration": "5s", "interval": "100ms", "repeat": TRIALS[sync]},
+        # 5.5 s after the kill: the database was back within 2.1–3.3 s of it with the system on one
+        # CPU of two (the default placement) and the machine busy; a 5 s trial failed on a slower one.
+        "load": {"users": 8, "duration": "7s", "interval": "100ms", "repeat": TRIALS[sync]},
         "recovery": {"within": "10s", "lossless": True},
         "actions": [{"at": "1.5s", "do": "kill-primary"}],
     }

@@ -321,6 +321,8 @@ def _run_load(
     with Live(console=err, transient=True, auto_refresh=False) as live:
 
         def on_interval(s: engine.IntervalSnapshot) -> None:
+            if timed is not None:
+                timed.observe(s)  # conditions, and the load's clock the actions are timed on
             if publisher is not None:
                 publisher.update(s, offered)
             if live_enabled:

@@ -33,6 +33,8 @@ from caplab.units import scrub
 
 OUTPUT_LINES = 5
 """The last lines of an action's output kept with its outcome (what a failed switchover said)."""
+REALIGN_S = 0.05
+"""How often an action waiting for its time looks again before the load's clock is known."""
 
 
 @dataclass
@@ -83,7 +85,15 @@ class ActionOutcome:
 class TrialActions:
     """Fires a trial's actions on schedule from ``start()`` (called as the load starts), and those
     on a condition once ``observe`` (fed every interval on the load's clock) finds it holds; one
-    action runs at a time, in the order they fell due."""
+    action runs at a time, in the order they fell due.
+
+    The times are on the load's clock, the one its interval series is on. That clock starts when
+    the engine sends its first request, a little after ``start()`` (0.16 s in a quick
+    availability-groups trial, seconds on a busy machine), and an action timed from ``start()``
+    would read every recovery short by that much. Each interval tells where the load's clock
+    began (its arrival less its end), so the schedule follows the load's clock from the first
+    interval on, and an action's start and end, kept as instants, are put on it when the trial
+    ends (the earliest arrival: the one least delayed on its way here)."""
 
     def __init__(
         self,
@@ -115,6 +125,10 @@ class TrialActions:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._t0 = 0.0
+        self._load_t0: float | None = None
+        """Where the load's interval clock began (``time.monotonic()``), once an interval said."""
+        self._instants: dict[int, tuple[float, float | None]] = {}
+        """Each fired action's start and end (``time.monotonic()``), by its index."""
         self._running: subprocess.Popen[str] | None = None
         self._lock = threading.Lock()
 
@@ -146,11 +160,21 @@ class TrialActions:
                 for outcome in self.outcomes:
                     if outcome.started_s is not None and outcome.ended_s is None:
                         outcome.timed_out = True
+            origin = self._origin()
+            for k, (started, ended) in self._instants.items():
+                self.outcomes[k].started_s = started - origin
+                self.outcomes[k].ended_s = None if ended is None else ended - origin
         return self.outcomes
+
+    def _origin(self) -> float:
+        """Where the load's clock began, as far as is known yet: ``start()`` until an interval said."""
+        return self._t0 if self._load_t0 is None else self._load_t0
 
     def observe(self, interval: IntervalSnapshot, samples: Sequence[Figure] = ()) -> None:
         """Checks the conditions still waiting against one interval and the samples taken with it;
         each that holds falls due (once)."""
+        began = time.monotonic() - interval.end_s
+        self._load_t0 = began if self._load_t0 is None else min(self._load_t0, began)
         for k, (outcome, trigger) in enumerate(zip(self.outcomes, self._triggers, strict=True)):
             if trigger is None or outcome.triggered is not None or self._stop.is_set():
                 continue
@@ -174,21 +198,30 @@ class TrialActions:
         timed = sorted((o.at_s, k) for k, o in enumerate(self.outcomes) if o.at_s is not None)
         waiting = sum(t is not None for t in self._triggers)
         while timed or waiting:
-            try:
-                wait = max(0.0, self._t0 + timed[0][0] - time.monotonic()) if timed else None
-                k = self._due.get(timeout=wait)
-                waiting -= 1
-            except queue.Empty:
+            due_in = self._origin() + timed[0][0] - time.monotonic() if timed else None
+            if due_in is not None and due_in <= 0:
                 k = timed.pop(0)[1]
+            else:
+                try:
+                    # until the load's clock is known, look again as each interval may tell it
+                    if due_in is not None and self._load_t0 is None:
+                        due_in = min(due_in, REALIGN_S)
+                    k = self._due.get(timeout=due_in)
+                except queue.Empty:
+                    continue
+                waiting -= 1
             if k < 0 or self._stop.is_set():
                 return
-            self._fire(self.outcomes[k], self._timeouts[k])
+            self._fire(k, self._timeouts[k])
 
-    def _fire(self, outcome: ActionOutcome, timeout: float) -> None:
+    def _fire(self, k: int, timeout: float) -> None:
+        outcome = self.outcomes[k]
         with self._lock:
             if self._stop.is_set():
                 return
-            outcome.started_s = time.monotonic() - self._t0
+            started = time.monotonic()
+            self._instants[k] = (started, None)
+            outcome.started_s = started - self._origin()
             command: str | list[str] = outcome.command
             if self.prefix:
                 command = [*self.prefix, "/bin/sh", "-c", outcome.command]
@@ -210,7 +243,9 @@ class TrialActions:
             _kill_group(process)
             out, _ = process.communicate()
             outcome.timed_out = True
-        outcome.ended_s = time.monotonic() - self._t0
+        ended = time.monotonic()
+        self._instants[k] = (started, ended)
+        outcome.ended_s = ended - self._origin()
         outcome.exit_code = process.returncode
         outcome.reported = reported_numbers(out or "")
         outcome.output = scrub("\n".join((out or "").strip().splitlines()[-OUTPUT_LINES:]))
