@@ -7,6 +7,7 @@ use pyo3::exceptions::{PyConnectionError, PyKeyboardInterrupt, PyRuntimeError, P
 use pyo3::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 pyo3::create_exception!(
     _engine,
@@ -94,6 +95,38 @@ fn summarize_histogram(encoded: &str) -> PyResult<String> {
     Ok(serde_json::to_string(&Summary::of(&h)).expect("summaries serialise"))
 }
 
+/// The two hooks a loop run without the GIL (the packet queue, the FUSE daemon) is given, the
+/// same for each: `ready` calls `on_ready`; `stop` says to end once that call raised or a signal's
+/// handler did (Ctrl-C: KeyboardInterrupt), the exception kept in `failed` for the caller. Looking
+/// at signals takes the GIL, so a loop that wakes often looks at most once each `every`
+/// (`Duration::ZERO`: at every call).
+fn python_hooks<'a>(
+    on_ready: &'a Py<PyAny>,
+    failed: &'a Mutex<Option<PyErr>>,
+    every: Duration,
+) -> (impl FnOnce() + 'a, impl FnMut() -> bool + 'a) {
+    let ready = move || {
+        if let Err(e) = Python::attach(|py| on_ready.call0(py)) {
+            *failed.lock().expect("not poisoned") = Some(e);
+        }
+    };
+    let mut checked = Instant::now();
+    let stop = move || {
+        if failed.lock().expect("not poisoned").is_some() {
+            return true;
+        }
+        if checked.elapsed() < every {
+            return false;
+        }
+        checked = Instant::now();
+        let signalled = Python::attach(|py| py.check_signals().err());
+        let stopping = signalled.is_some();
+        *failed.lock().expect("not poisoned") = signalled;
+        stopping
+    };
+    (ready, stop)
+}
+
 /// Holds each packet NFQUEUE ``queue_num`` receives for ``delay_us`` microseconds, then lets it
 /// through: a link's latency (see ``link_delay``). ``on_ready`` is called once the queue is bound.
 /// Runs until Ctrl-C (KeyboardInterrupt) or another signal's exception; what the delay did is
@@ -101,28 +134,10 @@ fn summarize_histogram(encoded: &str) -> PyResult<String> {
 #[pyfunction]
 fn delay_link(py: Python<'_>, queue_num: u16, delay_us: u64, on_ready: Py<PyAny>) -> PyResult<()> {
     let failed: Mutex<Option<PyErr>> = Mutex::new(None);
-    let mut checked = std::time::Instant::now();
     let outcome = py.detach(|| {
-        let ready = || {
-            if let Err(e) = Python::attach(|py| on_ready.call0(py)) {
-                *failed.lock().expect("not poisoned") = Some(e);
-            }
-        };
-        let stop = || {
-            if failed.lock().expect("not poisoned").is_some() {
-                return true;
-            }
-            // The GIL only ten times a second: the loop wakes for every packet.
-            if checked.elapsed() < std::time::Duration::from_millis(100) {
-                return false;
-            }
-            checked = std::time::Instant::now();
-            let signalled = Python::attach(|py| py.check_signals().err());
-            let stopping = signalled.is_some();
-            *failed.lock().expect("not poisoned") = signalled;
-            stopping
-        };
-        crate::link_delay::delay_packets(queue_num, std::time::Duration::from_micros(delay_us), ready, stop)
+        // The GIL only ten times a second: the loop wakes for every packet.
+        let (ready, stop) = python_hooks(&on_ready, &failed, Duration::from_millis(100));
+        crate::link_delay::delay_packets(queue_num, Duration::from_micros(delay_us), ready, stop)
     });
     if let Some(e) = failed.into_inner().expect("not poisoned") {
         return Err(e);
@@ -145,20 +160,7 @@ fn serve_device(
     let spec = crate::device::spec::DeviceSpec::from_json(model_json).map_err(PlanError::new_err)?;
     let failed: Mutex<Option<PyErr>> = Mutex::new(None);
     let outcome = py.detach(|| {
-        let ready = || {
-            if let Err(e) = Python::attach(|py| on_ready.call0(py)) {
-                *failed.lock().expect("not poisoned") = Some(e);
-            }
-        };
-        let stop = || {
-            if failed.lock().expect("not poisoned").is_some() {
-                return true;
-            }
-            let signalled = Python::attach(|py| py.check_signals().err());
-            let stopping = signalled.is_some();
-            *failed.lock().expect("not poisoned") = signalled;
-            stopping
-        };
+        let (ready, stop) = python_hooks(&on_ready, &failed, Duration::ZERO);
         crate::device::serve::serve(
             std::path::Path::new(mountpoint),
             std::path::Path::new(backing),

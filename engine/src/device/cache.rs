@@ -269,7 +269,7 @@ impl Model for Cached {
 mod tests {
     use super::*;
     use crate::device::hdd::{Hdd, HddSpec};
-    use crate::device::simulate::{closed_loop, run, Pattern, Workload};
+    use crate::device::simulate::{closed_loop, run, Workload};
 
     const GIB: u64 = 1 << 30;
 
@@ -278,15 +278,7 @@ mod tests {
     }
 
     fn appends(mode: CacheMode) -> f64 {
-        let w = Workload {
-            pattern: Pattern::Sequential,
-            op: Op::Write,
-            block: 4096,
-            depth: 1,
-            flush: true,
-            gap_ns: 20_000,
-            span: GIB,
-        };
+        let w = Workload::synchronous_appends(GIB);
         closed_loop(&mut disk(mode), &w, 5.0)
     }
 

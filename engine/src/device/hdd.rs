@@ -398,15 +398,7 @@ mod tests {
     fn synchronous_appends_come_once_a_turn() {
         // Each 4 KiB write with a flush after it; the next arrives 20 µs after the last
         // completed: it waits a turn less 20 µs: 1 / 8.333 ms = 120 per second.
-        let w = Workload {
-            pattern: Pattern::Sequential,
-            op: Op::Write,
-            block: 4096,
-            depth: 1,
-            flush: true,
-            gap_ns: 20_000,
-            span: GIB,
-        };
+        let w = Workload::synchronous_appends(GIB);
         let iops = closed_loop(&mut Hdd::new(&disk()).unwrap(), &w, 5.0);
         assert!((iops - 120.0).abs() < 1.0, "{iops}");
     }

@@ -6,8 +6,9 @@
 //!
 //! One file per concept: `hdd` (geometry, seek curve, rotation, media rate, read-ahead),
 //! `queue` (command queueing with reordering), `cache` (a write cache in front of any model),
-//! `raid` (0, 1, 10 over member models), `ssd`, `throttle` (a provisioned-IOPS volume), `spec`
-//! (the JSON a model is built from).
+//! `raid` (0, 1, 10 over member models), `ssd`, `throttle` (a provisioned-IOPS volume), `timed`
+//! (a model that knows each completion at arrival, as those two do), `spec` (the JSON a model is
+//! built from).
 
 pub mod cache;
 pub mod hdd;
@@ -19,6 +20,7 @@ pub mod simulate;
 pub mod spec;
 pub mod ssd;
 pub mod throttle;
+pub mod timed;
 
 /// Model time: nanoseconds since the model started.
 pub type Nanos = u64;

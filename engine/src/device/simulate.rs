@@ -46,6 +46,21 @@ impl Workload {
     pub fn random_reads(block: u64, depth: usize, span: u64) -> Workload {
         Workload { op: Op::Read, pattern: Pattern::Random, block, depth, flush: false, gap_ns: 0, span }
     }
+
+    /// A log's synchronous appends (O_DSYNC): 4 KiB written in sequence one at a time, each
+    /// flushed, the next 20 µs (the host's time) after: what a disk's turn, or a write cache in
+    /// front of it, decides.
+    pub fn synchronous_appends(span: u64) -> Workload {
+        Workload {
+            op: Op::Write,
+            pattern: Pattern::Sequential,
+            block: 4096,
+            depth: 1,
+            flush: true,
+            gap_ns: 20_000,
+            span,
+        }
+    }
 }
 
 /// Submits `arrivals` (time-ordered) and runs the model until all have completed.

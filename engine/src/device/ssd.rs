@@ -4,7 +4,8 @@
 //! drive's DRAM is safe). Optionally, once `spare` bytes have been written, writes are held to
 //! `steady_write_rate` (garbage collection after the spare area is used).
 
-use super::{transfer_ns, Done, Model, Nanos, Op, Ready, Request};
+use super::timed::{Timed, Timing};
+use super::{transfer_ns, Nanos, Op, Request};
 use serde::Deserialize;
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -70,11 +71,11 @@ pub struct Ssd {
     bus_free: Nanos,
     written: u64,
     steady_free: Nanos,
-    ready: Ready,
 }
 
 impl Ssd {
-    pub fn new(spec: &SsdSpec) -> Result<Ssd, String> {
+    /// The model: the SSD's timing, each completion held until it falls due.
+    pub fn new(spec: &SsdSpec) -> Result<Timed<Ssd>, String> {
         if spec.channels == 0
             || spec.read_rate <= 0.0
             || spec.write_rate <= 0.0
@@ -86,25 +87,21 @@ impl Ssd {
         if spec.steady_write_rate.is_some_and(|r| r <= 0.0) {
             return Err("ssd: steady_write_rate must be positive".into());
         }
-        Ok(Ssd {
+        Ok(Timed::new(Ssd {
             spec: spec.clone(),
             channel_free: vec![0; spec.channels],
             bus_free: 0,
             written: 0,
             steady_free: 0,
-            ready: Ready::default(),
-        })
+        }))
     }
 }
 
-impl Model for Ssd {
-    fn submit(&mut self, at: Nanos, req: Request) {
+impl Timing for Ssd {
+    fn completion(&mut self, at: Nanos, req: Request) -> Nanos {
         let us = |x: f64| (x * 1e3).round() as Nanos;
         let (latency, rate) = match req.op {
-            Op::Flush => {
-                self.ready.push(Done { id: req.id, at: at + us(self.spec.flush_us) });
-                return;
-            }
+            Op::Flush => return at + us(self.spec.flush_us),
             Op::Read => (us(self.spec.read_us), self.spec.read_rate),
             Op::Write => (us(self.spec.write_us), self.spec.write_rate),
         };
@@ -123,15 +120,7 @@ impl Model for Ssd {
                 }
             }
         }
-        self.ready.push(Done { id: req.id, at: done });
-    }
-
-    fn advance(&mut self, now: Nanos, done: &mut Vec<Done>) {
-        self.ready.drain_until(now, done);
-    }
-
-    fn next_event(&self) -> Option<Nanos> {
-        self.ready.next()
+        done
     }
 }
 

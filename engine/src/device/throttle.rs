@@ -2,7 +2,8 @@
 //! evenly (no slices, so no bursts), each request served in arrival order after `latency_us`.
 //! A flush returns at once.
 
-use super::{transfer_ns, Done, Model, Nanos, Op, Ready, Request, NS_PER_S};
+use super::timed::{Timed, Timing};
+use super::{transfer_ns, Nanos, Op, Request, NS_PER_S};
 use serde::Deserialize;
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -31,32 +32,28 @@ pub struct Throttle {
     spec: ThrottleSpec,
     read: Direction,
     write: Direction,
-    ready: Ready,
 }
 
 impl Throttle {
-    pub fn new(spec: &ThrottleSpec) -> Result<Throttle, String> {
+    /// The model: the volume's timing, each completion held until it falls due.
+    pub fn new(spec: &ThrottleSpec) -> Result<Timed<Throttle>, String> {
         let rates = [spec.read_iops, spec.write_iops, spec.read_bw, spec.write_bw];
         if rates.iter().flatten().any(|r| *r <= 0.0) || spec.latency_us < 0.0 {
             return Err("throttle: rates must be positive".into());
         }
-        Ok(Throttle {
+        Ok(Timed::new(Throttle {
             spec: spec.clone(),
             read: Direction::default(),
             write: Direction::default(),
-            ready: Ready::default(),
-        })
+        }))
     }
 }
 
-impl Model for Throttle {
-    fn submit(&mut self, at: Nanos, req: Request) {
+impl Timing for Throttle {
+    fn completion(&mut self, at: Nanos, req: Request) -> Nanos {
         let latency = (self.spec.latency_us * 1e3).round() as Nanos;
         let (dir, iops, bw) = match req.op {
-            Op::Flush => {
-                self.ready.push(Done { id: req.id, at });
-                return;
-            }
+            Op::Flush => return at,
             Op::Read => (&mut self.read, self.spec.read_iops, self.spec.read_bw),
             Op::Write => (&mut self.write, self.spec.write_iops, self.spec.write_bw),
         };
@@ -67,15 +64,7 @@ impl Model for Throttle {
         if let Some(bw) = bw {
             dir.bw_free = start + transfer_ns(req.len, bw);
         }
-        self.ready.push(Done { id: req.id, at: start + latency });
-    }
-
-    fn advance(&mut self, now: Nanos, done: &mut Vec<Done>) {
-        self.ready.drain_until(now, done);
-    }
-
-    fn next_event(&self) -> Option<Nanos> {
-        self.ready.next()
+        start + latency
     }
 }
 

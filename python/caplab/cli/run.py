@@ -14,6 +14,7 @@ from caplab import studies
 from caplab.cli import consoles, exits
 from caplab.cli.cluster import cluster_options
 from caplab.cli.options import DB_HELP
+from caplab.cli.study_options import json_option, junit_option, report_dir_option
 from caplab.spec import SpecError, Study, load_study
 
 if TYPE_CHECKING:
@@ -28,27 +29,19 @@ DEMO_QUICK = "quick.yaml"
 @click.command("run")
 @click.argument("study_file", type=click.Path(path_type=Path))
 @click.option("--db", help=DB_HELP)
-@click.option("--json", "as_json", is_flag=True, help="Print the study and its cells as one JSON object.")
+@json_option
 @click.option(
     "--resume", is_flag=True, help="Continue the newest unfinished run of this study; skip complete cells."
 )
-@click.option(
-    "-o",
-    "--report-dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Where the sizing report goes [default: ./reports/study-ID].",
-)
+@report_dir_option("Where the sizing report goes [default: ./reports/study-ID].")
 @click.option(
     "--metrics-port",
     type=click.IntRange(1, 65535),
     help="Serve each interval's figures in Prometheus format on 127.0.0.1:PORT/metrics while running.",
 )
-@click.option(
-    "--junit",
-    "junit_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Write the verdicts (each cell's capacity and trials, the goal) to FILE as JUnit, for CI; "
-    "a capacity not found or a goal not met then exits 3.",
+@junit_option(
+    "Write the verdicts (each cell's capacity and trials, the goal) to FILE as JUnit, for CI; "
+    "a capacity not found or a goal not met then exits 3."
 )
 @cluster_options
 def run_command(
@@ -84,12 +77,7 @@ def run_command(
     help="Where the study file, msgbus's stores and the report go.",
 )
 @click.option("--db", help=DB_HELP)
-@click.option(
-    "-o",
-    "--report-dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Where the report goes [default: DIR/report].",
-)
+@report_dir_option()
 def demo_command(quick: bool, workdir: Path, db: str | None, report_dir: Path | None) -> None:
     """Run the BizTalk scale-out study on msgbus and write its sizing report.
 

@@ -15,6 +15,7 @@ from rich.table import Table
 from caplab import studies
 from caplab.cli import consoles, exits
 from caplab.cli.options import DB_HELP
+from caplab.cli.study_options import json_option, junit_option, report_dir_option
 from caplab.studies.catalog import CATALOG, BuiltInStudy, UnknownStudy, built_in, description, study_file
 
 
@@ -93,19 +94,9 @@ def copy_command(name: str, directory: Path) -> None:
     help="Where the copy, the systems' data and the report go [default: ./NAME].",
 )
 @click.option("--db", help=DB_HELP)
-@click.option("--json", "as_json", is_flag=True, help="Print the study and its cells as one JSON object.")
-@click.option(
-    "-o",
-    "--report-dir",
-    type=click.Path(path_type=Path, file_okay=False),
-    help="Where the report goes [default: DIR/report].",
-)
-@click.option(
-    "--junit",
-    "junit_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="The verdicts as JUnit, for CI (as `caplab run --junit`).",
-)
+@json_option
+@report_dir_option()
+@junit_option("The verdicts as JUnit, for CI (as `caplab run --junit`).")
 def run_command(
     name: str,
     quick: bool,
