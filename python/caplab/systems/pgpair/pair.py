@@ -64,10 +64,7 @@ class PairSettings:
     def check(self) -> None:
         if self.sync not in SYNC_MODES:
             raise PairError(f"--sync must be one of {', '.join(SYNC_MODES)}, got {self.sync!r}")
-        if not 0 <= self.databases <= 5000:
-            raise PairError(f"--databases must be 0…5000, got {self.databases}")
-        if not 1 <= self.scale <= 1000:
-            raise PairError(f"--scale must be 1…1000, got {self.scale}")
+        seed.check(self.databases, self.scale, PairError)
         if not (self.port == 0 or 1024 <= self.port <= 65534):
             raise PairError(f"--port must be 1024…65534 (0: any free ports), got {self.port}")
         if not 10 <= self.max_connections <= 10000:
