@@ -24,6 +24,7 @@ import pytest
 from caplab.systems.pgha import Cluster, HaSettings, failover
 from caplab.systems.pgha.patroni import PATRONI
 from caplab.systems.pgpair.server import BIN_GLOB, ServerError
+from support.foreground import read_started
 from support.require import PATRONI as PATRONI_SWITCH
 from support.require import require
 
@@ -187,12 +188,10 @@ def test_the_command_line_runs_a_cluster_until_sigterm_and_leaves_nothing() -> N
     command += ["--etcd-port", "0", "--ttl", "10", "--loop-wait", "2", "--retry-timeout", "4"]
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        assert proc.stdout is not None
-        listening = proc.stdout.readline()
-        assert listening.startswith("listening 127.0.0.1:"), proc.stderr.read() if proc.stderr else ""
-        status = json.loads(proc.stdout.readline().removeprefix("pgha "))
+        port, status = read_started(proc, "pgha")
         data_dir = Path(status["passfile"]).parent
         assert status["leader"] == "node0" and len(status["members"]) == 2
+        assert status["nodes"][0]["port"] == port
         assert "password" not in json.dumps(status).lower().replace("passfile", "")
         pids = [status["etcd"]["pid"]] + [
             n[k] for n in status["nodes"] for k in ("patroni_pid", "postmaster_pid")

@@ -16,6 +16,7 @@ import pytest
 
 from caplab.systems.pgpair import Pair, PasswordRefused
 from caplab.systems.pgpair.nodes import connect
+from support.foreground import read_started
 
 StartPair = Callable[..., Pair]
 pytestmark = pytest.mark.slow  # real servers seeded and driven end to end
@@ -59,13 +60,10 @@ def test_the_command_line_runs_a_pair_in_the_foreground_until_sigterm() -> None:
         [*MODULE, "start", "--sync", "on"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
-        assert proc.stdout is not None
-        listening = proc.stdout.readline()
-        assert listening.startswith("listening 127.0.0.1:"), proc.stderr.read() if proc.stderr else ""
-        started = json.loads(proc.stdout.readline().removeprefix("pgpair "))
+        port, started = read_started(proc, "pgpair")
         data_dir = Path(started["passfile"]).parent
         assert started["primary"] == "node0" and started["sync"] == "on"
-        assert str(started["nodes"][0]["port"]) == listening.strip().rsplit(":", 1)[1]
+        assert started["nodes"][0]["port"] == port
         assert "password" not in json.dumps(started).lower().replace("passfile", "")
 
         switched = pgpair("switchover", "--data-dir", str(data_dir))

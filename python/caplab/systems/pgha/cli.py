@@ -19,33 +19,38 @@ Errors are one line on stderr and exit 1; bad options exit 2.
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
-import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import psycopg
 
-from caplab.systems import launch
+from caplab.systems import foreground
 from caplab.systems.pgha import failover
-from caplab.systems.pgha.cluster import Cluster
+from caplab.systems.pgha.cluster import STATE_FILE, Cluster
 from caplab.systems.pgha.settings import ETCD_PORT, PG_PORT, REST_PORT, HaSettings
 from caplab.systems.pgpair.server import ServerError
 
-COMMANDS = ("start", "status", "switchover", "kill-primary", "rejoin", "stop")
-POLL_S = 0.5
+ACTIONS: dict[str, foreground.Action[Cluster]] = {
+    "switchover": lambda cluster, options: failover.switchover(cluster, options.candidate),
+    "kill-primary": lambda cluster, options: failover.kill_primary(cluster, then_rejoin=options.rejoin),
+    "rejoin": lambda cluster, _: {"action": "rejoin", "rejoined_after_s": round(failover.rejoin(cluster), 3)},
+}
+"""The commands of a cluster beyond start, status and stop: each prints what it did as JSON."""
 
 
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(
+    return foreground.parser(
         prog="python -m caplab.systems.pgha",
         description="PostgreSQL nodes managed by Patroni, with etcd as its consensus store.",
+        what="cluster",
+        actions=ACTIONS,
+        start_options=_start_options,
+        action_options=_action_options,
     )
-    commands = top.add_subparsers(dest="command", required=True)
-    start = commands.add_parser("start", help="build (or restart) the cluster and run it in the foreground")
-    start.add_argument("--data-dir", type=Path, help="the cluster's directory (default: a temporary one)")
+
+
+def _start_options(start: argparse.ArgumentParser) -> None:
     start.add_argument("--nodes", type=int, default=2, help="PostgreSQL nodes (default 2)")
     start.add_argument("--databases", type=int, default=0, help="databases ag_0… seeded with pgbench -i")
     start.add_argument("--scale", type=int, default=1, help="pgbench scale of each database")
@@ -62,81 +67,40 @@ def parser() -> argparse.ArgumentParser:
     )
     start.add_argument("--jobs", type=int, default=0, help="databases seeded at once (0: 2 × cores)")
     start.add_argument("--max-connections", type=int, default=200)
-    start.add_argument("--detach", action="store_true", help="return once started; `stop` ends it")
-    for name in COMMANDS[1:]:
-        sub = commands.add_parser(name)
-        sub.add_argument("--data-dir", type=Path, required=True)
-        if name == "kill-primary":
-            sub.add_argument("--rejoin", action="store_true", help="then restart the old leader's Patroni")
-        if name == "switchover":
-            sub.add_argument("--candidate", help="the node to lead (default: Patroni chooses)")
-        if name == "stop":
-            sub.add_argument("--remove", action="store_true", help="delete the cluster's files too")
-    return top
+
+
+def _action_options(name: str, sub: argparse.ArgumentParser) -> None:
+    if name == "kill-primary":
+        sub.add_argument("--rejoin", action="store_true", help="then restart the old leader's Patroni")
+    if name == "switchover":
+        sub.add_argument("--candidate", help="the node to lead (default: Patroni chooses)")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = list(sys.argv[1:] if argv is None else argv)
-    if not args or (args[0] not in COMMANDS and args[0] not in ("-h", "--help")):
-        args.insert(0, "start")  # `caplab systems start pgha --nodes 3`
-    options = parser().parse_args(args)
-    try:
-        code = run(options)
-    except (ServerError, psycopg.Error) as e:
-        print(f"pgha: {str(e).strip()}", file=sys.stderr)
-        code = 1
-    except KeyboardInterrupt:
-        code = 130
-    except BrokenPipeError:  # `… status | head`
-        code = 0
-    sys.exit(code)
+    foreground.main("pgha", argv, parser(), ACTIONS, run, (ServerError, psycopg.Error))
 
 
 def run(options: argparse.Namespace) -> int:
-    if options.command == "start":
-        return start(options)
-    cluster = Cluster.open(options.data_dir)
-    if options.command == "status":
-        _print(cluster.status())
-    elif options.command == "switchover":
-        _print(failover.switchover(cluster, options.candidate))
-    elif options.command == "kill-primary":
-        _print(failover.kill_primary(cluster, then_rejoin=options.rejoin))
-    elif options.command == "rejoin":
-        _print({"action": "rejoin", "rejoined_after_s": round(failover.rejoin(cluster), 3)})
-    elif options.command == "stop":
-        cluster.stop()
-        if options.remove:
-            cluster.remove()
-    return 0
+    return foreground.run(options, start, Cluster.open, ACTIONS)
 
 
 def start(options: argparse.Namespace) -> int:
     temporary = options.data_dir is None
-    data_dir = _temporary_dir() if temporary else options.data_dir
-    stop = launch.stop_on_signals(options.detach)
-    cluster: Cluster | None = None
-    try:
-        cluster = _build_or_resume(data_dir, options)
-        status = cluster.status()
-        leader = next(n for n in status["nodes"] if n["name"] == status["leader"])
-        print(f"listening 127.0.0.1:{leader['port']}", flush=True)
-        print(f"pgha {json.dumps(status)}", flush=True)
-        if options.detach:
-            return 0
-        while not stop.wait(POLL_S):
-            if not _meant_to_run(data_dir):
-                break  # `stop` (or `stop --remove`) from elsewhere
-        return 0
-    finally:
-        if not options.detach:
-            _shut(cluster, data_dir, temporary)
+    data_dir: Path = _temporary_dir() if temporary else options.data_dir
+    return foreground.start(
+        "pgha",
+        options.detach,
+        build=lambda: _build_or_resume(data_dir, options),
+        leader="leader",
+        meant_to_run=lambda: _meant_to_run(data_dir),
+        temporary=data_dir.parent if temporary else None,
+    )
 
 
 def _meant_to_run(data_dir: Path) -> bool:
     try:
         return Cluster.open(data_dir).state.running
-    except ServerError:  # removed
+    except ServerError:  # removed: `stop --remove` from elsewhere
         return False
 
 
@@ -148,7 +112,7 @@ def _temporary_dir() -> Path:
 
 
 def _build_or_resume(data_dir: Path, options: argparse.Namespace) -> Cluster:
-    if (data_dir / "pgha.json").exists():
+    if (data_dir / STATE_FILE).exists():
         cluster = Cluster.open(data_dir)
         cluster.resume()
         return cluster
@@ -167,17 +131,3 @@ def _build_or_resume(data_dir: Path, options: argparse.Namespace) -> Cluster:
         max_connections=options.max_connections,
     )
     return Cluster.create(settings, jobs=options.jobs)
-
-
-def _shut(cluster: Cluster | None, data_dir: Path, temporary: bool) -> None:
-    launch.ignore_signals()  # finish stopping the servers first
-    try:
-        if cluster is not None:
-            cluster.stop()
-    finally:
-        if temporary:
-            shutil.rmtree(data_dir.parent, ignore_errors=True)
-
-
-def _print(document: object) -> None:
-    print(json.dumps(document, indent=2), flush=True)

@@ -23,7 +23,15 @@ from caplab.systems.pgha.members import Members
 from caplab.systems.pgha.patroni import SUPERUSER, Node
 from caplab.systems.pgha.settings import HaError, HaSettings
 from caplab.systems.pgpair import seed
-from caplab.systems.pgpair.server import ServerError, ServerUser, bin_dir, free_port, write_passfile
+from caplab.systems.pgpair.server import (
+    ServerError,
+    ServerUser,
+    bin_dir,
+    find_password,
+    free_port,
+    new_data_dir,
+    write_passfile,
+)
 
 STATE_FILE = "pgha.json"
 PASSFILE = "pgpass"
@@ -77,12 +85,7 @@ class Cluster:
         data_dir = settings.data_dir.resolve()
         if (data_dir / STATE_FILE).exists():
             raise HaError(f"{data_dir} already holds a cluster: `stop` it, or `start` it again")
-        data_dir.mkdir(parents=True, exist_ok=True)
-        if any(data_dir.iterdir()):
-            raise HaError(f"{data_dir} is not empty: give a new or empty --data-dir")
-        data_dir.chmod(0o755)
-        user = ServerUser.for_servers()
-        user.check_reachable(data_dir)
+        user = new_data_dir(data_dir, HaError)
         user.own(data_dir)
         cluster = cls(data_dir, _state(settings, user), password or secrets.token_urlsafe(24))
         write_passfile(cluster.passfile, user, SUPERUSER, cluster.password)
@@ -150,8 +153,8 @@ class Cluster:
             raise HaError(f"no cluster in {data_dir} (no {STATE_FILE}): `start --data-dir` one") from None
         raw["pg_ports"] = tuple(raw["pg_ports"])
         raw["rest_ports"] = tuple(raw["rest_ports"])
-        given = password or os.environ.get(PASSWORD_ENV)
-        return cls(data_dir, HaState(**raw), given or _read_password(data_dir / PASSFILE))
+        given = find_password(password, PASSWORD_ENV, data_dir / PASSFILE, HaError)
+        return cls(data_dir, HaState(**raw), given)
 
     def save(self) -> None:
         (self.data_dir / STATE_FILE).write_text(json.dumps(asdict(self.state), indent=2) + "\n")
@@ -300,13 +303,3 @@ def _free_pair() -> int:
             s.bind(("127.0.0.1", port + 1))
             return port
     raise ServerError("no two adjacent free loopback ports for etcd")
-
-
-def _read_password(path: Path) -> str:
-    """The password of the cluster's pgpass line ``127.0.0.1:*:*:caplab:PASSWORD``."""
-    try:
-        line = path.read_text().splitlines()[0]
-    except (OSError, IndexError):
-        raise HaError(f"no password: set {PASSWORD_ENV} or restore {path}") from None
-    escaped = line.split(":", 4)[4] if line.count(":") >= 4 else ""
-    return escaped.replace("\\:", ":").replace("\\\\", "\\")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from caplab.systems.pgpair import seed
 from caplab.systems.pgpair.server import ServerError
 
 PG_PORT = 7610
@@ -46,10 +47,7 @@ class HaSettings:
     def check(self) -> None:
         if not 1 <= self.nodes <= 9:
             raise HaError(f"--nodes must be 1…9, got {self.nodes}")
-        if not 0 <= self.databases <= 5000:
-            raise HaError(f"--databases must be 0…5000, got {self.databases}")
-        if not 1 <= self.scale <= 1000:
-            raise HaError(f"--scale must be 1…1000, got {self.scale}")
+        seed.check(self.databases, self.scale, HaError)
         # Patroni's own rule: a leader must get through a loop and its retries within ttl.
         if self.loop_wait < 1 or self.retry_timeout < 1 or self.ttl < self.loop_wait + 2 * self.retry_timeout:
             raise HaError(

@@ -20,7 +20,16 @@ from typing import Any, Literal
 
 from caplab.systems.pgpair import nodes, seed
 from caplab.systems.pgpair.nodes import Role
-from caplab.systems.pgpair.server import Server, ServerError, ServerUser, bin_dir, free_port, write_passfile
+from caplab.systems.pgpair.server import (
+    Server,
+    ServerError,
+    ServerUser,
+    bin_dir,
+    find_password,
+    free_port,
+    new_data_dir,
+    write_passfile,
+)
 
 SyncMode = Literal["on", "remote_apply", "off"]
 SYNC_MODES: tuple[SyncMode, ...] = ("on", "remote_apply", "off")
@@ -55,10 +64,7 @@ class PairSettings:
     def check(self) -> None:
         if self.sync not in SYNC_MODES:
             raise PairError(f"--sync must be one of {', '.join(SYNC_MODES)}, got {self.sync!r}")
-        if not 0 <= self.databases <= 5000:
-            raise PairError(f"--databases must be 0…5000, got {self.databases}")
-        if not 1 <= self.scale <= 1000:
-            raise PairError(f"--scale must be 1…1000, got {self.scale}")
+        seed.check(self.databases, self.scale, PairError)
         if not (self.port == 0 or 1024 <= self.port <= 65534):
             raise PairError(f"--port must be 1024…65534 (0: any free ports), got {self.port}")
         if not 10 <= self.max_connections <= 10000:
@@ -103,12 +109,7 @@ class Pair:
         data_dir = settings.data_dir.resolve()
         if (data_dir / STATE_FILE).exists():
             raise PairError(f"{data_dir} already holds a pair: `stop` it, or start it again with resume")
-        data_dir.mkdir(parents=True, exist_ok=True)
-        if any(data_dir.iterdir()):
-            raise PairError(f"{data_dir} is not empty: give a new or empty --data-dir")
-        data_dir.chmod(0o755)
-        user = ServerUser.for_servers()
-        user.check_reachable(data_dir)
+        user = new_data_dir(data_dir, PairError)
         ports = (settings.port, settings.port + 1) if settings.port else (free_port(), free_port())
         state = PairState(
             ports=ports,
@@ -195,8 +196,7 @@ class Pair:
             ) from None
         raw["ports"] = tuple(raw["ports"])
         state = PairState(**raw)
-        given = password or os.environ.get(PASSWORD_ENV)
-        return cls(data_dir, state, given or _read_passfile(data_dir / PASSFILE))
+        return cls(data_dir, state, find_password(password, PASSWORD_ENV, data_dir / PASSFILE, PairError))
 
     def save(self) -> None:
         (self.data_dir / STATE_FILE).write_text(json.dumps(asdict(self.state), indent=2) + "\n")
@@ -394,25 +394,3 @@ class Pair:
         started = time.monotonic()
         nodes.wait_writable(node, SUPERUSER, self.password, timeout_s)
         return time.monotonic() - started
-
-
-def _read_passfile(path: Path) -> str:
-    try:
-        line = path.read_text().splitlines()[0]
-    except (OSError, IndexError):
-        raise PairError(f"no password: set {PASSWORD_ENV} or restore {path}") from None
-    fields: list[str] = []
-    current = ""
-    escaped = False
-    for ch in line:
-        if escaped:
-            current += ch
-            escaped = False
-        elif ch == "\\":
-            escaped = True
-        elif ch == ":" and len(fields) < 4:
-            fields.append(current)
-            current = ""
-        else:
-            current += ch
-    return current

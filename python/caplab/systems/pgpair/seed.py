@@ -19,6 +19,19 @@ PATTERN = PREFIX + "{i}"
 """Database names, ``i`` from 0 (the ``ag_{i}`` of a caplab target's database list)."""
 
 
+MAX_DATABASES = 5000
+MAX_SCALE = 1000
+
+
+def check(count: int, scale: int, error: type[ServerError]) -> None:
+    """The seeding limits of every system that seeds with this module (pgpair, pgha), checked
+    before anything starts: ``error`` (the system's own kind) names ``start``'s option."""
+    if not 0 <= count <= MAX_DATABASES:
+        raise error(f"--databases must be 0…{MAX_DATABASES}, got {count}")
+    if not 1 <= scale <= MAX_SCALE:
+        raise error(f"--scale must be 1…{MAX_SCALE}, got {scale}")
+
+
 def names(count: int) -> list[str]:
     return [PATTERN.format(i=i) for i in range(count)]
 

@@ -159,6 +159,46 @@ def _pgpass_escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace(":", "\\:")
 
 
+def find_password(given: str | None, env: str, passfile: Path, error: type[ServerError]) -> str:
+    """A server set's password: ``given``, else ``$env``, else the one ``write_passfile`` put in
+    ``passfile`` (its first line's fifth field, libpq's backslash escapes undone); ``error`` (the
+    set's own kind) when there is none."""
+    found = given or os.environ.get(env)
+    if found:
+        return found
+    try:
+        line = passfile.read_text().splitlines()[0]
+    except (OSError, IndexError):
+        raise error(f"no password: set {env} or restore {passfile}") from None
+    fields: list[str] = []
+    current = ""
+    escaped = False
+    for ch in line:
+        if escaped:
+            current += ch
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch == ":" and len(fields) < 4:
+            fields.append(current)
+            current = ""
+        else:
+            current += ch
+    return current
+
+
+def new_data_dir(data_dir: Path, error: type[ServerError]) -> ServerUser:
+    """Makes ``data_dir`` (it must be new or empty, else ``error``) a directory every user may
+    enter, and returns the user the servers in it will run as, checked to reach it."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    if any(data_dir.iterdir()):
+        raise error(f"{data_dir} is not empty: give a new or empty --data-dir")
+    data_dir.chmod(0o755)
+    user = ServerUser.for_servers()
+    user.check_reachable(data_dir)
+    return user
+
+
 @dataclass(frozen=True)
 class Server:
     """One data directory and the port its postmaster listens on."""
