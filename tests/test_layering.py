@@ -47,6 +47,8 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
         }
     ),
     "report": frozenset({"analysis", "collect", "engine", "json_types", "store", "units"}),
+    # The live page (`--web`): shows the study's observer stream, masks passwords as the store does.
+    "live": frozenset({"collect", "engine", "json_types", "spec", "store", "units"}),
     "profiles": frozenset({"_engine", "units"}),
     "workloads": frozenset(),
     "systems": frozenset(),

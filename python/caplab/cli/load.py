@@ -6,7 +6,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -20,6 +20,7 @@ from caplab.cli.cluster import cluster_options
 from caplab.cli.options import DURATION, parse_steps, request_fields, request_options
 from caplab.cli.placement import cli_placement, placement_options, pop_placement
 from caplab.cli.publish import IntervalPublisher
+from caplab.cli.web import start_live, web_option
 from caplab.engine import DEFAULT_INTERVAL_S, LoadSpec, OpenLoad, Plan, PlanError, TargetUnreachable
 from caplab.experiments.actions import TrialActions, recoveries, recovery_text
 from caplab.experiments.alongside import run_alongside
@@ -27,6 +28,9 @@ from caplab.report.junit import GateCase, write_junit
 from caplab.spec import ActionSpec, SpecError
 from caplab.units import parse_duration
 from caplab.workloads.postgres import DatabaseProblem
+
+if TYPE_CHECKING:
+    from caplab.live import LiveServer
 
 LOAD_EPILOG = """
 \b
@@ -73,6 +77,9 @@ On load agents of a Ray cluster (the load split among them, results merged):
 As a CI gate: each --slo judged on the measured window, the verdicts in a JUnit file:
   caplab load http://127.0.0.1:8080/ --rate 500 -d 30s --slo 'p99<=50ms' --slo 'errors<=0.1%' \\
       --junit build/load.xml
+\b
+Watched in a browser as it runs (throughput, latency and errors per interval), on a free port:
+  caplab load http://127.0.0.1:8080/ --rate 500 -d 60s --web=0
 \b
 Exit codes: 0 done, 1 target or cluster unreachable, a TLS certificate that fails verification
 (or an agent died), 2 bad arguments, 3 an --slo failed (or the generator fell behind),
@@ -157,6 +164,7 @@ Exit codes: 0 done, 1 target or cluster unreachable, a TLS certificate that fail
     type=click.Path(path_type=Path, dir_okay=False),
     help="Write each --slo verdict (and the generator's) to FILE as a JUnit test case, for CI.",
 )
+@web_option
 @cluster_options
 @placement_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
@@ -165,6 +173,7 @@ def load_command(
     steps: str | None,
     actions: tuple[str, ...],
     metrics_port: int | None,
+    web_port: int | None,
     slo_texts: tuple[str, ...],
     junit_path: Path | None,
     cluster: str | None,
@@ -189,11 +198,15 @@ def load_command(
         sys.exit(exits.FAILED)
     scheduled = [parse_action(a, spec.warmup_s + (spec.duration_s or 0.0)) for a in actions]
     if cluster is not None or agents is not None:
+        if web_port is not None:
+            raise click.UsageError("--web shows a load run on this machine: not with --cluster yet")
         sys.exit(load_on_cluster(plan, as_json, cluster, agents, scheduled, metrics_port))
     try:
         # The server's own CPUs (--sut-cpus) are kept free of the generator; start it there yourself.
         with cli_placement(generator_cpus, sut_cpus, [], consoles.stderr()):
-            code = cmd_load(plan, as_json, actions=scheduled, metrics_port=metrics_port, gate=gate)
+            code = cmd_load(
+                plan, as_json, actions=scheduled, metrics_port=metrics_port, gate=gate, web_port=web_port
+            )
     except (PlanError, engine.UsageProblem) as e:
         raise click.UsageError(str(e)) from e
     except TargetUnreachable as e:
@@ -284,16 +297,26 @@ def cmd_load(
     actions: list[ActionSpec] | None = None,
     metrics_port: int | None = None,
     gate: Gate | None = None,
+    web_port: int | None = None,
 ) -> int:
-    """Runs the plan, showing progress on a terminal; returns the process exit code."""
+    """Runs the plan, showing progress on a terminal (and on the live page with ``web_port``);
+    returns the process exit code."""
     err = console or consoles.stderr()
     timed = TrialActions(actions, {}, Path.cwd()) if actions else None
     publisher = start_publisher(metrics_port)
     try:
-        return _run_load(plan, as_json, err, timed, publisher, gate)
+        live = start_live(web_port)
+    except click.UsageError:
+        if publisher is not None:
+            publisher.stop()
+        raise
+    try:
+        return _run_load(plan, as_json, err, timed, Watchers(publisher, live), gate)
     finally:
         if publisher is not None:
             publisher.stop()
+        if live is not None:
+            live.stop()
 
 
 def start_publisher(port: int | None) -> IntervalPublisher | None:
@@ -308,23 +331,49 @@ def start_publisher(port: int | None) -> IntervalPublisher | None:
     return publisher
 
 
+@dataclass(frozen=True)
+class Watchers:
+    """Who else is told each interval of the load: the Prometheus endpoint, the live page."""
+
+    publisher: IntervalPublisher | None
+    page: LiveServer | None
+
+    def started(self, plan: Plan) -> None:
+        if self.page is not None:
+            from caplab.live import load_started
+
+            load_started(self.page, plan.target.url, plan)
+
+    def interval(self, s: engine.IntervalSnapshot, offered: float | None) -> None:
+        if self.publisher is not None:
+            self.publisher.update(s, offered)
+        if self.page is not None:
+            self.page.apply(lambda state: state.interval(s, []))
+
+    def finished(self, result: engine.RunResult) -> None:
+        if self.page is not None:
+            from caplab.live import load_finished
+
+            load_finished(self.page, result)
+
+
 def _run_load(
     plan: Plan,
     as_json: bool,
     err: Console,
     timed: TrialActions | None,
-    publisher: IntervalPublisher | None,
+    watchers: Watchers,
     gate: Gate | None,
 ) -> int:
     offered = plan.load.profile[0].rate_start if isinstance(plan.load, OpenLoad) else None
     live_enabled = not as_json and err.is_terminal
+    watchers.started(plan)
     with Live(console=err, transient=True, auto_refresh=False) as live:
 
         def on_interval(s: engine.IntervalSnapshot) -> None:
             if timed is not None:
                 timed.observe(s)  # conditions, and the load's clock the actions are timed on
-            if publisher is not None:
-                publisher.update(s, offered)
+            watchers.interval(s, offered)
             if live_enabled:
                 live.update(render.live_line(s, offered), refresh=True)
 
@@ -337,6 +386,7 @@ def _run_load(
                 timed.stop(finish_running=False)
             raise
         outcomes = timed.stop(finish_running=not result.interrupted) if timed is not None else []
+    watchers.finished(result)
     recovered = recoveries(result, outcomes)
     verdicts = judge_load(gate.slos, result) if gate is not None else []
     if as_json:

@@ -15,9 +15,11 @@ from caplab.cli import consoles, exits
 from caplab.cli.cluster import cluster_options
 from caplab.cli.options import DB_HELP
 from caplab.cli.study_options import json_option, junit_option, report_dir_option
+from caplab.cli.web import start_live, web_option
 from caplab.spec import SpecError, Study, load_study
 
 if TYPE_CHECKING:
+    from caplab.live import LiveServer
     from caplab.store import Store
     from caplab.study.runner import StudyOutcome
 
@@ -43,6 +45,7 @@ DEMO_QUICK = "quick.yaml"
     "Write the verdicts (each cell's capacity and trials, the goal) to FILE as JUnit, for CI; "
     "a capacity not found or a goal not met then exits 3."
 )
+@web_option
 @cluster_options
 def run_command(
     study_file: Path,
@@ -52,6 +55,7 @@ def run_command(
     report_dir: Path | None,
     metrics_port: int | None,
     junit_path: Path | None,
+    web_port: int | None,
     cluster: str | None,
     agents: int | None,
 ) -> None:
@@ -62,8 +66,17 @@ def run_command(
     Exit codes: 0 all cells complete, 1 some cells failed (the rest are kept),
     2 bad study file, 3 with --junit: a capacity not found or the goal not met,
     130 interrupted (finished cells kept; continue with --resume).
+
+    \b
+    Watch it in a browser while it runs (the address is printed first):
+      caplab run study.yaml --web          http://127.0.0.1:8089/
+      caplab run study.yaml --web=0        a free port
     """
-    sys.exit(cmd_run(study_file, db, as_json, resume, report_dir, metrics_port, cluster, agents, junit_path))
+    sys.exit(
+        cmd_run(
+            study_file, db, as_json, resume, report_dir, metrics_port, cluster, agents, junit_path, web_port
+        )
+    )
 
 
 @click.command("demo")
@@ -136,6 +149,7 @@ def cmd_run(
     cluster: str | None = None,
     agents: int | None = None,
     junit: Path | None = None,
+    web_port: int | None = None,
 ) -> int:
     try:
         study = load_study(study_file)
@@ -154,12 +168,39 @@ def cmd_run(
     except StoreError as e:
         click.echo(f"caplab: {e}", err=True)
         return exits.FAILED
-    outcome = run_study(study, store, resume, metrics_port, cluster, agents)
-    if isinstance(outcome, int):
-        return outcome
-    document = store.study_document(outcome.study_id).to_json()
-    document["scaling"] = study_scaling(document)
-    report = write_study_report(store, outcome.study_id, report_dir)
+    live = start_live(web_port)
+    try:
+        outcome = run_study(study, store, resume, metrics_port, cluster, agents, live)
+        if isinstance(outcome, int):
+            show_finished(live, "failed", None)
+            return outcome
+        document = store.study_document(outcome.study_id).to_json()
+        document["scaling"] = study_scaling(document)
+        report = write_study_report(store, outcome.study_id, report_dir)
+        show_finished(live, outcome.status, report)
+        return finish_run(document, store, outcome, report, study_file, as_json, junit)
+    finally:
+        if live is not None:
+            live.stop()
+
+
+def show_finished(live: LiveServer | None, status: str, report: Path | None) -> None:
+    """The live page's last state: how the study ended, and its report (served beside the page)."""
+    if live is not None:
+        href = live.serve_report(report.parent) if report is not None else None
+        live.apply(lambda s: s.finish(status, report=href))
+
+
+def finish_run(
+    document: dict[str, Any],
+    store: Store,
+    outcome: StudyOutcome,
+    report: Path | None,
+    study_file: Path,
+    as_json: bool,
+    junit: Path | None,
+) -> int:
+    """The summary (or the JSON document), where the report is, and the exit code."""
     if as_json:
         json.dump(document, sys.stdout, default=str)
         sys.stdout.write("\n")
@@ -193,8 +234,9 @@ def run_study(
     metrics_port: int | None,
     cluster: str | None,
     agents: int | None,
+    live: LiveServer | None = None,
 ) -> StudyOutcome | int:
-    """Runs every cell with the progress display (and the live metrics endpoint if asked for);
+    """Runs every cell with the progress display (and the live metrics endpoint and page if asked for);
     the outcome, or the exit code when the hardware, the cluster or the options stop it first."""
     from caplab.cli.cluster import plan_runner
     from caplab.cli.load import start_publisher
@@ -203,12 +245,19 @@ def run_study(
     from caplab.cluster.errors import ClusterUnreachable
     from caplab.engine import UsageProblem
     from caplab.study.hardware import HardwareUnavailable
+    from caplab.study.observer import Observers, StudyObserver
     from caplab.study.runner import StudyRunner
 
     publisher = start_publisher(metrics_port)
     progress = StudyProgress()
     try:
-        observer = PublishingObserver(progress, publisher) if publisher is not None else progress
+        observer: StudyObserver = (
+            PublishingObserver(progress, publisher) if publisher is not None else progress
+        )
+        if live is not None:
+            from caplab.live import LiveObserver
+
+            observer = Observers(observer, LiveObserver(live))
         with plan_runner(cluster, agents) as runner:
             return StudyRunner(study, store, observer, runner).run(resume=resume)
     except (HardwareUnavailable, ClusterUnreachable) as e:

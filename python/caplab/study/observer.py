@@ -74,3 +74,49 @@ class Silent:
         reason: str | None = None,
     ) -> None:
         pass
+
+
+class Observers:
+    """Several watchers of one study (the terminal and the live page): each told in turn."""
+
+    def __init__(self, *watchers: StudyObserver) -> None:
+        self.watchers = watchers
+
+    def study_started(self, study_id: int, study: Study, rows: list[CellRow]) -> None:
+        for w in self.watchers:
+            w.study_started(study_id, study, rows)
+
+    def note(self, text: str) -> None:
+        for w in self.watchers:
+            w.note(text)
+
+    def cell_skipped(self, cell: Cell) -> None:
+        for w in self.watchers:
+            w.cell_skipped(cell)
+
+    def cell_started(self, cell: Cell) -> None:
+        for w in self.watchers:
+            w.cell_started(cell)
+
+    def trial_started(self, index: int, repeat: int, plan: Plan) -> None:
+        for w in self.watchers:
+            w.trial_started(index, repeat, plan)
+
+    def trial_finished(self, kind: str, result: RunResult, samples: list[ResourceSample]) -> None:
+        for w in self.watchers:
+            w.trial_finished(kind, result, samples)
+
+    def interval(self, s: IntervalSnapshot, samples: list[ResourceSample]) -> None:
+        for w in self.watchers:
+            w.interval(s, samples)
+
+    def cell_finished(
+        self,
+        cell: Cell,
+        status: str,
+        metrics: JsonObject,
+        resources: JsonObject,
+        reason: str | None = None,
+    ) -> None:
+        for w in self.watchers:
+            w.cell_finished(cell, status, metrics, resources, reason)
