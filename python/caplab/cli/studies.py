@@ -90,7 +90,7 @@ def copy_command(name: str, directory: Path) -> None:
     "--dir",
     "workdir",
     type=click.Path(path_type=Path, file_okay=False),
-    help="Where the copy, the systems' data and the report go [default: ./NAME].",
+    help="Where the copy, the results and the report go [default: ./NAME].",
 )
 @click.option("--db", help=DB_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the study and its cells as one JSON object.")
