@@ -42,7 +42,6 @@ def test_a_cell_is_compiled_into_its_hardware_sut_experiment_and_price(tmp_path:
     assert set(plan.hardware.profiles) == {"app"}
     assert plan.hardware.launched == "app", "one role on one profile: the start command runs on it"
     assert dict(plan.hardware.attach) == {}, "so nothing needs attaching by its match"
-    assert plan.hardware.workdir == tmp_path / ".caplab-hardware" / "cell-1"
     assert [r.name for r in plan.sut.roles] == ["app"]
     assert plan.experiment.kind == "fixed" and plan.experiment.window == (2.0, 10.0)
     prices: dict[str, Any] = dict(plan.prices)

@@ -91,7 +91,7 @@ def copy_command(name: str, directory: Path) -> None:
     "--dir",
     "workdir",
     type=click.Path(path_type=Path, file_okay=False),
-    help="Where the copy, the systems' data and the report go [default: ./NAME].",
+    help="Where the copy, the results and the report go [default: ./NAME].",
 )
 @click.option("--db", help=DB_HELP)
 @json_option

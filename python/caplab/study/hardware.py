@@ -17,6 +17,7 @@ import os
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import psutil
@@ -74,17 +75,18 @@ def preflight(study: Study) -> list[str]:
 
 
 @contextlib.contextmanager
-def cell_hardware(plan: HardwarePlan) -> Iterator[CellHardware | None]:
-    """The cell's hardware for the life of the block (None when no role is on a profile)."""
+def cell_hardware(plan: HardwarePlan, workdir: Path) -> Iterator[CellHardware | None]:
+    """The cell's hardware for the life of the block (None when no role is on a profile), its
+    volumes' files and mount points under ``workdir`` (in the replicate's runtime directory, where
+    the servers' users can reach them)."""
     if not plan.profiles:
         yield None
         return
-    workdir = plan.workdir
     try:
         with CellHardware(workdir, dict(plan.profiles), plan.cpu_scale, dict(plan.shared)) as hw:
             yield hw
     finally:
-        for directory in (workdir / "volumes", workdir, workdir.parent):  # volumes took their files
+        for directory in (workdir / "volumes", workdir):  # volumes took their files
             with contextlib.suppress(OSError):
                 for child in directory.iterdir():
                     if child.is_dir():

@@ -3,10 +3,10 @@ study and the cell's factors before anything is started, so the runner then only
 order (apply the hardware, start the system, run the experiment with its collectors, stop, clean up,
 store) and never goes back to the study file's model to compute something.
 
-Two things cannot be known before the hardware exists: the paths of the cell's volumes and the
+Three things cannot be known before a replicate starts: the paths of the cell's volumes and the
 addresses of its links, which the study's commands and URLs name as ``{volume.NAME}`` and
-``{address.ROLE}``. `CellPlan.on` fills them in once the hardware is made; every other figure here is
-the same before and after.
+``{address.ROLE}``, and its runtime directory, ``{runtime}``. `CellPlan.on` fills them in once the
+hardware and the directory are made; every other figure here is the same before and after.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from caplab.profiles.placement import CpuPlacement, plan_placement
 from caplab.spec import Cell, JobSpec, StorageBaselineSpec, Study, StudyConfig, SutSpec
 from caplab.spec.study import IsolationSpec
 from caplab.study.hardware import bind, launched_role, shared_machines
+from caplab.study.runtime import with_runtime
 from caplab.workloads.postgres import with_passfile_under
 
 ExperimentKind = Literal["fixed", "capacity", "job"]
@@ -45,8 +46,6 @@ class HardwarePlan:
     cpu_scale: float
     shared: Mapping[str, str]
     """``{role: machine}`` for roles that share one machine's profile."""
-    workdir: Path
-    """Where the cell's volumes are made; removed after each replicate."""
     launched: str | None
     """The role whose launch prefix the start command runs under, if one plainly owns it."""
     attach: Mapping[str, str]
@@ -109,9 +108,12 @@ class CellPlan:
     """The cell's configuration, bound to its hardware once made: what the experiment, the load
     and the failover reading are given."""
 
-    def on(self, hw: CellHardware | None) -> CellPlan:
-        """The plan with ``{volume.NAME}`` and ``{address.ROLE}`` filled in from the made hardware."""
+    def on(self, hw: CellHardware | None, runtime: Path | None = None) -> CellPlan:
+        """The plan with ``{volume.NAME}`` and ``{address.ROLE}`` filled in from the made hardware,
+        and ``{runtime}`` with the replicate's runtime directory (`caplab.study.runtime`)."""
         config = bind(self.config, hw)
+        if runtime is not None:
+            config = with_runtime(config, runtime)
         if config is self.config:
             return self
         return replace(
@@ -131,7 +133,7 @@ def plan_cell(study: Study, cell: Cell) -> CellPlan:
         cell=cell,
         directory=study.directory,
         replicates=config.replicates,
-        hardware=_hardware(config, study.directory / ".caplab-hardware" / f"cell-{cell.index}"),
+        hardware=_hardware(config),
         sut=_sut(config, study.directory),
         collectors=_collectors(config, study.directory),
         experiment=_experiment(config),
@@ -140,7 +142,7 @@ def plan_cell(study: Study, cell: Cell) -> CellPlan:
     )
 
 
-def _hardware(config: StudyConfig, workdir: Path) -> HardwarePlan:
+def _hardware(config: StudyConfig) -> HardwarePlan:
     profiles = role_hardware(config)
     launched = launched_role(config, profiles) if profiles else None
     declared = config.sut.roles if config.sut else {}
@@ -153,7 +155,6 @@ def _hardware(config: StudyConfig, workdir: Path) -> HardwarePlan:
         profiles=frozen(profiles),
         cpu_scale=config.scale.cpu,
         shared=frozen(shared_machines(config)),
-        workdir=workdir,
         launched=launched,
         attach=frozen(attach),
         storage_baseline=config.storage_baseline,

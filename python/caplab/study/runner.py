@@ -1,6 +1,7 @@
 """The study runner: for each cell of the matrix, compile its plan (`caplab.study.plan`), then do
-the plan's steps in order for each replicate — apply the hardware, start the SUT, run the
-experiment with its collectors, stop, clean up — and store the cell.
+the plan's steps in order for each replicate — make its runtime directory (``{runtime}``: the
+servers' data, `caplab.study.runtime`), apply the hardware, start the SUT, run the experiment with
+its collectors, stop, clean up — and store the cell.
 
 A failed cell (SUT did not start, died, target unreachable) is recorded with its reason and the
 study goes on. Ctrl-C stores what was measured, marks the study interrupted and stops; `resume`
@@ -29,6 +30,7 @@ from caplab.study.hardware import cell_hardware, preflight
 from caplab.study.observer import StudyObserver
 from caplab.study.plan import CellPlan, plan_cell
 from caplab.study.recorder import CellRecorder, cell_figures, partial_figures
+from caplab.study.runtime import RuntimeDirError, cell_runtime, sweep_runtime
 from caplab.study.sut import SutFailed, sut_environment
 from caplab.study.system import RunningSystem
 from caplab.workloads.postgres import DatabaseProblem
@@ -43,6 +45,7 @@ CELL_FAILURES = (
     DatabaseProblem,
     PhaseFailed,
     WorkerFailed,
+    RuntimeDirError,
 )
 """What fails a cell, recorded with its reason, while the study goes on."""
 
@@ -80,7 +83,7 @@ class StudyRunner:
     def run(self, resume: bool = False) -> StudyOutcome:
         """Runs the study's pending cells; raises ``HardwareUnavailable`` before anything is stored
         when the machine cannot apply the study's hardware profiles."""
-        for swept in preflight(self.study):
+        for swept in [*preflight(self.study), *sweep_runtime()]:
             self.progress.note(f"removed a leftover of an earlier run: {swept}")
         study_id = self.store.find_resumable(self.study.name, self.study.text) if resume else None
         if study_id is None:
@@ -155,9 +158,14 @@ class StudyRunner:
         """One replicate: a fresh start of the system, since what varies from run to run is what
         an interval a decision rests on must contain. Its placement and hardware are made before
         the system starts and removed after it stops, whatever happens in between."""
-        # The placement first: caplab's daemons (link delay, device models) start on its CPUs.
-        with placed(plan.hardware.placement) as place, cell_hardware(plan.hardware) as hw:
-            bound = plan.on(hw)
+        # The runtime directory first (the servers' data and the hardware's files go in it, and it
+        # goes last); then the placement: caplab's daemons (link delay, device models) start on its CPUs.
+        with (
+            cell_runtime(f"cell-{plan.cell.index}") as runtime,
+            placed(plan.hardware.placement) as place,
+            cell_hardware(plan.hardware, runtime / "hardware") as hw,
+        ):
+            bound = plan.on(hw, runtime)
             if plan.replicates > 1:
                 self.progress.note(f"replicate {replicate + 1} of {plan.replicates}")
             if replicate == 0:

@@ -300,5 +300,6 @@ def _check_reachable(path: Path) -> None:
         if parent.exists() and not parent.stat().st_mode & 0o001:
             raise MailError(
                 f"the mail servers' user cannot enter {parent}; choose a data directory every user "
-                "may reach, e.g. under /tmp or /var/tmp"
+                "may reach, e.g. under /tmp or /var/tmp (in a study: under {runtime}, the cell's runtime "
+                "directory)"
             )

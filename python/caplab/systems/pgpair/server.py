@@ -89,7 +89,8 @@ class ServerUser:
             if not ok:
                 raise ServerError(
                     f"the server user {self.name} cannot enter {parent} (mode {stat.filemode(st.st_mode)}); "
-                    "choose a data directory every user may reach, e.g. under /tmp or /var/tmp"
+                    "choose a data directory every user may reach, e.g. under /tmp or /var/tmp "
+                    "(in a study: under {runtime}, the cell's runtime directory)"
                 )
 
     def run(self, cmd: Sequence[str], *, env: dict[str, str] | None = None, what: str = "") -> str:
