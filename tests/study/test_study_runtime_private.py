@@ -1,15 +1,20 @@
-"""Issue 31: a built-in server study run from a private working directory (``mktemp -d``, mode
-0700, as root) — where the servers' unprivileged users cannot enter — completes every cell: its
-servers keep their data in the cell's runtime directory (``{runtime}``), which is gone afterwards,
-while the results and the report stay in the working directory.
+"""Issue 31: caplab installed from its release wheel into a virtual environment of its own, run from
+a private working directory (``mktemp -d``, mode 0700, as root) where the servers' unprivileged
+users cannot enter. ``caplab studies list`` shows the six built-in studies, and a built-in server
+study completes every cell: its servers keep their data in the cell's runtime directory
+(``{runtime}``), which is gone afterwards, while the results and the report stay in the working
+directory.
 
 The availability-groups quick study, cut to its switchover cell with 4 databases and one trial (so
-the test stays near a minute), on free ports of its own rather than the study's 7600/7601."""
+the test stays near a minute; the whole quick study runs in test_study_availability_groups), on
+free ports of its own rather than the study's 7600/7601. The wheel takes seconds: Cargo reuses
+`make dev`'s release build and uv its cache."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +22,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from support.studies import caplab, free_ports, json_out
+from support.studies import free_ports, json_out
+from support.wheel import install_wheel, user_environment
 
 pytestmark = pytest.mark.slow  # a real PostgreSQL pair built, loaded and switched over
 
@@ -41,6 +47,27 @@ def runtime_top(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     shutil.rmtree(parent, ignore_errors=True)
 
 
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The ``bin`` of a virtual environment holding the wheel built from this checkout."""
+    return install_wheel(tmp_path_factory.mktemp("wheel"))
+
+
+def user_caplab(
+    bin_dir: Path, *args: str | Path, cwd: Path, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """`caplab ARGS…` as a user with the wheel installed runs it: nothing of the checkout."""
+    return subprocess.run(
+        [str(bin_dir / "caplab"), *map(str, args)],
+        cwd=cwd,
+        env=user_environment(bin_dir),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
 def cut_down(path: Path, port: int) -> None:
     text = path.read_text().replace("7600", str(port)).replace("7601", str(port + 1))
     text = text.replace("--databases 20", "--databases 4")
@@ -52,14 +79,19 @@ def cut_down(path: Path, port: int) -> None:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="the servers run as another user only when caplab is root")
-def test_a_server_study_completes_from_a_private_directory_and_leaves_no_runtime_behind(
-    private_dir: Path, runtime_top: Path
+def test_the_installed_wheel_runs_a_server_study_from_a_private_directory_and_leaves_no_runtime_behind(
+    installed: Path, private_dir: Path, runtime_top: Path
 ) -> None:
-    copied = caplab("studies", "copy", "availability-groups", private_dir / "ag", cwd=private_dir)
+    listed = user_caplab(installed, "studies", "list", "--json", cwd=private_dir)
+    assert listed.returncode == 0, listed.stderr
+    assert len(json_out(listed)) == 6
+    copied = user_caplab(installed, "studies", "copy", "availability-groups", "ag", cwd=private_dir)
     assert copied.returncode == 0, copied.stderr
     study = private_dir / "ag" / "quick.yaml"
     cut_down(study, free_ports(2))
-    done = caplab("run", study, "--json", "-o", private_dir / "report", timeout=300, cwd=private_dir)
+    done = user_caplab(
+        installed, "run", study, "--json", "-o", private_dir / "report", cwd=private_dir, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     cells = json_out(done)["cells"]
     assert [c["status"] for c in cells] == ["complete"], [c.get("reason") for c in cells]
