@@ -7,14 +7,13 @@ Skipped when Chromium is not installed, unless CAPLAB_REQUIRE_CHROMIUM=1.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from support import live
-from support.headless_chromium import Chromium, chromium_path
+from support.headless_chromium import Chromium, browser_page
 from support.studies import free_port, knownserver, write_study
 
 pytestmark = pytest.mark.slow  # a whole study, end to end
@@ -26,14 +25,7 @@ ROWS = "#matrix tbody tr"
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Chromium]:
-    binary = chromium_path()
-    if binary is None:
-        if os.environ.get("CAPLAB_REQUIRE_CHROMIUM") == "1":
-            pytest.fail("chromium is not installed and CAPLAB_REQUIRE_CHROMIUM=1")
-        pytest.skip("chromium is not installed (apt-get install chromium)")
-    with Chromium(binary) as chromium:
-        chromium.open_page(WIDTH, HEIGHT)
-        yield chromium
+    yield from browser_page(WIDTH, HEIGHT)
 
 
 def two_cells(tmp_path: Path) -> Path:

@@ -7,13 +7,12 @@ Skipped when Chromium is not installed, unless CAPLAB_REQUIRE_CHROMIUM=1.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from support.headless_chromium import Chromium, chromium_path
+from support.headless_chromium import Chromium, browser_page
 from support.reports import Built
 
 ARTIFACTS = Path(__file__).parents[2] / "build" / "test-artifacts" / "report"
@@ -22,14 +21,7 @@ WIDTH, HEIGHT = 1280, 900
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Chromium]:
-    binary = chromium_path()
-    if binary is None:
-        if os.environ.get("CAPLAB_REQUIRE_CHROMIUM") == "1":
-            pytest.fail("chromium is not installed and CAPLAB_REQUIRE_CHROMIUM=1")
-        pytest.skip("chromium is not installed (apt-get install chromium)")
-    with Chromium(binary) as chromium:
-        chromium.open_page(WIDTH, HEIGHT)
-        yield chromium
+    yield from browser_page(WIDTH, HEIGHT)
 
 
 @pytest.fixture(scope="module")

@@ -19,10 +19,13 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+import pytest
 
 FLAGS = [
     "--headless",
@@ -264,3 +267,17 @@ class Chromium:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def browser_page(width: int, height: int) -> Iterator[Chromium]:
+    """A headless Chromium with one page open at ``width`` × ``height``, for a test module's
+    fixture to yield from; the test is skipped where Chromium is not installed, and fails
+    instead under ``CAPLAB_REQUIRE_CHROMIUM=1`` (CI), where a missing browser is a broken setup."""
+    binary = chromium_path()
+    if binary is None:
+        if os.environ.get("CAPLAB_REQUIRE_CHROMIUM") == "1":
+            pytest.fail("chromium is not installed and CAPLAB_REQUIRE_CHROMIUM=1")
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    with Chromium(binary) as chromium:
+        chromium.open_page(width, height)
+        yield chromium
