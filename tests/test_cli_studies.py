@@ -76,3 +76,11 @@ def test_run_copies_the_study_into_its_directory_and_runs_the_file_asked_for(
     assert p.returncode == 1
     assert f"cannot open the results store {db}" in p.stderr
     assert (tmp_path / "miis-disk" / "quick.yaml").is_file()
+
+
+def test_run_takes_the_options_caplab_run_takes(caplab_cmd: list[str], tmp_path: Path) -> None:
+    """`studies run NAME` is `caplab run` on the copied file: its gates, report and live page too."""
+    p = caplab(caplab_cmd, "studies", "run", "--help", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    for option in ("--json", "--report-dir", "--junit", "--web", "--db"):
+        assert option in p.stdout, option

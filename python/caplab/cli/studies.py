@@ -16,6 +16,7 @@ from caplab import studies
 from caplab.cli import consoles, exits
 from caplab.cli.options import DB_HELP
 from caplab.cli.study_options import json_option, junit_option, report_dir_option
+from caplab.cli.web import web_option
 from caplab.studies.catalog import CATALOG, BuiltInStudy, UnknownStudy, built_in, description, study_file
 
 
@@ -97,6 +98,7 @@ def copy_command(name: str, directory: Path) -> None:
 @json_option
 @report_dir_option()
 @junit_option("The verdicts as JUnit, for CI (as `caplab run --junit`).")
+@web_option
 def run_command(
     name: str,
     quick: bool,
@@ -106,6 +108,7 @@ def run_command(
     as_json: bool,
     report_dir: Path | None,
     junit_path: Path | None,
+    web_port: int | None,
 ) -> None:
     """Run built-in study NAME from a copy of its folder (DIR), and write its sizing report.
 
@@ -126,7 +129,11 @@ def run_command(
         _usage(str(e))
     folder = studies.prepare(study.name, workdir or Path(study.name))
     report = report_dir or folder / "report"
-    sys.exit(cmd_run(folder / file, db, as_json, resume=False, report_dir=report, junit=junit_path))
+    sys.exit(
+        cmd_run(
+            folder / file, db, as_json, resume=False, report_dir=report, junit=junit_path, web_port=web_port
+        )
+    )
 
 
 def _lookup(name: str) -> BuiltInStudy:
