@@ -79,7 +79,9 @@ def test_caplab_per_database_recovery_agrees_with_an_independent_observer(shared
     every 10 ms to a few of the databases: within 100 ms plus one interval plus one probe period. The action
     notes the wall-clock time it starts, the observer's fault time."""
     path = studies.prepare("availability-groups", shared_dir) / "quick.yaml"
-    study = yaml.safe_load(path.read_text())
+    # the pair in the test's directory rather than the cell's runtime one, which goes with the
+    # cell: the observer reads the pair's passfile from it while the study runs
+    study = yaml.safe_load(path.read_text().replace("{runtime}/ag-", f"{shared_dir}/ag-"))
     study["factors"] = {"zip": {"traffic": ["0%"], "action": ["switchover"]}}
     study["load"] |= {"repeat": 1, "duration": "30s"}  # room for a switchover slowed by a busy machine
     switchover = study["sut"]["actions"]["switchover"]
