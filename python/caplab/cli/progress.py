@@ -17,7 +17,7 @@ from caplab.cli import consoles
 from caplab.cli.render import fmt_ms
 from caplab.collect.base import ResourceSample
 from caplab.collect.summary import summarize
-from caplab.engine import IntervalSnapshot, OpenLoad, Plan, RunResult
+from caplab.engine import IntervalSnapshot, Plan, RunResult
 from caplab.json_types import JsonObject, member, number
 from caplab.json_types import text as json_text
 from caplab.spec import Cell, Study
@@ -60,12 +60,7 @@ class StudyProgress:
         self._show(Text(f"{self.header}: starting"))
 
     def trial_started(self, index: int, repeat: int, plan: Plan) -> None:
-        load = (
-            f"{plan.load.profile[0].rate_start:g}/s"
-            if isinstance(plan.load, OpenLoad)
-            else f"{plan.load.users} users"
-        )
-        self.trial = f"trial {index + 1}/{repeat} at {load}"
+        self.trial = f"trial {index + 1}/{repeat} at {plan.load_words()}"
         self._show(Text(f"{self.header} {self.trial}"))
 
     def trial_finished(self, kind: str, result: RunResult, samples: list[ResourceSample]) -> None:

@@ -192,6 +192,12 @@ class Plan:
         """Every target, in the order of ``RunResult.per_target``."""
         return (self.target, *self.extra_targets)
 
+    def load_words(self) -> str:
+        """The load in a progress line's words: an open model's starting rate, or its users."""
+        if isinstance(self.load, OpenLoad):
+            return f"{self.load.profile[0].rate_start:g}/s"
+        return f"{self.load.users} users"
+
     def to_json(self) -> str:
         """The engine's wire form (see engine/src/plan.rs)."""
         data = asdict(self)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from caplab.collect.base import ResourceSample
-from caplab.engine import IntervalSnapshot, OpenLoad, Plan, RunResult
+from caplab.engine import IntervalSnapshot, Plan, RunResult
 from caplab.json_types import JsonObject, member, number, text
 from caplab.live.server import LiveServer
 from caplab.live.state import Event, LiveState, result_figures
@@ -36,7 +36,7 @@ class LiveObserver:
         self.server.apply(lambda s: s.cell_started(cell.index))
 
     def trial_started(self, index: int, repeat: int, plan: Plan) -> None:
-        label = f"trial {index + 1} of {repeat} at {load_text(plan)}"
+        label = f"trial {index + 1} of {repeat} at {plan.load_words()}"
         self.server.apply(lambda s: s.trial_started(label))
 
     def trial_finished(self, kind: str, result: RunResult, samples: list[ResourceSample]) -> None:
@@ -77,19 +77,13 @@ def cell_figures(metrics: JsonObject) -> dict[str, Any]:
     return figures
 
 
-def load_text(plan: Plan) -> str:
-    if isinstance(plan.load, OpenLoad):
-        return f"{plan.load.profile[0].rate_start:g}/s"
-    return f"{plan.load.users} users"
-
-
 def load_started(server: LiveServer, url: str, plan: Plan) -> None:
     """`caplab load`: a matrix of one cell, running its one trial."""
-    label = f"{url} at {load_text(plan)}"
+    label = f"{url} at {plan.load_words()}"
 
     def start(s: LiveState) -> list[Event]:
         opened = s.begin("load", f"caplab load {url}", [(label, "pending")])
-        return [*opened, *s.cell_started(0), *s.trial_started(f"load at {load_text(plan)}")]
+        return [*opened, *s.cell_started(0), *s.trial_started(f"load at {plan.load_words()}")]
 
     server.apply(start)
 
