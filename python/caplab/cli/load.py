@@ -24,7 +24,6 @@ from caplab.cli.web import start_live, web_option
 from caplab.engine import DEFAULT_INTERVAL_S, LoadSpec, OpenLoad, Plan, PlanError, TargetUnreachable
 from caplab.experiments.actions import TrialActions, recoveries, recovery_text
 from caplab.experiments.alongside import run_alongside
-from caplab.report.junit import GateCase, write_junit
 from caplab.spec import ActionSpec, SpecError
 from caplab.units import parse_duration
 from caplab.workloads.postgres import DatabaseProblem
@@ -409,6 +408,10 @@ def _report_gate(gate: Gate, verdicts: list[Verdict], err: Console, seconds: flo
     for v in verdicts:
         err.print(f"{'pass' if v.passed else 'FAIL'}  {v.reason}", markup=False, highlight=False)
     if gate.junit is not None:
+        # here, not at the top: the report package brings SciPy and pandas, seconds of CPU at
+        # every `caplab load` start (the generator's own cost in bench/RESULTS.md) for a flag
+        from caplab.report.junit import GateCase, write_junit
+
         cases = [GateCase("load", v.slo, v.passed, v.reason, seconds) for v in verdicts]
         err.print(f"JUnit: {write_junit(gate.junit, 'caplab load', cases)}", markup=False, highlight=False)
     return exits.OK if all(v.passed for v in verdicts) else exits.SLO_FAILED
