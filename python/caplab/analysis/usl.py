@@ -14,7 +14,6 @@ from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.optimize import least_squares
 
 Model = Literal["linear", "amdahl", "usl"]
 Array = NDArray[np.float64]
@@ -82,6 +81,10 @@ def _fit(n: Array, x: Array, model: Model) -> tuple[float, float, float]:
     if model == "linear":
         r = n / scale
         return float(np.sum(r) / np.sum(r * r)), 0.0, 0.0
+    # scipy is imported here, not with the module: it costs a second at every start of `caplab run`
+    # and `caplab report`, and most of their runs fit no scaling model.
+    from scipy import optimize
+
     free = 2 if model == "amdahl" else 3
 
     def residuals(p: Array) -> Array:
@@ -95,7 +98,7 @@ def _fit(n: Array, x: Array, model: Model) -> tuple[float, float, float]:
     lower = [1e-12, 0.0, 0.0][:free]
     upper = [np.inf, 1.0, 10.0][:free]
     start = np.array([lam0, 0.05, 0.001][:free])
-    sol = least_squares(residuals, start, bounds=(lower, upper), method="trf")
+    sol = optimize.least_squares(residuals, start, bounds=(lower, upper), method="trf")
     p = sol.x
     return float(p[0]), float(p[1]), float(p[2]) if free == 3 else 0.0
 

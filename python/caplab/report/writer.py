@@ -14,7 +14,6 @@ from caplab.report.layout.charts import Chart
 from caplab.report.layout.sections import build_report
 from caplab.report.render.html import PLOTLY_JS, render_html
 from caplab.report.render.markdown import CHART_DIR, render_markdown
-from caplab.report.render.static_charts import render_svg
 from caplab.store.repository import Store
 
 HTML = "index.html"
@@ -63,8 +62,12 @@ def write_report(store: Store, study_id: int, out_dir: Path | None = None) -> Re
     svgs: list[Path] = []
     static: dict[str, str] = {}
 
+    # matplotlib is imported when a chart is drawn, not with the package: the commands that import
+    # the report (run, studies, compare) start a second sooner.
+    from caplab.report.render import static_charts
+
     def draw(chart: Chart) -> Path:
-        svgs.append(render_svg(chart, charts_dir / f"{chart.id}.svg"))
+        svgs.append(static_charts.render_svg(chart, charts_dir / f"{chart.id}.svg"))
         static[chart.id] = f"{CHART_DIR}/{chart.id}.svg"
         return Path(static[chart.id])
 

@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal, TextIO, get_args
-
-import pandas as pd
+from typing import TYPE_CHECKING, Literal, TextIO, get_args
 
 from caplab.store import frames as results
 from caplab.store.repository import Store
+
+if TYPE_CHECKING:  # pandas is imported where a table is made: it costs every `caplab` start 0.4 s
+    import pandas as pd
 
 Format = Literal["csv", "parquet", "json"]
 FORMATS: tuple[str, ...] = get_args(Format)
@@ -31,6 +32,8 @@ def default_directory(study_id: int) -> Path:
 def _file_safe(frame: pd.DataFrame) -> pd.DataFrame:
     """Object columns that a flat file cannot hold as they are (lists, dicts, a mix of types, as a
     factor may be) become JSON text."""
+    import pandas as pd
+
     out = frame.copy()
     for name in out.columns:
         column = out[name]

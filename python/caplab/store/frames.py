@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TypeAlias
-
-import pandas as pd
+from typing import TYPE_CHECKING, TypeAlias
 
 from caplab.json_types import as_object
 from caplab.store.repository import Store, StudyRow
+
+if TYPE_CHECKING:  # pandas is imported where a frame is made: it costs every `caplab` start 0.4 s
+    import pandas as pd
 
 __all__ = ["Results", "flatten", "load", "read"]
 
@@ -110,6 +111,8 @@ def _merge(row: Columns, extra: Mapping[str, object], clash_prefix: str) -> None
 
 def _frame(rows: list[Columns], leading: Iterable[str]) -> pd.DataFrame:
     """A frame whose leading columns exist (and come first) even when there are no rows."""
+    import pandas as pd
+
     first = list(leading)
     columns = first + [c for r in rows for c in r if c not in first]
     return pd.DataFrame(rows, columns=list(dict.fromkeys(columns)))
