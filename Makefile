@@ -73,16 +73,15 @@ lint-python:
 	$(BIN)/python -m mypy.stubtest caplab._engine
 
 # -ra: every skipped test's reason (and every failure) in the summary, as pyproject.toml's addopts.
-# Two passes (tests/support/parallel.py says which test goes where, and why): the suite, then the
-# tests that measure the machine one at a time. PYTEST_WORKERS=2 runs the first pass on two
-# workers; on this 2-core machine that took 30 min against about 38 serially, because most tests
-# saturate a core (demo 156 s against 122, the failover ledger 153 against 104), and four failed
-# beside the other worker, so CI runs serially. A test that fails in the first pass is run again,
-# alone, before the verdict: its first failure stays in the log above the re-run; one that fails
-# again fails the target.
+# Two passes (tests/support/parallel.py says which test goes where, and why): the suite on two
+# pytest-xdist workers, then the tests that measure the machine, one at a time. On this 2-core
+# machine the first pass took 27 min on two workers against 54 serially (most of a test's time is
+# waiting on servers, trials and timers, not a core). A test that fails in the first pass is run
+# again, alone, before the verdict: its first failure stays in the log above the re-run; one that
+# fails again fails the target. PYTEST_WORKERS=0 runs the first pass serially.
 # PYTEST_ARGS adds to the first pass (`PYTEST_ARGS=--junitxml=/tmp/t.xml make test` keeps every
 # test's time, to see where the suite's time goes).
-PYTEST_WORKERS ?= 0
+PYTEST_WORKERS ?= 2
 PYTEST_ARGS ?=
 py-test: dev
 	$(BIN)/pytest -q -ra -n $(PYTEST_WORKERS) --dist loadgroup -m "not alone" --durations=25 $(PYTEST_ARGS) \

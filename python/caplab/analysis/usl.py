@@ -74,8 +74,11 @@ class UslFit:
         }
 
 
-def _fit(n: Array, x: Array, model: Model) -> tuple[float, float, float]:
-    """Least squares for one model; σ and κ held at 0 where the model has no such term."""
+def _fit(
+    n: Array, x: Array, model: Model, near: tuple[float, float, float] | None = None
+) -> tuple[float, float, float]:
+    """Least squares for one model; σ and κ held at 0 where the model has no such term. ``near``:
+    where to start (a bootstrap refit starts from the fit it resamples, a few steps from its own)."""
     lam0 = float(np.max(x / n))
     scale = np.maximum(x, 1e-9)
     if model == "linear":
@@ -95,10 +98,22 @@ def _fit(n: Array, x: Array, model: Model) -> tuple[float, float, float]:
         out: Array = (usl(n, p[0], sigma, kappa) - x) / scale
         return out
 
+    def jacobian(p: Array) -> Array:
+        # Analytic derivatives of the relative residuals: least_squares would otherwise estimate
+        # them by finite differences, one more evaluation per parameter at every step, and the
+        # bootstrap refits 400 times per model.
+        lam, sigma = p[0], p[1]
+        kappa = p[2] if free == 3 else 0.0
+        d = 1.0 + sigma * (n - 1.0) + kappa * n * (n - 1.0)
+        slope = -lam * n * (n - 1.0) / (d * d)
+        columns = [n / d, slope, slope * n][:free]
+        out: Array = np.stack(columns, axis=1) / scale[:, None]
+        return out
+
     lower = [1e-12, 0.0, 0.0][:free]
     upper = [np.inf, 1.0, 10.0][:free]
-    start = np.array([lam0, 0.05, 0.001][:free])
-    sol = optimize.least_squares(residuals, start, bounds=(lower, upper), method="trf")
+    start = np.array(list(near or (lam0, 0.05, 0.001))[:free])
+    sol = optimize.least_squares(residuals, start, jac=jacobian, bounds=(lower, upper), method="trf")
     p = sol.x
     return float(p[0]), float(p[1]), float(p[2]) if free == 3 else 0.0
 
@@ -137,7 +152,7 @@ def fit_usl(
     fitted = usl(n, lam, sigma, kappa)
     tss = float(np.sum((x - x.mean()) ** 2))
     r2 = 1.0 - float(np.sum((fitted - x) ** 2)) / tss if tss > 0 else 1.0
-    draws = _bootstrap(n, x, fitted, chosen, seed)
+    draws = _bootstrap(n, x, fitted, chosen, seed, (lam, sigma, kappa))
     ci = {
         name: (float(np.percentile(draws[:, i], 2.5)), float(np.percentile(draws[:, i], 97.5)))
         for i, name in enumerate(("lambda", "sigma", "kappa"))
@@ -164,7 +179,9 @@ def fit_usl(
     )
 
 
-def _bootstrap(n: Array, x: Array, fitted: Array, model: Model, seed: int) -> Array:
+def _bootstrap(
+    n: Array, x: Array, fitted: Array, model: Model, seed: int, near: tuple[float, float, float]
+) -> Array:
     """Residual bootstrap: refit on fitted × (1 + resampled relative residuals); rows of (λ, σ, κ)."""
     rng = np.random.default_rng(seed)
     residuals = (x - fitted) / np.maximum(fitted, 1e-9)
@@ -174,7 +191,7 @@ def _bootstrap(n: Array, x: Array, fitted: Array, model: Model, seed: int) -> Ar
     out = np.empty((BOOTSTRAP_DRAWS, 3))
     for i in range(BOOTSTRAP_DRAWS):
         sample = fitted * (1.0 + rng.choice(residuals, size=n.size, replace=True))
-        out[i] = _fit(n, np.maximum(sample, 0.0), model)
+        out[i] = _fit(n, np.maximum(sample, 0.0), model, near)
     return out
 
 
