@@ -1,6 +1,6 @@
-"""The report's sections in the papers' order: summary with the recommendation, environment,
-scenario and workload, test matrix, results, capacity, scaling, trials over time, observations,
-recommendations, and the searches' trials as an appendix."""
+"""The report's sections in the papers' order: summary with the recommendation, the study's findings
+judged, environment, scenario and workload, test matrix, results, capacity, scaling, trials over
+time, observations, recommendations, and the searches' trials as an appendix."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from caplab.report.layout.failover import (
     replication_table,
     success_table,
 )
+from caplab.report.layout.findings import findings_section
 from caplab.report.layout.job_charts import job_chart
 from caplab.report.layout.paper import paper_table
 from caplab.report.layout.study_charts import summary_charts
@@ -408,6 +409,7 @@ def build_report(results: Results) -> Report:
         subtitle,
         [
             summary(results),
+            *([findings] if (findings := findings_section(results)) else []),
             environment(results),
             scenario(results),
             matrix(results),

@@ -807,9 +807,46 @@ class CellEndurance(TypedDict):
     volumes: list[EnduranceRow]
 
 
+class FindingFigure(TypedDict):
+    """One figure a finding's verdict used: a cell's value and interval (``low == high``: no
+    interval), or its limit or count in words (``value`` null)."""
+
+    label: str
+    value: float | None
+    low: float | None
+    high: float | None
+    text: str
+
+
+class FindingEstimate(TypedDict):
+    """What the verdict rests on: a ratio, a slope or a share, with its interval."""
+
+    name: str
+    value: float
+    low: float
+    high: float
+    text: str
+
+
+class FindingEntry(TypedDict):
+    """One of the study's ``findings:`` judged from its data (analysis/findings.py)."""
+
+    claim: str
+    paper: str | float | None
+    """The paper's figure or words beside ours: its hardware, not this machine."""
+    kind: str
+    """compare, trend, limit, rank, success, no_loss or consolidation."""
+    verdict: Literal["reproduced", "contradicted", "inconclusive"]
+    reason: str
+    figures: list[FindingFigure]
+    estimates: list[FindingEstimate]
+
+
 class Results(Measured):
     """results.json: the measurements and what the report says of them."""
 
+    findings: list[FindingEntry]
+    """The study's claims, each reproduced, contradicted or inconclusive, with its evidence."""
     observations: list[Observation]
     recommendation: Recommendation
     cost: StudyCost | None
