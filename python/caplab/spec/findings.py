@@ -26,6 +26,7 @@ from caplab.grammar.findings import (
     StudyFindings,
     SuccessClaim,
     TrendClaim,
+    same_value,
     selects,
 )
 from caplab.spec.errors import KeyPath, SpecError, line_of
@@ -118,22 +119,27 @@ class _Check:
             if name not in self.factors:
                 known = ", ".join(self.factors) or "none"
                 raise self.fail((*field, name), f"{name!r} is not a factor (the factors: {known})")
-            if not any(selects({name: value}, {name: v}) for v in self.factors[name]):
-                values = ", ".join(str(v) for v in self.factors[name])
-                raise self.fail((*field, name), f"{value!r} is not a value of {name} ({values})")
+            if not any(same_value(v, value) for v in self.factors[name]):
+                raise self.fail(
+                    (*field, name), f"{value!r} is not a value of {name} ({_listed(self.factors[name])})"
+                )
         matched = [cell for cell in self.matrix if selects(selection, dict(cell))]
         if not matched:
             raise self.fail(field, "no cell of the study has all these values")
         return matched
 
-    def one_cell(self, selection: Selection, field: tuple[str | int, ...]) -> None:
+    def one_cell(
+        self,
+        selection: Selection,
+        field: tuple[str | int, ...],
+        hint: str = " (or per: FACTOR for each of its values)",
+    ) -> None:
         matched = self.cells(selection, field)
         if len(matched) > 1:
             free = [n for n in self.factors if n not in selection]
             raise self.fail(
                 field,
-                f"matches {len(matched)} cells: name one value of each of {', '.join(free)} "
-                "(or per: FACTOR for each of its values)",
+                f"matches {len(matched)} cells: name one value of each of {', '.join(free)}{hint}",
             )
 
     def factor(self, name: str, field: str) -> list[Scalar]:
@@ -166,9 +172,15 @@ class _Check:
             )
 
     def rank(self, j: RankClaim) -> None:
-        self.factor(j.factor, "factor")
         if j.factor in j.cells:
             raise self.fail(("cells", j.factor), "the order gives this factor's values: leave it out")
+        values = self.factor(j.factor, "factor")
         for k, value in enumerate(j.order):
-            self.cells({**j.cells, j.factor: value}, ("order", k))
-            self.one_cell({**j.cells, j.factor: value}, ("cells",))
+            if not any(same_value(v, value) for v in values):
+                raise self.fail(("order", k), f"{value!r} is not a value of {j.factor} ({_listed(values)})")
+        for value in j.order:
+            self.one_cell({**j.cells, j.factor: value}, ("cells",), "")
+
+
+def _listed(values: list[Scalar]) -> str:
+    return ", ".join(str(v) for v in values)
