@@ -25,23 +25,28 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 FactorValue = int | float | str | bool
-Selection = dict[str, FactorValue]
-"""Cells by factor values: ``{setup: ssd, placement: together}``; empty selects every cell."""
+Selection = dict[str, FactorValue | list[FactorValue]]
+"""Cells by factor values: ``{setup: ssd, placement: together}``, a list for any of several values
+(``{setup: [hdd, hdd-split]}``); empty selects every cell."""
 
 Metric = Literal[
     "capacity",
     "throughput",
     "p99",
+    "cpu",
     "items_per_s",
     "recovery",
+    "action_s",
     "group_recovery",
     "database_recovery",
     "database_recovery_max",
 ]
 """What a cell stores that a claim may be about: its capacity (the searched figure with its
-replicates' interval, or the rate a fixed load carried), its throughput and p99 (ms) at it, a job
-phase's items a second (``phase:``), and recovery seconds after a fault — the clients' (``recovery``),
-the group's, and the databases' median and slowest (per failover trial)."""
+replicates' interval, or the rate a fixed load carried), its throughput and p99 (ms) at it, the
+CPU its roles used together (% of one host core: what a user or a message costs), a job
+phase's items a second (``phase:``), an action's own seconds during a trial (``action_s``: a
+rebuild, a switchover), and recovery seconds after a fault — the clients' (``recovery``), the
+group's, and the databases' median and slowest (per failover trial)."""
 
 METRICS: tuple[str, ...] = get_args(Metric)
 LimitWord = Literal[
@@ -232,7 +237,11 @@ class StudyFindings(_Model):
 def selects(selection: Selection, factors: dict[str, Any]) -> bool:
     """Whether a cell's factors take every value the selection names (``1`` and ``"1"`` alike: a
     YAML author writes ``{hosts: 1}`` for a factor listed as ``[1, 2]`` or ``["1", "2"]``)."""
-    return all(name in factors and same_value(factors[name], want) for name, want in selection.items())
+    return all(
+        name in factors
+        and any(same_value(factors[name], w) for w in (want if isinstance(want, list) else [want]))
+        for name, want in selection.items()
+    )
 
 
 def same_value(have: Any, want: Any) -> bool:

@@ -36,7 +36,9 @@ from caplab.spec.study import StudyConfig
 
 __all__ = ["Finding", "check_findings"]
 
-RECOVERY_METRICS = frozenset({"recovery", "group_recovery", "database_recovery", "database_recovery_max"})
+RECOVERY_METRICS = frozenset(
+    {"recovery", "action_s", "group_recovery", "database_recovery", "database_recovery_max"}
+)
 
 
 def check_findings(
@@ -115,14 +117,14 @@ class _Check:
 
     def cells(self, selection: Selection, field: tuple[str | int, ...]) -> list[dict[str, Scalar]]:
         """The cells a selection matches: at least one, by factors and values the study has."""
-        for name, value in selection.items():
+        for name, wanted in selection.items():
             if name not in self.factors:
                 known = ", ".join(self.factors) or "none"
                 raise self.fail((*field, name), f"{name!r} is not a factor (the factors: {known})")
-            if not any(same_value(v, value) for v in self.factors[name]):
-                raise self.fail(
-                    (*field, name), f"{value!r} is not a value of {name} ({_listed(self.factors[name])})"
-                )
+            for value in wanted if isinstance(wanted, list) else [wanted]:
+                if not any(same_value(v, value) for v in self.factors[name]):
+                    values = _listed(self.factors[name])
+                    raise self.fail((*field, name), f"{value!r} is not a value of {name} ({values})")
         matched = [cell for cell in self.matrix if selects(selection, dict(cell))]
         if not matched:
             raise self.fail(field, "no cell of the study has all these values")

@@ -75,8 +75,12 @@ def _cell(c: CellResult, capacity: CapacityEntry | None, items: dict[str, Readin
         readings["throughput"] = Reading.of(metrics["throughput"])
     if is_number(metrics["latency_ms"]["p99"]):
         readings["p99"] = Reading.of(metrics["latency_ms"]["p99"])
+    cpu = [c["resources"].get(role, {}).get("cpu_percent") for role in c["roles"]]
+    if any(is_number(x) for x in cpu):
+        readings["cpu"] = Reading.of(sum(x for x in cpu if is_number(x)))
     for name, values in (
         ("recovery", [r["recovery_s"] for r in c["recovery"]]),
+        ("action_s", [r["took_s"] for r in c["recovery"]]),
         ("group_recovery", [f["group_s"] for f in c["failover"]]),
         ("database_recovery", [f["p50_s"] for f in c["failover"]]),
         ("database_recovery_max", [f["max_s"] for f in c["failover"]]),
