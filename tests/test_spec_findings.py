@@ -120,6 +120,11 @@ def test_findings_of_every_kind_load_typed(tmp_path: Path) -> None:
             id="misspelt-kind",
         ),
         pytest.param(
+            "  - claim: x\n    limit: {kind: disk, cells: {setup: [hdd, nvme]}}\n",
+            "10: findings.0.limit.cells.setup: 'nvme' is not a value of setup (hdd, ssd)",
+            id="unknown-value-in-a-list",
+        ),
+        pytest.param(
             "  - limit: {kind: disk}\n",
             "9: findings.0.claim: required field is missing",
             id="no-claim",

@@ -274,3 +274,18 @@ def test_consolidation_ratio_is_judged_with_its_interval() -> None:
     assert judged(additive, placements=(pair(1.2, 1.4),)).verdict == C
     assert judged(additive, placements=(pair(0.85, 1.05),)).verdict == N
     assert judged(additive).verdict == N
+
+
+def test_a_selection_may_list_several_values_of_a_factor() -> None:
+    cells = [
+        cell(i, {"setup": s}, limit=k)
+        for i, (s, k) in enumerate([("hdd", "storage"), ("split", "storage"), ("ssd", "cpu")])
+    ]
+    assert judged(finding(limit={"kind": "disk", "cells": {"setup": ["hdd", "split"]}}), *cells).verdict == R
+    assert judged(finding(limit={"kind": "disk", "cells": {"setup": ["hdd", "ssd"]}}), *cells).verdict == N
+
+
+def test_a_rank_of_single_runs_says_it_rests_on_point_values() -> None:
+    cells = profiles((100, 100, 100), (200, 200, 200))
+    j = judged(rank("p0", "p1"), *cells)
+    assert j.verdict == R and "point values" in j.reason

@@ -166,6 +166,7 @@ def _rank(j: RankClaim, study: StudyFigures) -> Outcome:
     ranked: list[tuple[CellFigures, object]] = []
     figures: list[Evidence] = []
     spans: list[tuple[float, float]] = []
+    points = ""
     for value in j.order:
         cell = _one(study, {**j.cells, j.factor: value})
         reading = reading_of(cell, j.metric, j.phase) if cell else None
@@ -174,6 +175,8 @@ def _rank(j: RankClaim, study: StudyFigures) -> Outcome:
         figures.append(cell_evidence(cell, reading))
         ranked.append((cell, value))
         spans.append((reading.low, reading.high))
+        if not reading.has_interval:
+            points = " (cells without an interval: their point values)"
     for i in range(len(spans)):
         for k in range(i + 1, len(spans)):
             if spans[i][0] > spans[k][1]:
@@ -192,7 +195,7 @@ def _rank(j: RankClaim, study: StudyFigures) -> Outcome:
     order = " < ".join(str(v) for _, v in ranked)
     if tied:
         return Verdict.INCONCLUSIVE, f"intervals overlap ({'; '.join(tied)}): not ranked", figures, []
-    return Verdict.REPRODUCED, f"{j.metric}: {order}, no two intervals overlapping", figures, []
+    return Verdict.REPRODUCED, f"{j.metric}: {order}, each interval below the next{points}", figures, []
 
 
 LIMIT_WORDS: Mapping[str, frozenset[LimitKind]] = {
