@@ -10,7 +10,7 @@ from typing import Any, cast
 
 import pytest
 
-from caplab.report.layout.blocks import Report
+from caplab.report.layout.blocks import KeyFigures, Report
 from caplab.report.layout.findings import findings_section
 from caplab.report.model.findings import study_findings
 from caplab.report.model.types import Measured, Results
@@ -145,7 +145,10 @@ def test_the_report_of_a_real_study_shows_its_findings_right_after_the_summary(
     assert {f["verdict"] for f in results["findings"]} <= {"reproduced", "contradicted", "inconclusive"}
     assert results["findings"][0]["estimates"][0]["name"] == "slope"
     assert '"findings": [' in dumps(results)
-    sections = [s.title for s in build_report(results).sections]
-    assert sections[:2] == ["Summary", "Findings"]
+    report = build_report(results)
+    assert [s.title for s in report.sections][:2] == ["Summary", "Findings"]
+    key = next(b for b in report.sections[0].blocks if isinstance(b, KeyFigures))
+    held = sum(f["verdict"] == "reproduced" for f in results["findings"])
+    assert any(f.label == "findings reproduced" and f.value == f"{held} of 3" for f in key.items)
     plain = build_results(study_document, study_samples)
     assert plain["findings"] == [] and "Findings" not in [s.title for s in build_report(plain).sections]

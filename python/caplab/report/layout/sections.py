@@ -113,6 +113,12 @@ def _key_figures(results: Results) -> KeyFigures:
                 f"peak {u.rate(peak['throughput'])} at {where}",
             )
         )
+    findings = results.get("findings") or []
+    if findings:
+        held = sum(1 for f in findings if f["verdict"] == "reproduced")
+        rest = Counter(f["verdict"] for f in findings if f["verdict"] != "reproduced")
+        note = ", ".join(f"{n} {v}" for v, n in sorted(rest.items())) or "none contradicted or open"
+        items.append(Figure("findings reproduced", f"{held} of {len(findings)}", note))
     by_status = results["matrix"]["by_status"]
     done = by_status.get("complete", 0)
     others = ", ".join(f"{n} {s}" for s, n in by_status.items() if s != "complete")
