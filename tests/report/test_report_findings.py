@@ -32,7 +32,7 @@ def cell(index: int, setup: str, limit: str | None = None, **extra: Any) -> dict
         "factors": {"setup": setup},
         "roles": ["db"],
         "resources": {"db": {"cpu_percent": 50.0 + index}},
-        "metrics": {"throughput": 100.0, "latency_ms": {"p99": 20.0}},
+        "metrics": {"throughput": 100.0, "latency_ms": {"p99": 20.0}, "capacity": None},
         "limit": {"resource": limit, "kind": "hardware"} if limit else None,
         "recovery": [],
         "failover": [],
@@ -42,7 +42,7 @@ def cell(index: int, setup: str, limit: str | None = None, **extra: Any) -> dict
 
 
 def capacity(index: int, value: float, ci95: list[float], interval: str) -> dict[str, Any]:
-    return {"cell": index, "value": value, "ci95": ci95, "interval": interval}
+    return {"cell": index, "value": value, "ci95": ci95, "interval": interval, "basis": "capacity"}
 
 
 def measured(capacities: list[dict[str, Any]]) -> Measured:
@@ -75,6 +75,39 @@ def test_a_search_bracket_is_not_an_interval_a_cell_counts_as_its_point_value() 
         and entry["estimates"][0]["low"] == entry["estimates"][0]["high"] == 1.2
     )
     assert "without an interval" in entry["reason"]
+
+
+def test_each_replicate_is_a_point_of_a_trend() -> None:
+    """Two cells of three replicates each: six points, so a slope with an interval where two means
+    alone would have none. workers 1: 100, 104, 96; workers 2: 200, 196, 204 — slope 100, residuals
+    ±4 and 0, SSR 64, se √(16 / 1.5) = 3.27, t(4) = 2.78: 100 ± 9.08."""
+    cells = []
+    for i, values in enumerate([[100.0, 104.0, 96.0], [200.0, 196.0, 204.0]]):
+        one = cell(i, "ssd") | {"factors": {"workers": i + 1}, "label": f"workers={i + 1}"}
+        one["metrics"] = one["metrics"] | {"capacity": {"replicate_values": values}}
+        cells.append(one)
+    doc = cast(
+        Measured,
+        {
+            "cells": cells,
+            "capacity": [
+                capacity(0, 100, [90, 110], "replicates"),
+                capacity(1, 200, [190, 210], "replicates"),
+            ],
+            "jobs": None,
+            "consolidation": [],
+        },
+    )
+    trend = {
+        "claim": "more workers more",
+        "trend": {"metric": "capacity", "factor": "workers", "sign": "rising"},
+    }
+    (entry,) = study_findings({"findings": [trend]}, doc)
+    (slope,) = entry["estimates"]
+    assert entry["verdict"] == "reproduced" and "6 points" in entry["reason"]
+    assert slope["value"] == pytest.approx(100) and slope["high"] - slope["value"] == pytest.approx(
+        9.08, abs=0.01
+    )
 
 
 def test_limits_and_cpu_are_read_from_the_cells() -> None:

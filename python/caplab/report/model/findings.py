@@ -3,8 +3,8 @@ figures handed to analysis/findings.py as it reads them, the verdicts put back a
 
 A capacity's interval is its replicates' (a confidence interval) or none: one search's bracket says
 how precisely that run placed the capacity, not where another run would land, so a cell without
-replicates counts as its point value. A failover's recovery is each trial's figure, its interval
-the trials' t-interval.
+replicates counts as its point value; each replicate's own capacity is a point of a trend. A
+failover's recovery is each trial's figure, its interval the trials' t-interval.
 """
 
 from __future__ import annotations
@@ -68,8 +68,12 @@ def _pair(interval: Sequence[float | None] | None) -> tuple[float | None, float 
 def _cell(c: CellResult, capacity: CapacityEntry | None, items: dict[str, Reading]) -> CellFigures:
     readings = dict(items)
     if capacity is not None and is_number(capacity["value"]):
-        low, high = _pair(capacity["ci95"]) if capacity["interval"] == "replicates" else (None, None)
-        readings["capacity"] = Reading.of(capacity["value"], low, high)
+        replicated = capacity["interval"] == "replicates"
+        low, high = _pair(capacity["ci95"]) if replicated else (None, None)
+        values: list[float] = []
+        if replicated and capacity["basis"] == "capacity" and (searched := c["metrics"]["capacity"]):
+            values = searched.get("replicate_values", [])
+        readings["capacity"] = Reading.of(capacity["value"], low, high, values)
     metrics = c["metrics"]
     if is_number(metrics["throughput"]):
         readings["throughput"] = Reading.of(metrics["throughput"])
@@ -78,14 +82,14 @@ def _cell(c: CellResult, capacity: CapacityEntry | None, items: dict[str, Readin
     cpu = [c["resources"].get(role, {}).get("cpu_percent") for role in c["roles"]]
     if any(is_number(x) for x in cpu):
         readings["cpu"] = Reading.of(sum(x for x in cpu if is_number(x)))
-    for name, values in (
+    for name, per_trial in (
         ("recovery", [r["recovery_s"] for r in c["recovery"]]),
         ("action_s", [r["took_s"] for r in c["recovery"]]),
         ("group_recovery", [f["group_s"] for f in c["failover"]]),
         ("database_recovery", [f["p50_s"] for f in c["failover"]]),
         ("database_recovery_max", [f["max_s"] for f in c["failover"]]),
     ):
-        if reading := _trials(values):
+        if reading := _trials(per_trial):
             readings[name] = reading
     limit = c["limit"]
     ledgers = [r for r in c["recovery"] if r["acknowledged"] is not None]

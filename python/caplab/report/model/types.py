@@ -168,6 +168,8 @@ class CellCapacity(TypedDict):
     actions: list[ActionRow]
     """A usage profile's actions at capacity (empty for a single request type)."""
     per_user: PerUserRow | None
+    replicate_values: NotRequired[list[float]]
+    """Each replicate's own capacity (empty for one search): the points a trend across cells fits."""
 
 
 class Metrics(TypedDict):
