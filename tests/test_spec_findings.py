@@ -158,3 +158,25 @@ def test_a_job_phase_the_job_lacks_is_refused(tmp_path: Path) -> None:
     assert str(caught.value) == (
         f"{path}:9: findings.0.trend.phase: 'sync' is not a phase of the job (its phases: stage)"
     )
+
+
+@pytest.mark.parametrize(
+    ("judgement", "expected"),
+    [
+        ("success: {at_least: 1}", "success: the study has no recovery: SLO"),
+        ("no_loss: true", "no_loss: no ledger of acknowledged writes: give target.postgres ledger: true"),
+    ],
+)
+def test_a_failover_claim_needs_what_it_is_judged_from(tmp_path: Path, judgement: str, expected: str) -> None:
+    """Actions alone are not enough: a success is counted against the recovery SLO, a loss from the
+    ledger of acknowledged writes."""
+    path = tmp_path / "study.yaml"
+    path.write_text(
+        STUDY.replace("findings:\n", "actions:\n  - {at: 1s, run: 'true'}\nfindings:\n")
+        + f"  - claim: x\n    {judgement}\n"
+    )
+    with pytest.raises(SpecError) as caught:
+        load_study(path)
+    assert str(caught.value) == f"{path}:12: findings.0.{expected}" + (
+        " (what a failover must meet to succeed)" if "success" in judgement else ""
+    )

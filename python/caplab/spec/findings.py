@@ -93,14 +93,23 @@ class _Check:
             self.rank(j)
         elif isinstance(j, SuccessClaim | NoLossClaim):
             self.cells(j.cells, ("cells",))
-            if not self.config.actions:
-                raise self.fail((), "the study has no actions: (no failover to count)")
+            self.failover(j)
         elif isinstance(j, ConsolidationClaim):
             self.cells(j.cells, ("cells",))
             if self.config.consolidation is None:
                 raise self.fail((), "the study has no consolidation: (no placements to compare)")
         elif isinstance(j, LimitClaim):
             self.cells(j.cells, ("cells",))
+
+    def failover(self, j: SuccessClaim | NoLossClaim) -> None:
+        """A success count needs failovers judged against a recovery SLO; a loss, a ledger."""
+        if not self.config.actions:
+            raise self.fail((), "the study has no actions: (no failover to count)")
+        if isinstance(j, SuccessClaim) and self.config.recovery is None:
+            raise self.fail((), "the study has no recovery: SLO (what a failover must meet to succeed)")
+        postgres = self.config.target.postgres if self.config.target else None
+        if isinstance(j, NoLossClaim) and not (postgres and postgres.ledger):
+            raise self.fail((), "no ledger of acknowledged writes: give target.postgres ledger: true")
 
     def metric(self, metric: str, phase: str | None) -> None:
         """The metric is one the study measures."""
