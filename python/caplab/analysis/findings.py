@@ -257,13 +257,12 @@ def _success(j: SuccessClaim, cells: list[CellFigures]) -> Outcome:
     n = sum(c.failovers or 0 for c in counted)
     if n == 0:
         return Verdict.INCONCLUSIVE, "no failover judged against a recovery SLO", figures, []
-    share = Estimate("success", k / n, k / n, k / n)
     verdict = Verdict.REPRODUCED if k / n >= j.at_least else Verdict.CONTRADICTED
     return (
         verdict,
         f"{k}/{n} failovers met the recovery SLO ({k / n:.0%}; claimed ≥ {j.at_least:.0%})",
         figures,
-        [share],
+        [],
     )
 
 
