@@ -289,3 +289,22 @@ def test_a_rank_of_single_runs_says_it_rests_on_point_values() -> None:
     cells = profiles((100, 100, 100), (200, 200, 200))
     j = judged(rank("p0", "p1"), *cells)
     assert j.verdict == R and "point values" in j.reason
+
+
+def test_a_divisor_whose_interval_reaches_zero_leaves_the_ratio_unbounded_above() -> None:
+    """500 [450, 550] over 100 [0, 200]: from 450/200 = 2.25 up without bound — still wholly above
+    1, and wholly outside [0.5, 1.5]; an upper bound it cannot show is open."""
+    a = cell(0, {"setup": "ssd"}, capacity=Reading.of(500, 450, 550))
+    b = cell(1, {"setup": "hdd"}, capacity=Reading.of(100, 0, 200))
+    j = judged(compare(">1", "ssd", "hdd"), a, b)
+    assert j.verdict == R and j.estimates[0].low == 2.25 and j.estimates[0].high == float("inf")
+    assert "5 [2.25, ∞]" in j.reason
+    assert judged(compare([0.5, 1.5], "ssd", "hdd"), a, b).verdict == C
+    assert judged(compare("<10", "ssd", "hdd"), a, b).verdict == N
+
+
+def test_a_software_limit_is_named_once() -> None:
+    (software,) = limits("software")
+    assert CellFigures(0, "", {}, limit="software", limit_resource="software").limit_text == "software"
+    assert CellFigures(0, "", {}, limit="cpu", limit_resource="cpu:db").limit_text == "cpu (cpu:db)"
+    assert software.limit_text == "software"

@@ -3,6 +3,7 @@ with its evidence out (analysis/findings.py judges; the report shows these as th
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -62,7 +63,8 @@ class CellFigures:
     def limit_text(self) -> str:
         if self.limit is None:
             return "no limit named"
-        return f"{self.limit} ({self.limit_resource})" if self.limit_resource else self.limit
+        named = self.limit_resource not in (None, self.limit)
+        return f"{self.limit} ({self.limit_resource})" if named else self.limit
 
 
 @dataclass(frozen=True)
@@ -104,7 +106,8 @@ class Evidence:
 
 @dataclass(frozen=True)
 class Estimate:
-    """What the verdict rests on: a ratio, a slope or a share, with its interval."""
+    """What the verdict rests on: a ratio or a slope, with its interval (``high`` infinite for a
+    ratio whose divisor's interval reaches 0)."""
 
     name: str
     value: float
@@ -114,7 +117,8 @@ class Estimate:
     def text(self) -> str:
         if self.low == self.high:
             return number(self.value)
-        return f"{number(self.value)} [{number(self.low)}, {number(self.high)}]"
+        high = number(self.high) if math.isfinite(self.high) else "∞"
+        return f"{number(self.value)} [{number(self.low)}, {high}]"
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ reads a store or writes text for a terminal.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -137,11 +138,13 @@ def _compare(j: CompareClaim, study: StudyFigures) -> Outcome:
             figures.append(cell_evidence(a, ra))
         if b and rb:
             figures.append(cell_evidence(b, rb))
-        if a is None or b is None or ra is None or rb is None or rb.value <= 0 or rb.low <= 0:
+        if a is None or b is None or ra is None or rb is None or rb.value <= 0:
             verdicts.append(Verdict.INCONCLUSIVE)
             reasons.append(f"no {j.metric} measured on both sides{tag}")
             continue
-        ratio = Estimate(f"ratio{tag}", ra.value / rb.value, ra.low / rb.high, ra.high / rb.low)
+        # An interval of the divisor reaching 0 leaves the ratio unbounded above.
+        high = ra.high / rb.low if rb.low > 0 else math.inf
+        ratio = Estimate(f"ratio{tag}", ra.value / rb.value, ra.low / rb.high, high)
         estimates.append(ratio)
         verdict = judge_relation(j.ratio, ratio.low, ratio.high)
         verdicts.append(verdict)

@@ -9,6 +9,7 @@ failover's recovery is each trial's figure, its interval the trials' t-interval.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from caplab.analysis.finding_types import Reading
@@ -131,7 +132,13 @@ def _entry(j: Judged) -> FindingEntry:
             for f in j.figures
         ],
         "estimates": [
-            {"name": e.name, "value": e.value, "low": e.low, "high": e.high, "text": e.text()}
+            {
+                "name": e.name,
+                "value": e.value,
+                "low": e.low,
+                "high": e.high if math.isfinite(e.high) else None,
+                "text": e.text(),
+            }
             for e in j.estimates
         ],
     }

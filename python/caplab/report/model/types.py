@@ -821,12 +821,13 @@ class FindingFigure(TypedDict):
 
 
 class FindingEstimate(TypedDict):
-    """What the verdict rests on: a ratio, a slope or a share, with its interval."""
+    """What the verdict rests on: a ratio or a slope, with its interval."""
 
     name: str
     value: float
     low: float
-    high: float
+    high: float | None
+    """Null for a ratio without an upper bound (the divisor's interval reaches 0)."""
     text: str
 
 
