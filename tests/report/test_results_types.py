@@ -71,6 +71,25 @@ def test_results_json_has_the_declared_shape(built: Built, which: str) -> None:
     assert _mismatch(results, Results, "results") is None
 
 
+def test_results_json_with_findings_has_the_declared_shape(built: Built) -> None:
+    """A study file's findings judged (a trend with its slope, a limit with its cells' words): the
+    ``findings`` entries have the shape their types declare."""
+    from caplab.report.document import build_results
+    from caplab.store import Store
+
+    with Store(built.db_url) as store:
+        document = store.study_document(1).to_json()
+        samples = store.resource_samples(1)
+    document["study"]["spec"] += (  # type: ignore[index]
+        "\nfindings:\n"
+        "  - {claim: more workers more, paper: 2, trend: {metric: capacity, factor: workers, sign: rising}}\n"
+        "  - {claim: cpu binds, limit: {kind: cpu}}\n"
+    )
+    results = build_results(document, samples)
+    assert len(results["findings"]) == 2
+    assert _mismatch(results, Results, "results") is None
+
+
 def test_the_shape_check_finds_an_undeclared_key(built: Built) -> None:
     """The check above can fail: a key the types do not declare is reported with its path."""
     results = {**built.scaleout.results, "cells": [{**built.scaleout.results["cells"][0], "extra": 1}]}

@@ -133,6 +133,13 @@ TARGET = "name: orders\ntarget:\n  http:\n    url: http://127.0.0.1:8080/\n"
             "7: target.postgres.databases: matches no database (10% of 0): the load needs at least one",
             id="database-list-of-none",
         ),
+        pytest.param(
+            TARGET
+            + "factors:\n  workers: [1, 2]\nload:\n  rate: 1\nfindings:\n  - claim: more workers, more\n"
+            "    compare: {metric: capacity, cells: {workers: 3}, over: {workers: 1}, ratio: '>1'}\n",
+            "11: findings.0.compare.cells.workers: 3 is not a value of workers (1, 2)",
+            id="finding-of-no-cell",
+        ),
     ],
 )
 @pytest.mark.slow

@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import cast
 
 from caplab.report.model.build import SCHEMA, build_measured
+from caplab.report.model.findings import study_findings
+from caplab.report.model.scenario import study_spec
 from caplab.report.model.types import Measured, Results
 from caplab.report.text.observations import observe
 from caplab.report.text.pricing import study_cost, study_endurance
@@ -45,6 +47,7 @@ def build_results(
     recommendation = recommend(measured, observations)
     results: Results = {
         **measured,
+        "findings": study_findings(study_spec(study.study), measured),
         "observations": observations,
         "recommendation": recommendation,
         "cost": study_cost(recommendation),

@@ -10,8 +10,9 @@ for every value the factor takes. Unknown ``{names}`` are left alone (``{seq}`` 
 The model computes nothing: what a cell's hardware is (``caplab.profiles.design``) and what it
 costs (``caplab.analysis.cost``) are worked out from it elsewhere. One module per concept: the
 target, the system under test, the load, actions, search and goal, hardware, cost, job, the
-whole cell (``study``); the factor matrix, the cross-field checks, the error wording and the
-loader beside them. This package re-exports what the rest of caplab imports.
+whole cell (``study``), the claims judged once it has run (``findings``); the factor matrix, the
+cross-field checks, the error wording and the loader beside them. This package re-exports what the
+rest of caplab imports.
 """
 
 from caplab.spec.actions import ActionSpec, RecoverySpec
@@ -19,6 +20,7 @@ from caplab.spec.cost import ConfigurationPriceSpec, CostSpec, ProfilePriceSpec
 from caplab.spec.errors import SpecError
 from caplab.spec.factors import substitute
 from caplab.spec.fields import Scalar, Strict
+from caplab.spec.findings import Finding
 from caplab.spec.hardware import (
     ConsolidationSpec,
     DeviceSpec,
@@ -56,6 +58,7 @@ __all__ = [
     "CounterItems",
     "DatabaseListSpec",
     "DeviceSpec",
+    "Finding",
     "GoalSpec",
     "HttpTarget",
     "JobSpec",

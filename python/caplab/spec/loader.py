@@ -21,6 +21,7 @@ from caplab.spec.checks import (
 from caplab.spec.errors import KeyPath, SpecError, line_map, line_of
 from caplab.spec.factors import factor_matrix, substitute, with_placement
 from caplab.spec.fields import Scalar
+from caplab.spec.findings import check_findings
 from caplab.spec.load import UsageSpec
 from caplab.spec.messages import format_error
 from caplab.spec.study import Cell, Study, StudyConfig
@@ -51,11 +52,15 @@ def load_study(path: str | Path) -> Study:
     """Reads and validates a study file; raises SpecError with ``file:line: field: message``."""
     path = Path(path)
     text, lines, data = _read_mapping(path, STUDY_NOT_A_MAPPING)
+    findings_raw = data.pop("findings", None)  # the study's, not a cell's: checked on the matrix
     matrix = _matrix(path, lines, data)
     cells = [_cell(path, lines, data, index, factors) for index, factors in enumerate(matrix)]
     names = list(matrix[0]) if matrix else []
     _check_goal(path, lines, cells, names)
-    return Study(path=path, text=text, name=cells[0].config.name, factor_names=names, cells=cells)
+    findings = check_findings(path, lines, findings_raw, matrix, cells[0].config)
+    return Study(
+        path=path, text=text, name=cells[0].config.name, factor_names=names, cells=cells, findings=findings
+    )
 
 
 def _read_mapping(path: Path, not_a_mapping: str) -> tuple[str, dict[KeyPath, int], dict[str, Any]]:

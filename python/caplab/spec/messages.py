@@ -37,7 +37,7 @@ def _fields_at(loc: KeyPath, root: type[BaseModel] = StudyConfig) -> list[str]:
     if model is None:
         return []
     names = list(model.model_fields)
-    return [*names, "factors"] if model is StudyConfig else names
+    return [*names, "factors", "findings"] if model is StudyConfig else names
 
 
 def _model_of(annotation: Any) -> type[BaseModel] | None:

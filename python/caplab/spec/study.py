@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
+from caplab.grammar.findings import Finding
 from caplab.spec.actions import ActionSpec, RecoverySpec
 from caplab.spec.cost import CostSpec
 from caplab.spec.fields import Scalar, Strict
@@ -151,6 +152,8 @@ class Study:
     name: str
     factor_names: list[str]
     cells: list[Cell]
+    findings: list[Finding] = field(default_factory=list)
+    """The study's claims over its results (``findings:``), judged once it has run."""
 
     @property
     def directory(self) -> Path:

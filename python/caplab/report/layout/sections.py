@@ -1,6 +1,6 @@
-"""The report's sections in the papers' order: summary with the recommendation, environment,
-scenario and workload, test matrix, results, capacity, scaling, trials over time, observations,
-recommendations, and the searches' trials as an appendix."""
+"""The report's sections in the papers' order: summary with the recommendation, the study's findings
+judged, environment, scenario and workload, test matrix, results, capacity, scaling, trials over
+time, observations, recommendations, and the searches' trials as an appendix."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ from caplab.report.layout.failover import (
     replication_table,
     success_table,
 )
+from caplab.report.layout.findings import findings_section
 from caplab.report.layout.job_charts import job_chart
 from caplab.report.layout.paper import paper_table
 from caplab.report.layout.study_charts import summary_charts
@@ -112,6 +113,12 @@ def _key_figures(results: Results) -> KeyFigures:
                 f"peak {u.rate(peak['throughput'])} at {where}",
             )
         )
+    findings = results.get("findings") or []
+    if findings:
+        held = sum(1 for f in findings if f["verdict"] == "reproduced")
+        rest = Counter(f["verdict"] for f in findings if f["verdict"] != "reproduced")
+        note = ", ".join(f"{n} {v}" for v, n in sorted(rest.items())) or "none contradicted or open"
+        items.append(Figure("findings reproduced", f"{held} of {len(findings)}", note))
     by_status = results["matrix"]["by_status"]
     done = by_status.get("complete", 0)
     others = ", ".join(f"{n} {s}" for s, n in by_status.items() if s != "complete")
@@ -408,6 +415,7 @@ def build_report(results: Results) -> Report:
         subtitle,
         [
             summary(results),
+            *([findings] if (findings := findings_section(results)) else []),
             environment(results),
             scenario(results),
             matrix(results),

@@ -119,6 +119,11 @@ def _capacity(m: CellMetrics) -> CellCapacity | None:
         "unstable": text(c, "unstable"),
         "actions": [_action(a) for a in members(c, "actions")],
         "per_user": _per_user(member(c, "per_user")),
+        "replicate_values": [
+            v
+            for r in members(c, "replicates")
+            if (v := number(r, "capacity_users" if closed else "capacity_rps")) is not None
+        ],
     }
 
 

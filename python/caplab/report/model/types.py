@@ -168,6 +168,8 @@ class CellCapacity(TypedDict):
     actions: list[ActionRow]
     """A usage profile's actions at capacity (empty for a single request type)."""
     per_user: PerUserRow | None
+    replicate_values: NotRequired[list[float]]
+    """Each replicate's own capacity (empty for one search): the points a trend across cells fits."""
 
 
 class Metrics(TypedDict):
@@ -807,9 +809,47 @@ class CellEndurance(TypedDict):
     volumes: list[EnduranceRow]
 
 
+class FindingFigure(TypedDict):
+    """One figure a finding's verdict used: a cell's value and interval (``low == high``: no
+    interval), or its limit or count in words (``value`` null)."""
+
+    label: str
+    value: float | None
+    low: float | None
+    high: float | None
+    text: str
+
+
+class FindingEstimate(TypedDict):
+    """What the verdict rests on: a ratio or a slope, with its interval."""
+
+    name: str
+    value: float
+    low: float
+    high: float | None
+    """Null for a ratio without an upper bound (the divisor's interval reaches 0)."""
+    text: str
+
+
+class FindingEntry(TypedDict):
+    """One of the study's ``findings:`` judged from its data (analysis/findings.py)."""
+
+    claim: str
+    paper: str | float | None
+    """The paper's figure or words beside ours: its hardware, not this machine."""
+    kind: str
+    """compare, trend, limit, rank, success, no_loss or consolidation."""
+    verdict: Literal["reproduced", "contradicted", "inconclusive"]
+    reason: str
+    figures: list[FindingFigure]
+    estimates: list[FindingEstimate]
+
+
 class Results(Measured):
     """results.json: the measurements and what the report says of them."""
 
+    findings: list[FindingEntry]
+    """The study's claims, each reproduced, contradicted or inconclusive, with its evidence."""
     observations: list[Observation]
     recommendation: Recommendation
     cost: StudyCost | None
