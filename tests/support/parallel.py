@@ -124,6 +124,7 @@ SHARED_BLOCKS: tuple[Block, ...] = (
             "report/test_report_variants.py",
             "report/test_report_junit.py",
             "report/test_report_compare.py",
+            "report/test_report_findings.py",
         ),
     ),
 )
