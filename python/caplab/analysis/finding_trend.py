@@ -10,7 +10,6 @@ stays within ``tolerance`` of the mean for the whole interval.
 
 from __future__ import annotations
 
-import math
 import statistics
 
 from caplab.analysis.finding_types import (
@@ -19,9 +18,9 @@ from caplab.analysis.finding_types import (
     Evidence,
     Verdict,
     cell_evidence,
-    number,
     reading_of,
 )
+from caplab.analysis.line_fit import fit_line
 from caplab.analysis.replicates import t_quantile
 from caplab.grammar.findings import TrendClaim
 
@@ -29,19 +28,11 @@ from caplab.grammar.findings import TrendClaim
 def slope_interval(points: list[tuple[float, float]]) -> Estimate | None:
     """The least-squares slope of y on x with its 95 % interval; None under three points or with
     a single x (no slope, or no residual to size its interval)."""
-    n = len(points)
-    if n < 3:
+    line = fit_line([x for x, _ in points], [y for _, y in points])
+    if line is None or line.slope_stderr is None:
         return None
-    mx = statistics.fmean(x for x, _ in points)
-    my = statistics.fmean(y for _, y in points)
-    sxx = sum((x - mx) ** 2 for x, _ in points)
-    if sxx == 0:
-        return None
-    slope = sum((x - mx) * (y - my) for x, y in points) / sxx
-    intercept = my - slope * mx
-    residual = sum((y - intercept - slope * x) ** 2 for x, y in points)
-    half = t_quantile(n - 2) * math.sqrt(residual / (n - 2) / sxx)
-    return Estimate("slope", slope, slope - half, slope + half)
+    half = t_quantile(line.points - 2) * line.slope_stderr
+    return Estimate("slope", line.slope, line.slope - half, line.slope + half)
 
 
 def judge_trend(
@@ -98,4 +89,4 @@ def _x(cell: CellFigures, factor: str) -> float | None:
     return None
 
 
-__all__ = ["judge_trend", "number", "slope_interval"]
+__all__ = ["judge_trend", "slope_interval"]

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from caplab.grammar.findings import Relation
+from caplab.units import num
 
 
 class Verdict(StrEnum):
@@ -79,13 +80,6 @@ class Placement:
     high: float | None
 
 
-def number(x: float) -> str:
-    """Three significant figures, thousands grouped: what a reader compares at a glance."""
-    if abs(x) >= 100:
-        return f"{x:,.0f}"
-    return f"{x:.3g}"
-
-
 @dataclass(frozen=True)
 class Evidence:
     """One figure a verdict used: a cell's value and interval, or its limit or count in words."""
@@ -100,8 +94,8 @@ class Evidence:
         if self.value is None or self.low is None or self.high is None:
             return self.note
         if self.low == self.high:
-            return number(self.value)
-        return f"{number(self.value)} [{number(self.low)}, {number(self.high)}]"
+            return num(self.value)
+        return f"{num(self.value)} [{num(self.low)}, {num(self.high)}]"
 
 
 @dataclass(frozen=True)
@@ -116,9 +110,9 @@ class Estimate:
 
     def text(self) -> str:
         if self.low == self.high:
-            return number(self.value)
-        high = number(self.high) if math.isfinite(self.high) else "∞"
-        return f"{number(self.value)} [{number(self.low)}, {high}]"
+            return num(self.value)
+        high = num(self.high) if math.isfinite(self.high) else "∞"
+        return f"{num(self.value)} [{num(self.low)}, {high}]"
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import itertools
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from caplab.analysis.line_fit import fit_line
 
 
 @dataclass(frozen=True)
@@ -36,11 +39,8 @@ class SizeFit:
 
 
 def _least_squares(xs: list[float], ys: list[float]) -> tuple[float, float]:
-    n = len(xs)
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxx = sum((x - mx) ** 2 for x in xs)
-    slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sxx if sxx else 0.0
-    return my - slope * mx, slope
+    line = fit_line(xs, ys)
+    return (line.intercept, line.slope) if line else (statistics.fmean(ys), 0.0)
 
 
 def _r2(ys: list[float], predicted: list[float]) -> float:

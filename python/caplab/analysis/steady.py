@@ -13,6 +13,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Literal, TypedDict
 
+from caplab.analysis.line_fit import Line, fit_line
 from caplab.engine.result import IntervalSnapshot
 
 Rating = Literal["good", "fair", "poor"]
@@ -37,30 +38,22 @@ class Steadiness:
     latency_trend: float
 
 
+def _line(ys: list[float]) -> Line | None:
+    """The line through the intervals' values, one unit of x per interval."""
+    return fit_line(range(len(ys)), ys)
+
+
 def _slope(ys: list[float]) -> float:
-    n = len(ys)
-    mean_x = (n - 1) / 2
-    mean_y = statistics.fmean(ys)
-    num = sum((i - mean_x) * (y - mean_y) for i, y in enumerate(ys))
-    den = sum((i - mean_x) ** 2 for i in range(n))
-    return num / den if den else 0.0
+    line = _line(ys)
+    return line.slope if line else 0.0
 
 
 def _significant(ys: list[float]) -> bool:
     """The slope is more than twice its standard error: a trend, not a random walk's wobble."""
-    n = len(ys)
-    if n < MIN_INTERVALS:
+    line = _line(ys) if len(ys) >= MIN_INTERVALS else None
+    if line is None or line.slope_stderr is None:
         return False
-    slope = _slope(ys)
-    mean_x = (n - 1) / 2
-    mean_y = statistics.fmean(ys)
-    fitted = [mean_y + slope * (i - mean_x) for i in range(n)]
-    sse = sum((y - f) ** 2 for y, f in zip(ys, fitted, strict=True))
-    sxx = sum((i - mean_x) ** 2 for i in range(n))
-    if n <= 2 or sxx == 0:
-        return False
-    stderr = (sse / (n - 2) / sxx) ** 0.5
-    return bool(stderr == 0 or abs(slope) > 2 * stderr)
+    return line.slope_stderr == 0 or abs(line.slope) > 2 * line.slope_stderr
 
 
 def _sends_are_the_loads(window: list[IntervalSnapshot], users: int | None) -> bool:
