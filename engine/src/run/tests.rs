@@ -81,7 +81,10 @@ fn a_late_generator_catches_up_over_its_connections_instead_of_opening_one_per_s
     let driver = |_| Ok(Stalling { stall: Duration::from_millis(100), stalled: Cell::new(false) });
     let r =
         coordinate(&plan, driver, Hooks { on_interval: &mut |_| {}, should_abort: &mut || false }).unwrap();
-    assert!(r.sent >= 900 && r.completed == r.sent && r.dropped == 0, "{} sent", r.sent);
+    // One connection, busy 2 ms a reply, would send about 250 in the 0.5 s; a pool that grows
+    // sends most of the 1,000. A busy machine delays the catch-up (888 sent in one CI run), so
+    // the bound only separates the two.
+    assert!(r.sent >= 700 && r.completed == r.sent && r.dropped == 0, "{} sent", r.sent);
     assert!(r.generator.connections_opened < 100, "{} connections", r.generator.connections_opened);
     // The stall is the generator's, and the result says so, with the rate it held.
     assert!(r.generator.lateness_max_ms.is_some_and(|late| late >= 90.0));
