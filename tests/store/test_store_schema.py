@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,7 @@ from alembic.runtime.migration import MigrationContext
 from caplab.store import Store
 from caplab.store.connect import open_engine
 from caplab.store.errors import StoreError
-from caplab.store.migrate import _config, current_revision, head_revision
+from caplab.store.migrate import HEAD, _config, current_revision, head_revision
 from caplab.store.schema import metadata
 
 
@@ -38,6 +40,20 @@ def test_a_new_store_is_at_head_and_reopening_changes_nothing(store_url: str) ->
     with Store(store_url) as store:
         assert [s.id for s in store.list_studies()] == [study_id]
     engine.dispose()
+
+
+def test_head_names_the_newest_script_and_a_store_at_head_opens_without_alembic(
+    sqlite_url: str, tmp_path: Path
+) -> None:
+    assert head_revision() == HEAD, "a new migration is also named in migrate.HEAD"
+    Store(sqlite_url).close()
+    # A fresh interpreter: this one imported Alembic above.
+    probe = (
+        "import sys\nfrom caplab.store import Store\n"
+        f"Store({sqlite_url!r}).close()\nprint('alembic' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False", done.stderr
 
 
 def test_a_store_from_a_newer_caplab_is_refused_with_a_clear_message(sqlite_url: str) -> None:
