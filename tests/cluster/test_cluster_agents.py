@@ -86,3 +86,40 @@ def agent_pids() -> list[int]:
         for p in psutil.Process().children(recursive=True)
         if " ".join(p.cmdline()).startswith("ray::Agent")
     ]
+
+
+def test_a_pools_agents_serve_run_after_run_and_one_lost_is_replaced(
+    cluster: ray_agents.Cluster, url: str
+) -> None:
+    """A search's trials run on the same agents (a new actor is a new process importing caplab),
+    each run with only its own intervals; after a run that lost an agent, the next gets new ones."""
+    plan = engine.build_plan(LoadSpec(url, rate=200, duration_s=1.0, interval_s=0.5))
+    pool = ray_agents.AgentPool(cluster)
+    try:
+        first = ray_agents.run_on_agents(cluster, plan, 2, pool=pool)
+        progress: list[IntervalSnapshot] = []
+        second = ray_agents.run_on_agents(cluster, plan, 2, progress.append, pool)
+        assert first.failures == second.failures == ()
+        assert pids(second) == pids(first)
+        assert second.result is not None
+        assert second.result.sent == pytest.approx(200 * 1.0, rel=0.05)
+        assert [s.index for s in progress] == [i.index for i in second.result.intervals]
+        assert [s.sent for s in progress] == [i.sent for i in second.result.intervals]
+
+        def kill_one_agent(s: IntervalSnapshot) -> None:
+            if s.index == 0 and not lost:
+                lost.append(pids(second)[0])
+                os.kill(lost[0], signal.SIGKILL)
+
+        lost: list[int] = []
+        third = ray_agents.run_on_agents(cluster, plan, 2, kill_one_agent, pool)
+        assert [a.identity.pid for a in third.failures if a.identity] == lost
+        fourth = ray_agents.run_on_agents(cluster, plan, 2, pool=pool)
+        assert fourth.failures == ()
+        assert set(pids(fourth)).isdisjoint(pids(second))
+    finally:
+        pool.discard()
+
+
+def pids(outcome: ray_agents.ClusterRun) -> list[int]:
+    return [a.identity.pid for a in outcome.agents if a.identity is not None]

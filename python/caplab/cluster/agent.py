@@ -1,9 +1,10 @@
 """One load agent: a plain class that runs the engine on its share of the plan, in whatever
 process holds it (a Ray actor's worker, or the test's own process).
 
-The driver calls `identity` and `clock` before the run, `run` once, and meanwhile `progress` and
-perhaps `stop` from other threads (a Ray actor with several concurrent calls): the engine releases
-the GIL while it runs, so these answer promptly.
+Before each run the driver calls `reset`, `identity` and `clock`, then `run`, and meanwhile
+`progress` and perhaps `stop` from other threads (a Ray actor with several concurrent calls): the
+engine releases the GIL while it runs, so these answer promptly. One agent serves every trial of a
+search or a study: a new Ray actor is a new process that imports caplab, some 3 s a trial.
 """
 
 from __future__ import annotations
@@ -52,6 +53,13 @@ class Agent:
         self._snapshots: list[dict[str, Any]] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+
+    def reset(self) -> None:
+        """Readies the agent for its next run: the last run's intervals, and a stop that ended
+        it, are forgotten."""
+        with self._lock:
+            self._snapshots = []
+        self._stopping.clear()
 
     def identity(self) -> AgentIdentity:
         return AgentIdentity(

@@ -1,6 +1,8 @@
 """Load agents as Ray actors: connect to a cluster (or start a local one for one run), place one
 `Agent` per share of the plan, start them at one agreed instant, relay their merged progress,
-and collect what each measured — naming any agent that died or could not start.
+and collect what each measured — naming any agent that died or could not start. The agents of a
+search or a study (`AgentsRunner`) serve all its trials; after a trial that lost one, or Ctrl-C,
+they are replaced.
 """
 
 from __future__ import annotations
@@ -145,17 +147,45 @@ def connect(address: str) -> Iterator[Cluster]:
         ray.shutdown()
 
 
+class AgentPool:
+    """The actors of a run, or of every run of a search or a study: placed when first needed and
+    kept while they serve. Ray ends them with the connection (``connect``) if nothing else does."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self._actors: list[Any] = []
+
+    def actors(self, agents: int) -> list[Any]:
+        if len(self._actors) != agents:
+            self.discard()
+            cpu_share = min(1.0, self.cluster.cpus / agents) if self.cluster.cpus else 1.0
+            remote: Any = ray.remote(Agent)
+            self._actors = [
+                remote.options(
+                    num_cpus=cpu_share, max_concurrency=4, max_restarts=0, scheduling_strategy="SPREAD"
+                ).remote(agent_name(i))
+                for i in range(agents)
+            ]
+        return self._actors
+
+    def discard(self) -> None:
+        for actor in self._actors:
+            ray.kill(actor)
+        self._actors = []
+
+
 class AgentsRunner:
     """Runs a plan on load agents the way `engine.run` runs it here, for a capacity search or a
     study: the merged result, or AgentsFailed naming the agents that died or could not run (a
-    trial that lost an agent cannot be judged)."""
+    trial that lost an agent cannot be judged). The same agents run every trial."""
 
     def __init__(self, cluster: Cluster, agents: int) -> None:
         self.cluster = cluster
         self.agents = agents
+        self.pool = AgentPool(cluster)
 
     def __call__(self, plan: Plan, on_interval: IntervalSink | None = None) -> RunResult:
-        outcome = run_on_agents(self.cluster, plan, self.agents, on_interval)
+        outcome = run_on_agents(self.cluster, plan, self.agents, on_interval, self.pool)
         if outcome.failures or outcome.result is None:
             named = "; ".join(f"{a.name} {a.failure}" for a in outcome.failures)
             raise AgentsFailed(f"the trial lost load agents: {named or 'none returned a result'}")
@@ -176,19 +206,20 @@ def _check_reachable(address: str) -> None:
 
 
 def run_on_agents(
-    cluster: Cluster, plan: Plan, agents: int, on_interval: IntervalSink | None = None
+    cluster: Cluster,
+    plan: Plan,
+    agents: int,
+    on_interval: IntervalSink | None = None,
+    pool: AgentPool | None = None,
 ) -> ClusterRun:
     """Runs ``plan`` split across ``agents`` actors on the connected cluster and merges their
-    results. Ctrl-C stops every agent and returns what they measured, ``interrupted`` set."""
+    results. Ctrl-C stops every agent and returns what they measured, ``interrupted`` set. The
+    actors come from ``pool`` and stay there for the next run unless this one lost one or was
+    interrupted; without a pool they are this run's alone."""
     plans = split_plan(plan, agents)
-    cpu_share = min(1.0, cluster.cpus / agents) if cluster.cpus else 1.0
-    remote: Any = ray.remote(Agent)
-    actors = [
-        remote.options(
-            num_cpus=cpu_share, max_concurrency=4, max_restarts=0, scheduling_strategy="SPREAD"
-        ).remote(agent_name(i))
-        for i in range(agents)
-    ]
+    keep = pool is not None
+    pool = pool or AgentPool(cluster)
+    actors = pool.actors(agents)
     try:
         identities, readings = _meet(actors)
         start = agreed_start(time.time(), readings)
@@ -197,9 +228,11 @@ def run_on_agents(
             for i, (actor, p, reading) in enumerate(zip(actors, plans, readings, strict=True))
         }
         finished, interrupted = _watch(actors, runs, plan.interval_s, on_interval)
-    finally:
-        for actor in actors:
-            ray.kill(actor)
+    except BaseException:
+        pool.discard()
+        raise
+    if not keep or interrupted or len(finished) < agents or any(r.failure for r in finished.values()):
+        pool.discard()
     reports = tuple(
         _report(
             i, identities[i], readings[i], finished.get(i, AgentRun(agent_name(i), None, "no answer", None))
@@ -218,6 +251,7 @@ def _meet(actors: list[Any]) -> tuple[list[AgentIdentity], list[ClockReading]]:
     readings: list[ClockReading] = []
     for i, actor in enumerate(actors):
         try:
+            ray.get(actor.reset.remote(), timeout=AGENT_START_TIMEOUT_S)
             identity: AgentIdentity = ray.get(actor.identity.remote(), timeout=AGENT_START_TIMEOUT_S)
             reading = _read_clock(actor)
         except (GetTimeoutError, RayError) as e:
