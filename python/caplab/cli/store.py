@@ -18,7 +18,6 @@ import click
 from rich.table import Table
 from sqlalchemy.exc import SQLAlchemyError
 
-from caplab.analysis.scaling import study_scaling
 from caplab.cli import consoles, exits
 from caplab.cli.options import DB_HELP
 from caplab.store.errors import StoreError
@@ -140,6 +139,8 @@ def cmd_show(db_url: str | None, ref: str, as_json: bool) -> int:
         with open_store(db_url) as store:
             study_id = store.resolve_study(ref)
             if as_json:
+                from caplab.analysis.scaling import study_scaling  # numpy and SciPy: only here
+
                 document = store.study_document(study_id).to_json()
                 document["scaling"] = study_scaling(document)
                 _json_out(document)
