@@ -6,15 +6,13 @@ synchronous replication nothing acknowledged may be lost and every trial succeed
 asynchronous replication the loss caplab reports must be what the ledger on the new primary shows,
 counted here apart from caplab: a statement trigger saves the ledger's rows to a file each time
 caplab empties it after a trial, and the test sets them against each trial's acknowledged count
-(the commits the engine saw answered, interval by interval). The two modes run at once, each on
-a pair of its own."""
+(the commits the engine saw answered, interval by interval)."""
 
 from __future__ import annotations
 
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 import yaml
@@ -76,10 +74,7 @@ def study(saved: Path, sync: str, port: int) -> dict[str, Any]:
             "start": f"caplab systems start pgpair --data-dir {pair} --databases 1 --scale 1 --sync {{sync}} "
             f"--port {port}",
             "stop": f"python -m caplab.systems.pgpair stop --data-dir {pair} --remove",
-            "ready": {
-                "command": f"{sys.executable} ready-{sync}.py {pair} {saved}/{{sync}}",
-                "timeout": "180s",
-            },
+            "ready": {"command": f"{sys.executable} ready.py {pair} {saved}/{{sync}}", "timeout": "180s"},
             "actions": {
                 "kill-primary": f"python -m caplab.systems.pgpair kill-primary --data-dir {pair} "
                 "--detect-delay 1 --rejoin"
@@ -109,23 +104,15 @@ def test_a_killed_primary_loses_nothing_acknowledged_when_synchronous_and_what_t
     for mode in ("on", "off"):
         (saved / mode).mkdir(parents=True)
         (saved / mode).chmod(0o777)  # written by the PostgreSQL server's own user
-    # Two pairs, one per mode, on ports of their own (a fixed pair would collide with a parallel
-    # worker's), run at once: the trials are mostly waiting for a kill and a promotion.
-    first = free_ports(4)
-    ports = {"on": first, "off": first + 2}
-
-    def run(mode: str) -> dict[str, Any]:
-        port = ports[mode]
-        (shared_dir / f"ready-{mode}.py").write_text(READY.format(primary=port, standby=port + 1))
+    port = free_ports(2)  # pgpair's two nodes: a fixed pair would collide with a parallel worker's
+    (shared_dir / "ready.py").write_text(READY.format(primary=port, standby=port + 1))
+    cells = {}
+    for mode in ("on", "off"):
         path = shared_dir / f"study-{mode}.yaml"
         path.write_text(yaml.safe_dump(study(saved, mode, port), sort_keys=False))
-        done = caplab("run", path, "--db", f"sqlite:///{shared_dir / mode}.db", "--json", timeout=900)
+        done = caplab("run", path, "--db", f"sqlite:///{shared_dir / 'c.db'}", "--json", timeout=900)
         assert done.returncode == 0, done.stderr[-4000:]
-        (cell,) = json_out(done)["cells"]
-        return cast(dict[str, Any], cell)
-
-    with ThreadPoolExecutor(2) as pool:
-        cells = dict(zip(ports, pool.map(run, ports), strict=True))
+        (cells[mode],) = json_out(done)["cells"]
     for mode, cell in cells.items():
         trials = TRIALS[mode]
         metrics = cell["metrics"]
