@@ -5,6 +5,8 @@ real study (knownserver, workers 1–3) with findings added to its file for the 
 from __future__ import annotations
 
 import copy
+import json
+import sqlite3
 from pathlib import Path
 from typing import Any, cast
 
@@ -17,6 +19,7 @@ from caplab.report.model.types import Measured, Results
 from caplab.report.render.html import render_html
 from caplab.report.render.markdown import render_markdown
 from caplab.store.reading import SampleRow
+from support.reports import Built, caplab
 
 SSD_OVER_HDD = {
     "claim": "SSDs carry more",
@@ -185,3 +188,41 @@ def test_the_report_of_a_real_study_shows_its_findings_right_after_the_summary(
     assert any(f.label == "findings reproduced" and f.value == f"{held} of 3" for f in key.items)
     plain = build_results(study_document, study_samples)
     assert plain["findings"] == [] and "Findings" not in [s.title for s in build_report(plain).sections]
+
+
+FINDINGS_TEXT = (
+    "\nfindings:\n"
+    "  - claim: more workers carry more\n"
+    "    trend: {metric: capacity, factor: workers, sign: rising}\n"
+    "  - claim: the CPU binds\n"
+    "    limit: {kind: cpu}\n"
+)
+
+
+def test_caplab_show_judges_the_findings_as_the_report_does(built: Built, tmp_path: Path) -> None:
+    """The session's study, copied, with findings added to its stored file: `caplab show` prints
+    each claim with the verdict the report's results give it, and `--json` carries them."""
+    from caplab.report.document import load_results
+    from caplab.store import Store
+
+    copy_url = f"sqlite:///{tmp_path / 'copy.db'}"
+    with (
+        sqlite3.connect(built.db_url.removeprefix("sqlite:///")) as src,
+        sqlite3.connect(tmp_path / "copy.db") as dst,
+    ):
+        src.backup(dst)
+        dst.execute("UPDATE studies SET spec_text = spec_text || ? WHERE id = 1", (FINDINGS_TEXT,))
+    with Store(copy_url) as store:
+        expected = load_results(store, 1)["findings"]
+    assert [f["claim"] for f in expected] == ["more workers carry more", "the CPU binds"]
+    shown = caplab("show", "1", "--db", copy_url)
+    assert shown.returncode == 0, shown.stderr
+    held = sum(f["verdict"] == "reproduced" for f in expected)
+    assert f"findings: {held} of 2 reproduced" in shown.stdout
+    for f in expected:
+        row = next(line for line in shown.stdout.splitlines() if f["claim"] in line)
+        assert f["verdict"] in row, (row, f)
+    as_json = json.loads(caplab("show", "1", "--db", copy_url, "--json").stdout)
+    assert as_json["findings"] == expected
+    plain = caplab("show", "1", "--db", built.db_url)
+    assert plain.returncode == 0 and "findings:" not in plain.stdout

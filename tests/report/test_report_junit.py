@@ -57,3 +57,39 @@ def test_the_goal_is_a_case_that_fails_when_no_configuration_carries_it(built: B
         0
     ]
     assert study_cases(results)[-1].passed
+
+
+def finding(claim: str, verdict: str, reason: str) -> dict[str, object]:
+    return {"claim": claim, "paper": None, "kind": "compare", "verdict": verdict, "reason": reason,
+            "figures": [], "estimates": []}  # fmt: skip
+
+
+def test_a_contradicted_finding_fails_the_gate_and_an_inconclusive_one_is_skipped(tmp_path: Path) -> None:
+    results = cast(
+        Results,
+        {
+            "cells": [],
+            "goal": None,
+            "findings": [
+                finding("SSD beats HDD", "reproduced", "ratio 3.1 [2.8, 3.4] > 1"),
+                finding(
+                    "Two hosts double capacity", "contradicted", "ratio 1.2 [1.1, 1.3] outside [1.8, 2.2]"
+                ),
+                finding("Memory never binds", "inconclusive", "cell 2's limit was not named"),
+            ],
+        },
+    )
+    cases = study_cases(results)
+    assert [(c.suite, c.name, c.passed, c.probe) for c in cases] == [
+        ("findings", "SSD beats HDD", True, False),
+        ("findings", "Two hosts double capacity", False, False),
+        ("findings", "Memory never binds", False, True),
+    ]
+    assert cases[1].reason == "contradicted: ratio 1.2 [1.1, 1.3] outside [1.8, 2.2]"
+    assert gate_failed(cases)
+    doc = minidom.parse(str(write_junit(tmp_path / "gate.xml", "study", cases)))
+    [failure] = doc.getElementsByTagName("failure")
+    assert failure.getAttribute("message").startswith("contradicted: ")
+    [skipped] = doc.getElementsByTagName("skipped")
+    assert skipped.getAttribute("message") == "inconclusive: cell 2's limit was not named"
+    assert not gate_failed([cases[0], cases[2]]), "an inconclusive finding gates nothing"

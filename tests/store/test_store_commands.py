@@ -73,8 +73,9 @@ def test_show_json_is_the_study_document(
 ) -> None:
     assert cmd_show(store_url, str(filled.study_id), True) == 0
     doc = json.loads(capsys.readouterr().out)
-    # The stored document plus the scaling fits derived from it (none: no numeric factor here).
-    assert doc.pop("scaling") == []
+    # The stored document plus the scaling fits and the findings derived from it (none: no
+    # numeric factor here, no findings in the file).
+    assert doc.pop("scaling") == [] and doc.pop("findings") == []
     assert same_json(doc, store.study_document(filled.study_id).to_json())
     trial = doc["cells"][0]["trials"][0]
     del trial["trial"]

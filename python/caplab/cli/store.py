@@ -12,9 +12,10 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+from rich.markup import escape
 from rich.table import Table
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -26,6 +27,9 @@ from caplab.store.frames import flatten
 from caplab.store.reading import EventRow
 from caplab.store.repository import CellRow, Store, StudyRow, default_url
 from caplab.store.urls import describe, redact_url, scrub, sqlite_path
+
+if TYPE_CHECKING:
+    from caplab.report.model.types import FindingEntry
 from caplab.units import num
 
 _STATUS_STYLE = {
@@ -36,6 +40,7 @@ _STATUS_STYLE = {
     "failed": "red",
 }
 _LAST_EVENTS = 10
+_VERDICT_STYLE = {"reproduced": "green", "contradicted": "red", "inconclusive": "yellow"}
 
 
 def open_store(db_url: str | None) -> Store:
@@ -126,9 +131,13 @@ def _studies_table(rows: list[StudyRow], url: str) -> Table:
 @click.command("show")
 @click.argument("study", default="latest")
 @click.option("--db", help=DB_HELP)
-@click.option("--json", "as_json", is_flag=True, help="The whole study (cells, trials, events) as JSON.")
+@click.option(
+    "--json", "as_json", is_flag=True, help="The whole study (cells, trials, events, findings) as JSON."
+)
 def show_command(study: str, db: str | None, as_json: bool) -> None:
-    """Show a study: STUDY is an id, a name or `latest`."""
+    """Show a study: STUDY is an id, a name or `latest`. Its cells and their figures, its findings
+    judged (when its file states any: reproduced, contradicted or inconclusive, and why) and its
+    latest events."""
     sys.exit(cmd_show(db, study, as_json))
 
 
@@ -143,12 +152,14 @@ def cmd_show(db_url: str | None, ref: str, as_json: bool) -> int:
 
                 document = store.study_document(study_id).to_json()
                 document["scaling"] = study_scaling(document)
+                document["findings"] = _findings(store, study_id)
                 _json_out(document)
                 return exits.OK
             study = store.study(study_id)
             cells = store.cells(study_id)
             trials = store.trial_rows(study_id)
             events = store.events(study_id)
+            findings = _findings(store, study_id)
             url = store.url
         counts: dict[int, int] = {}
         for t in trials:
@@ -168,6 +179,8 @@ def cmd_show(db_url: str | None, ref: str, as_json: bool) -> int:
         for c in cells:
             if c.error:
                 console.print(f"cell {c.index}: {c.error}", style="red", markup=False, highlight=False)
+        if findings:
+            console.print(_findings_table(findings))
         if events:
             console.print(_events_table(events[-_LAST_EVENTS:], len(events)))
         return exits.OK
@@ -199,6 +212,28 @@ def _cells_table(cells: list[CellRow], trial_counts: dict[int, int]) -> Table:
         values = [num(metrics.get(key)) for _, key in figures]
         row = [str(c.index), *[str(c.factors.get(f, "—")) for f in factors], _status(c.status), *values]
         table.add_row(*row)
+    return table
+
+
+def _findings(store: Store, study_id: int) -> list[FindingEntry]:
+    """The study's findings judged as its report judges them, when its file states any: the
+    report's code (a second to import) is loaded only then."""
+    document = store.study_document(study_id)
+    if "findings" not in (document.study.spec or ""):
+        return []
+    from caplab.report.document import judged_findings
+
+    return judged_findings(document, store.resource_samples(study_id))
+
+
+def _findings_table(findings: list[FindingEntry]) -> Table:
+    held = sum(f["verdict"] == "reproduced" for f in findings)
+    table = Table(title=f"findings: {held} of {len(findings)} reproduced", title_justify="left")
+    for name in ("Verdict", "Claim", "Why"):
+        table.add_column(name)
+    for f in findings:
+        verdict = f["verdict"]
+        table.add_row(f"[{_VERDICT_STYLE[verdict]}]{verdict}[/]", escape(f["claim"]), escape(f["reason"]))
     return table
 
 

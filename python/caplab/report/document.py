@@ -16,7 +16,7 @@ from typing import cast
 from caplab.report.model.build import SCHEMA, build_measured
 from caplab.report.model.findings import study_findings
 from caplab.report.model.scenario import study_spec
-from caplab.report.model.types import Measured, Results
+from caplab.report.model.types import FindingEntry, Measured, Results
 from caplab.report.text.observations import observe
 from caplab.report.text.pricing import study_cost, study_endurance
 from caplab.report.text.recommend import recommend
@@ -31,6 +31,16 @@ __all__ = ["SCHEMA", "build_results", "dumps", "load_results"]
 def load_results(store: Store, study_id: int) -> Results:
     """Reads the study and its samples from the store and builds the results document."""
     return build_results(store.study_document(study_id), store.resource_samples(study_id))
+
+
+def judged_findings(document: StudyDocument, sample_rows: Sequence[SampleRow]) -> list[FindingEntry]:
+    """The study's findings judged, as results.json has them, for `caplab show`: empty, with
+    nothing else built, when the study file states none."""
+    spec = study_spec(document.study)
+    if not spec.get("findings"):
+        return []
+    measured = cast(Measured, scrub_json(build_measured(document, list(sample_rows), None)))
+    return study_findings(spec, measured)
 
 
 def build_results(

@@ -1,6 +1,8 @@
 """SLO verdicts as a JUnit XML file: the format every CI system reads (GitHub Actions, GitLab,
 Jenkins), one test case per verdict, a failed SLO a failed case with its reason — as k6's
-thresholds are read in a pipeline."""
+thresholds are read in a pipeline. A study's findings are cases too: a contradicted claim fails
+the build ("the new release carries no fewer users than the last"), an inconclusive one is
+skipped with its reason, as the data could not decide it."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
-from caplab.report.model.types import CellResult, Results
+from caplab.report.model.types import CellResult, FindingEntry, Results
 
 
 @dataclass(frozen=True)
@@ -22,7 +24,8 @@ class GateCase:
     seconds: float = 0.0
     probe: bool = False
     """A capacity search's probe: it fails where the load is above the capacity, which is how a
-    search finds it, so a failed probe is written as skipped (with its reasons), not failed."""
+    search finds it, so a failed probe is written as skipped (with its reasons), not failed. An
+    inconclusive finding is written the same way: neither held nor broken."""
 
 
 def write_junit(path: Path, name: str, cases: list[GateCase]) -> Path:
@@ -63,14 +66,27 @@ def gate_failed(cases: list[GateCase]) -> bool:
 
 def study_cases(results: Results) -> list[GateCase]:
     """A study's verdicts: per cell, its capacity (found, or why not) and each trial (a search's
-    probes as probes), a failed cell with its error; then the goal, when the study has one."""
+    probes as probes), a failed cell with its error; then each finding, and the goal when the
+    study has one."""
     cases = [case for cell in results["cells"] for case in _cell_cases(cell)]
+    cases += [_finding_case(f) for f in results["findings"]]
     goal = results["goal"]
     if goal is not None:
         choice = results["recommendation"]["choice"]
         name = f"goal {goal['rate']:g} {goal.get('unit', 'req/s')} with {goal['headroom']:.0%} headroom"
         cases.append(GateCase("goal", name, choice is not None, results["recommendation"]["text"]))
     return cases
+
+
+def _finding_case(finding: FindingEntry) -> GateCase:
+    verdict = finding["verdict"]
+    return GateCase(
+        "findings",
+        finding["claim"],
+        verdict == "reproduced",
+        f"{verdict}: {finding['reason']}",
+        probe=verdict == "inconclusive",
+    )
 
 
 def _cell_cases(cell: CellResult) -> list[GateCase]:
