@@ -27,10 +27,11 @@ from caplab.store.frames import flatten
 from caplab.store.reading import EventRow
 from caplab.store.repository import CellRow, Store, StudyRow, default_url
 from caplab.store.urls import describe, redact_url, scrub, sqlite_path
+from caplab.units import num
 
 if TYPE_CHECKING:
     from caplab.report.model.types import FindingEntry
-from caplab.units import num
+    from caplab.store.document import StudyDocument
 
 _STATUS_STYLE = {
     "complete": "green",
@@ -150,16 +151,17 @@ def cmd_show(db_url: str | None, ref: str, as_json: bool) -> int:
             if as_json:
                 from caplab.analysis.scaling import study_scaling  # numpy and SciPy: only here
 
-                document = store.study_document(study_id).to_json()
+                stored = store.study_document(study_id)
+                document = stored.to_json()
                 document["scaling"] = study_scaling(document)
-                document["findings"] = _findings(store, study_id)
+                document["findings"] = _findings(store, stored)
                 _json_out(document)
                 return exits.OK
             study = store.study(study_id)
             cells = store.cells(study_id)
             trials = store.trial_rows(study_id)
             events = store.events(study_id)
-            findings = _findings(store, study_id)
+            findings = _findings(store, store.study_document(study_id))
             url = store.url
         counts: dict[int, int] = {}
         for t in trials:
@@ -215,15 +217,14 @@ def _cells_table(cells: list[CellRow], trial_counts: dict[int, int]) -> Table:
     return table
 
 
-def _findings(store: Store, study_id: int) -> list[FindingEntry]:
+def _findings(store: Store, document: StudyDocument) -> list[FindingEntry]:
     """The study's findings judged as its report judges them, when its file states any: the
     report's code (a second to import) is loaded only then."""
-    document = store.study_document(study_id)
     if "findings" not in (document.study.spec or ""):
         return []
     from caplab.report.document import judged_findings
 
-    return judged_findings(document, store.resource_samples(study_id))
+    return judged_findings(document, store.resource_samples(document.study.id))
 
 
 def _findings_table(findings: list[FindingEntry]) -> Table:

@@ -231,7 +231,7 @@ def run_on_agents(
     except BaseException:
         pool.discard()
         raise
-    if not keep or interrupted or len(finished) < agents or any(r.failure for r in finished.values()):
+    if not keep or interrupted or any(r.failure for r in finished.values()):
         pool.discard()
     reports = tuple(
         _report(
