@@ -2,8 +2,11 @@
 (``pgbench -i -s SCALE``), so pgbench can run beside caplab on the same data.
 
 It runs on the primary before the standby exists (the base backup then copies the result at disk
-speed instead of replaying it), several databases at once. Tables are generated on the server
-(``-I dtGvp``), which spares the round trips of a client-side COPY.
+speed instead of replaying it). Tables are generated on the server (``-I dtGvp``), which spares the
+round trips of a client-side COPY. Only the first database is built by pgbench; the others are
+copies of it (``CREATE DATABASE … TEMPLATE``), several at once: the same tables, rows, keys and
+vacuumed state, at about 0.3 s a database against 1.4 s for pgbench's generate, vacuum and
+index steps again (20 databases at scale 1: 16.8 s to a streaming pair before, 9 s after).
 """
 
 from __future__ import annotations
@@ -37,12 +40,17 @@ def names(count: int) -> list[str]:
 
 
 def seed(primary: Server, superuser: str, passfile: Path, count: int, scale: int, jobs: int = 0) -> None:
-    """Creates and fills ``count`` databases on ``primary``, ``jobs`` at a time (0: 2 × cores);
-    the first failure stops the rest and is raised with pgbench's own message."""
+    """Creates and fills ``count`` databases on ``primary``: the first with pgbench, then the
+    others copied from it ``jobs`` at a time (0: 2 × cores); the first failure stops the rest and
+    is raised with the client's own message."""
+    if count == 0:
+        return
     workers = jobs or 2 * (os.cpu_count() or 1)
     env = primary.env(passfile)
+    first, *rest = names(count)
+    _one(primary, superuser, env, first, scale)
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(_one, primary, superuser, env, name, scale) for name in names(count)]
+        futures = [pool.submit(_copy, primary, superuser, env, first, name) for name in rest]
         try:
             for future in concurrent.futures.as_completed(futures):
                 future.result()
@@ -52,8 +60,12 @@ def seed(primary: Server, superuser: str, passfile: Path, count: int, scale: int
             raise
 
 
+def _connection(primary: Server, superuser: str) -> list[str]:
+    return ["-h", "127.0.0.1", "-p", str(primary.port), "-U", superuser]
+
+
 def _one(primary: Server, superuser: str, env: dict[str, str], name: str, scale: int) -> None:
-    connection = ["-h", "127.0.0.1", "-p", str(primary.port), "-U", superuser]
+    connection = _connection(primary, superuser)
     try:
         primary.user.run(
             [str(primary.bin / "createdb"), "-w", *connection, name],
@@ -64,6 +76,19 @@ def _one(primary: Server, superuser: str, env: dict[str, str], name: str, scale:
             [str(primary.bin / "pgbench"), "-i", "-q", "-I", "dtGvp", "-s", str(scale), *connection, name],
             env=env,
             what=f"pgbench -i in {name}",
+        )
+    except ServerError as e:
+        raise ServerError(f"seeding {name}: {e}") from None
+
+
+def _copy(primary: Server, superuser: str, env: dict[str, str], template: str, name: str) -> None:
+    """``name`` as a copy of the seeded ``template``. Copies of one template may run at once: a
+    copy reads the template's files and does not connect to it."""
+    try:
+        primary.user.run(
+            [str(primary.bin / "createdb"), "-w", *_connection(primary, superuser), "-T", template, name],
+            env=env,
+            what=f"creating database {name} from {template}",
         )
     except ServerError as e:
         raise ServerError(f"seeding {name}: {e}") from None
