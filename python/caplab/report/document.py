@@ -15,6 +15,7 @@ from typing import cast
 
 from caplab.report.model.build import SCHEMA, build_measured
 from caplab.report.model.findings import study_findings
+from caplab.report.model.methodology import study_methodology
 from caplab.report.model.scenario import study_spec
 from caplab.report.model.types import FindingEntry, Measured, Results
 from caplab.report.text.observations import observe
@@ -62,6 +63,7 @@ def build_results(
         "recommendation": recommendation,
         "cost": study_cost(recommendation),
         "endurance": study_endurance(measured["cells"], recommendation),
+        "methodology": study_methodology(study, measured),
     }
     return cast(Results, scrub_json(results))
 

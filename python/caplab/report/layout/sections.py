@@ -1,6 +1,7 @@
 """The report's sections in the papers' order: summary with the recommendation, the study's findings
 judged, environment, scenario and workload, test matrix, results, capacity, scaling, trials over
-time, observations, recommendations, and the searches' trials as an appendix."""
+time, observations, recommendations, the searches' trials as an appendix, and last the methodology
+checklist (how far the study can be trusted and repeated)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from caplab.report.layout.failover import (
 )
 from caplab.report.layout.findings import findings_section
 from caplab.report.layout.job_charts import job_chart
+from caplab.report.layout.methodology import methodology_section
 from caplab.report.layout.paper import paper_table
 from caplab.report.layout.study_charts import summary_charts
 from caplab.report.layout.tables import (
@@ -429,5 +431,6 @@ def build_report(results: Results) -> Report:
             observations(results),
             recommendations(results),
             appendix(results),
+            *([method] if (method := methodology_section(results)) else []),
         ],
     )

@@ -845,6 +845,33 @@ class FindingEntry(TypedDict):
     estimates: list[FindingEstimate]
 
 
+PrincipleKey: TypeAlias = Literal[
+    "repetition", "intervals", "order", "steady_state", "generator", "environment", "units", "cost"
+]
+"""A principle of the methodology checklist (``analysis.methodology_types.Principle``'s values)."""
+MethodologyGrade: TypeAlias = Literal["pass", "warn", "fail"]
+
+
+class MethodologyChange(TypedDict):
+    """What to change in the study file where it falls short of a principle."""
+
+    setting: str | None
+    """YAML the study parser accepts (merged into the file); null where no key can fix it yet."""
+    why: str
+
+
+class MethodologyItem(TypedDict):
+    """One principle of the methodology checklist graded from the study's record
+    (analysis/methodology.py)."""
+
+    principle: PrincipleKey
+    title: str
+    grade: MethodologyGrade
+    reason: str
+    """Why, in the study's own figures and settings."""
+    change: MethodologyChange | None
+
+
 class Results(Measured):
     """results.json: the measurements and what the report says of them."""
 
@@ -856,3 +883,6 @@ class Results(Measured):
     """Prices against capacity (with ``cost:``): also in the recommendation, kept there too."""
     endurance: list[CellEndurance]
     """Every configuration's rated volumes (with ``dwpd``/``tbw`` ratings) at its write rate."""
+    methodology: list[MethodologyItem]
+    """The checklist: repeated experiments, intervals, order, steady state, generator, environment,
+    units, cost — each passed, warned or failed, with its reason and what to change."""
