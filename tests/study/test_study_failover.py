@@ -6,7 +6,10 @@ on the new primary. With synchronous replication a switchover loses nothing ackn
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -52,3 +55,26 @@ def test_a_switchover_and_a_killed_primary_under_load(shared_dir: Path) -> None:
     assert not any(shared_dir.glob("pg-*/pgpair.json")), "each pair removed after its cell"
     report = (shared_dir / "r" / "report.md").read_text()
     assert "| kill-primary |" in report and "acknowledged" in report, "the Recovery table with its ledger"
+    _summary_leads_with_recovery(report, json.loads((shared_dir / "r" / "results.json").read_text()))
+
+
+def _summary_leads_with_recovery(report: str, results: dict[str, Any]) -> None:
+    """The report's first section is the failover measured, not a capacity study's: each action's
+    recovery first, the errors of the outage counted as the outage, nothing rated for a load."""
+    summary = report.split('<a id="summary"></a>', 1)[1].split("<a id=", 1)[0]
+    leads = re.findall(r"\*\*([^*]+)\.\*\*", summary)
+    assert leads and leads[0] == "Recovery", summary
+    for action in ("switchover", "kill-primary"):
+        [sentence] = [line for line in summary.splitlines() if line.startswith(f"- {action} (")]
+        assert "first commit after p50" in sentence and "± 0.2 s" in sentence, sentence
+        assert "acknowledged transactions lost" in sentence and "of before" in sentence, sentence
+    assert "Recommendation" not in summary and "rate it for" not in summary, summary
+    assert not re.search(r"Anomaly\.\*\* [^:\n]*: [\d.,]+% of requests failed", summary), summary
+    # What failed in the outages is the outage: counted there, and every error is counted once.
+    summarised = {a["action"]: a for a in results["failover"]["actions"]}
+    assert set(summarised) == {"switchover", "kill-primary"}
+    for outage in results["failover"]["cells"]:
+        cell = next(c for c in results["cells"] if c["index"] == outage["cell"])
+        assert outage["errors_inside"] > 0, outage
+        assert outage["errors_inside"] + outage["errors_outside"] == cell["metrics"]["errors"], outage
+    assert results["recommendation"]["ratings"] == []

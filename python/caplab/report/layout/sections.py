@@ -53,8 +53,9 @@ from caplab.report.layout.tables import (
 from caplab.report.layout.timeline import timeline_charts
 from caplab.report.layout.usage import actions_table, cpu_per_user_table, per_user_table
 from caplab.report.model.scenario import goal_text
-from caplab.report.model.types import Observation, Results, Scenario
+from caplab.report.model.types import FailoverSummary, Observation, Results, Scenario
 from caplab.report.text.recommend import rated, sustained
+from caplab.report.text.recovery import action_sentence, recovery_lead
 
 TOPICS = {
     "limit": "Limit",
@@ -65,6 +66,7 @@ TOPICS = {
     "search": "Search",
     "generator": "Generator",
     "cells": "Cells",
+    "outage": "Outage",
 }
 SUMMARY_OBSERVATIONS = 6
 
@@ -134,7 +136,47 @@ def _key_figures(results: Results) -> KeyFigures:
     return KeyFigures(items)
 
 
+def _failover_figures(results: Results, summary: FailoverSummary) -> KeyFigures:
+    items = []
+    for a in summary["actions"]:
+        if a["database_max_s"] is not None:
+            last = f"{a['database_max_s']:.2f} s"
+            items.append(Figure(f"{a['action']}: last database back", last, "max over trials"))
+    ledgers = [a for a in summary["actions"] if a["lost"] is not None]
+    if ledgers:
+        lost = sum(a["lost"] or 0 for a in ledgers)
+        acknowledged = sum(a["acknowledged"] or 0 for a in ledgers)
+        of = f"of {u.num(acknowledged)} acknowledged, by the ledger"
+        items.append(Figure("acknowledged lost", u.num(lost), of))
+    judged = [a for a in summary["actions"] if a["successes"] is not None]
+    if judged:
+        k, n = sum(a["successes"] or 0 for a in judged), sum(a["judged"] for a in judged)
+        items.append(Figure("failovers succeeded", f"{k}/{n}", "within the recovery SLO"))
+    by_status = results["matrix"]["by_status"]
+    others = ", ".join(f"{n} {s}" for s, n in by_status.items() if s != "complete")
+    done = by_status.get("complete", 0)
+    items.append(Figure("cells complete", f"{done} of {results['matrix']['cells']}", others or "none failed"))
+    return KeyFigures(items)
+
+
+def _failover_summary(results: Results, summary: FailoverSummary) -> Section:
+    """A failover study's Summary: the recovery it measured, per action, first; no capacity
+    recommendation (nothing was searched); the warnings after (not the limits of a load that was
+    never pushed to one)."""
+    warnings = [o for o in results["observations"] if o["severity"] == "warning"]
+    blocks: list[Block | Section] = [
+        Para(recovery_lead(summary), lead="Recovery.", tone="callout"),
+        Bullets([Para(action_sentence(a)) for a in summary["actions"]]),
+        _failover_figures(results, summary),
+    ]
+    if warnings:
+        blocks.append(Bullets([_observation(o) for o in warnings[:SUMMARY_OBSERVATIONS]]))
+    return Section("Summary", "summary", blocks)
+
+
 def summary(results: Results) -> Section:
+    if failover := results.get("failover"):
+        return _failover_summary(results, failover)
     rec = results["recommendation"]
     observations = results["observations"]
     limits = [o for o in observations if o["topic"] == "limit"][:2]

@@ -10,6 +10,7 @@ from caplab.report.model.cells import cell_result, samples_by_trial
 from caplab.report.model.consolidation import consolidation_entries
 from caplab.report.model.jobs import job_entries
 from caplab.report.model.matrix import capacity_entries, matrix, scaling_entries
+from caplab.report.model.outage import failover_summary
 from caplab.report.model.paper import paper_comparison
 from caplab.report.model.scenario import goal_of, naming_factors, scenario, study_spec
 from caplab.report.model.series import cell_series
@@ -58,6 +59,7 @@ def build_measured(
     naming = naming_factors(spec, raw_cells)
     cells = [cell_result(c, samples, naming) for c in raw_cells]
     goal = goal_of(spec)
+    jobs = job_entries(spec, raw_cells, cells)
     series = [
         s for raw, c in zip(raw_cells, cells, strict=True) for s in cell_series(raw, samples, c["roles"])
     ]
@@ -75,6 +77,7 @@ def build_measured(
         "events": [_event(e) for e in document.events],
         "series": series,
         "consolidation": consolidation_entries(spec, raw_cells, samples),
-        "jobs": job_entries(spec, raw_cells, cells),
+        "jobs": jobs,
         "paper": paper_comparison(spec, cells),
+        "failover": failover_summary(raw_cells, cells, jobs is not None),
     }

@@ -762,6 +762,63 @@ class PaperComparison(TypedDict):
     """The configuration the paper recommends, in its words (``paper.recommendation``)."""
 
 
+class ActionRecovery(TypedDict):
+    """One failover action over every trial that ran it (analysis/outage.py): recovery at group
+    level (a primary writable, as the system reported it) and database level (each database's
+    first commit, over every database of every trial), nearest-rank, good to ± ``resolution_s``."""
+
+    action: str
+    trials: int
+    databases: list[int]
+    """The database counts it ran at."""
+    group_p50_s: float | None
+    group_p95_s: float | None
+    group_max_s: float | None
+    database_p50_s: float | None
+    database_p95_s: float | None
+    database_max_s: float | None
+    not_recovered: int
+    """Databases (summed over trials) not back by the end of their trial."""
+    resolution_s: float | None
+    acknowledged: int | None
+    """With a ledger: transactions acknowledged over the trials, and how many of them were lost."""
+    lost: int | None
+    successes: int | None
+    judged: int
+    """k of K: trials judged against the recovery SLO (``successes`` null without one)."""
+    after_p50: float | None
+    after_min: float | None
+    """The load's throughput after recovery against before the fault, over the trials."""
+    failed: int
+    """Requests that failed in the outages: what the outage cost, not an anomaly."""
+
+
+class CellOutage(TypedDict):
+    """A failover configuration's requests split at its outages, and its consistency judged on
+    each side of them rather than across them."""
+
+    cell: int
+    label: str
+    sent: int
+    errors_inside: int
+    errors_outside: int
+    dropped_inside: int
+    dropped_outside: int
+    before_cv: float | None
+    after_cv: float | None
+    consistency_before: str | None
+    """``good``, ``fair`` or ``poor`` (null: too few intervals on that side to judge)."""
+    consistency_after: str | None
+
+
+class FailoverSummary(TypedDict):
+    """What a failover study measured (no capacity searched, failovers read): what its Summary
+    leads with instead of a capacity recommendation."""
+
+    actions: list[ActionRecovery]
+    cells: list[CellOutage]
+
+
 class Measured(TypedDict):
     """What the study measured, before any text is written from it."""
 
@@ -780,6 +837,8 @@ class Measured(TypedDict):
     consolidation: list[ConsolidationEntry]
     jobs: Jobs | None
     paper: NotRequired[PaperComparison | None]
+    failover: NotRequired[FailoverSummary | None]
+    """A failover study's recovery per action and outages per configuration; null for any other."""
 
 
 class PricedConfiguration(TypedDict):

@@ -14,7 +14,7 @@ from caplab import units as u
 from caplab.analysis.limit import NEAR_SATURATION
 from caplab.analysis.limit_kind import LimitKind
 from caplab.report.model.runs import runs
-from caplab.report.model.types import CellResult, Limit, Measured, Observation
+from caplab.report.model.types import CellOutage, CellResult, Limit, Measured, Observation
 from caplab.report.text.scaling import scaling_observations
 
 GENERATOR_SHARE_WARN = 0.10
@@ -249,10 +249,80 @@ def _cell_anomalies(cell: CellResult) -> list[Observation]:
     return out
 
 
+def _sides(outage: CellOutage) -> str:
+    def side(rating: str | None, cv: float | None) -> str:
+        return f"{rating} ({u.pct(cv)})" if rating else "not judged (too few intervals)"
+
+    return (
+        f"before the outage {side(outage['consistency_before'], outage['before_cv'])}, "
+        f"after it {side(outage['consistency_after'], outage['after_cv'])}"
+    )
+
+
+def _outage_anomalies(outage: CellOutage) -> list[Observation]:
+    """A failover configuration's anomalies: what failed or was not sent outside its outages, and
+    its consistency on either side of them. What the outage itself cost is said once, as the
+    outage (its steadiness, and Little's law, are not judged across a rate that fell to zero)."""
+    label, idx, out = outage["label"], [outage["cell"]], []
+    inside = [
+        f"{u.num(n)} {what}"
+        for n, what in (
+            (outage["errors_inside"], "requests failed"),
+            (outage["dropped_inside"], "were not sent (the in-flight cap reached while requests were held)"),
+        )
+        if n
+    ]
+    if inside:
+        out.append(
+            note(
+                "outage",
+                f"{label}: during the outages {' and '.join(inside)}: that is the outage being measured "
+                "(see Recovery), not an anomaly.",
+                idx,
+            )
+        )
+    ratings = {outage["consistency_before"], outage["consistency_after"]}
+    if ratings & {"fair", "poor"}:
+        out.append(
+            note(
+                "consistency",
+                f"{label}: throughput consistency, judged on each side of the outage rather than across "
+                f"it (interval-to-interval variation): {_sides(outage)}.",
+                idx,
+                "warning" if "poor" in ratings else "info",
+            )
+        )
+    sent = outage["sent"]
+    if outage["errors_outside"]:
+        share = f"{u.pct(outage['errors_outside'] / sent)} of requests" if sent else "requests"
+        out.append(
+            note(
+                "anomaly",
+                f"{label}: outside the outages {share} failed ({u.num(outage['errors_outside'])}).",
+                idx,
+                "warning",
+            )
+        )
+    if outage["dropped_outside"]:
+        out.append(
+            note(
+                "anomaly",
+                f"{label}: outside the outages {u.num(outage['dropped_outside'])} requests were not sent "
+                "(the in-flight cap was reached): the SUT fell behind.",
+                idx,
+                "warning",
+            )
+        )
+    return out
+
+
 def anomaly_observations(results: Measured) -> list[Observation]:
     out = _monotonic(results)
+    failover = results.get("failover")
+    outages = {o["cell"]: o for o in failover["cells"]} if failover else {}
     for c in _complete(results):
-        out += _cell_anomalies(c)
+        outage = outages.get(c["index"])
+        out += _outage_anomalies(outage) if outage else _cell_anomalies(c)
     return out
 
 

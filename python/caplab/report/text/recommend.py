@@ -40,6 +40,11 @@ from caplab.report.text.costs import cost_summary, endurance_text, priced
 from caplab.units import cell_label
 
 GOAL_HINT = "add `goal: {rate: R, headroom: 25%}` to the study file"
+FAILOVER_TEXT = (
+    "No capacity was searched: this study measured failover (its recovery leads the Summary and is "
+    "detailed under Recovery), and the throughput a configuration carried through its outages rates "
+    "it for nothing. To size for a load, search its capacity (`search:`) in a study without the actions."
+)
 JOB_GOAL_HINT = "add `goal: {phase: P, rate: R}` (R in items/s) to the study file to size for a rate"
 
 
@@ -547,6 +552,9 @@ def recommend(results: Measured, observations: list[Observation]) -> Recommendat
         "advice": advice(results, observations),
         "basis": None,
     }
+    if results.get("failover"):
+        # Throughput carried through an outage rates no configuration: nothing was searched.
+        return {**common, "ratings": [], "text": FAILOVER_TEXT}
     if not ratings:
         nothing = (
             "No configuration completed with a figure to size from: see the cells below."
