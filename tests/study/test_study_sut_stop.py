@@ -55,3 +55,17 @@ def test_a_port_already_taken_before_the_start_fails_the_cell_without_starting(t
     sut.start()
     assert sut.process is not None
     sut.stop()
+
+
+@pytest.mark.slow
+def test_a_child_left_by_a_dead_main_process_is_asked_to_stop(tmp_path: Path) -> None:
+    """The SUT's main process dies first (as the OOM killer ends a role): its child, still running,
+    gets SIGTERM at the stop and finishes its shutdown, rather than a SIGKILL after the grace."""
+    sut = Sut(SutSpec(start=SLOW_CHILD.replace("wait", "exit 3")), tmp_path)
+    sut.start()
+    assert sut.process is not None
+    sut.process.wait(timeout=10)  # the shell has gone; its child lives on in its group
+    child = int((tmp_path / "child.pid").read_text())
+    assert Path(f"/proc/{child}").exists()
+    sut.stop()
+    assert (tmp_path / "child.done").exists(), "the child was killed, not asked to stop"

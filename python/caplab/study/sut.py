@@ -139,6 +139,7 @@ class Sut:
 
     def stop(self) -> None:
         """The stop command if there is one, then SIGTERM to the process group, SIGKILL after a grace."""
+        died_first = self.process is not None and self.process.poll() is not None
         if self.spec.stop:
             subprocess.run(
                 self.spec.stop,
@@ -159,6 +160,11 @@ class Sut:
             except subprocess.TimeoutExpired:
                 _signal_group(group, signal.SIGKILL)
                 self.process.wait()
+        elif died_first and _live_members(group):
+            # The main process had died before the stop (the OOM killer, a crash) and took no one
+            # with it: the rest of its group was never asked to stop, and would only be killed
+            # after the whole grace (10 s of every cell whose main process died).
+            _signal_group(group, signal.SIGTERM)
         # The command may be done while processes it started are still shutting down, holding
         # the ports the next cell's SUT will want: the cell ends when the whole group has gone.
         if not _group_gone(group, STOP_GRACE_S):
