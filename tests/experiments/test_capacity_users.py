@@ -44,9 +44,9 @@ def users_search(caplab_path: Path, tmp_path_factory: pytest.TempPathFactory) ->
             "--slo",
             "p99<=250ms",
             # Near the answer, and bounded by the assertion's own band: the expected users are at
-            # most 0.75 / (0.005 s × 1/s) = 150 (the cost asserted is 5 ms or more), so no capacity
-            # above 1.10 × 150 = 165 can pass; a search that would find one stops at --max with
-            # "the SLO still holds at the maximum", found is false and the test fails as before.
+            # most 0.75 / (0.005 s × 1/s) = 150 (the cost asserted is 5 ms or more), so no answer
+            # above 1.10 × 150 = 165 passes the assertion; a search whose trial at 165 passes stops
+            # there ("the SLO still holds at the maximum"), found is false and the test fails.
             # 128 / 165 then bisect to 146 and 137 (about 141 expected here: 5.3 ms a request),
             # within 8 %, where 96 / 192 took four bisections: two 5.5 s trials fewer. A slower
             # server fails at 128 and the bracket halves down to it.
