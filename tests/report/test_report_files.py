@@ -139,6 +139,7 @@ def test_the_report_sections_follow_the_papers(built: Built) -> None:
         "Observations",
         "Recommendations",
         "Appendix: the searches and events",
+        "Methodology",
     ]
     assert "Not measured" in built.scaleout.markdown  # no storage baseline in this study
 

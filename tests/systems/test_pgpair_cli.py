@@ -8,13 +8,17 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import psutil
+import psycopg
 import pytest
 
-from caplab.systems.pgpair import Pair, PasswordRefused
+from caplab.systems.pgpair import Pair, PasswordRefused, seed
 from caplab.systems.pgpair.nodes import connect
 from support.foreground import read_started
 
@@ -36,6 +40,47 @@ def test_each_seeded_database_holds_pgbench_tables_on_both_nodes(start_pair: Sta
         for name in pair.database_names():
             with connect(node, pair.state.superuser, pair.password, dbname=name) as conn:
                 assert conn.execute(query).fetchone() == (1, 100_000), (node.name, name)
+
+
+def test_seeding_copes_with_a_client_in_the_first_database_as_soon_as_it_exists(
+    start_pair: StartPair,
+) -> None:
+    """A client may connect to ``ag_0`` the moment it exists (the failover observer did, while its
+    study's pair was seeding): the copies must not come from a database anyone can be in. A copy of
+    a database with another session in it fails ("source database is being accessed by other
+    users"), so seeding ``ag_0`` and copying it failed here; a template of its own, dropped after,
+    does not."""
+    pair = start_pair()
+    primary = pair.primary()
+    assert primary is not None
+    held: list[psycopg.Connection[Any]] = []
+    done = threading.Event()
+
+    def hold_the_first_database() -> None:
+        while not done.is_set() and not held:
+            try:
+                held.append(connect(primary, pair.state.superuser, pair.password, dbname="ag_0"))
+            except psycopg.OperationalError:
+                time.sleep(0.01)  # not there yet
+
+    client = threading.Thread(target=hold_the_first_database)
+    client.start()
+    try:
+        seed.seed(primary, pair.state.superuser, pair.passfile, 5, 1, jobs=2)
+    finally:
+        done.set()
+        client.join()
+        for conn in held:
+            conn.close()
+    assert held, "the client reached ag_0 while the others were copied"
+    with connect(primary, pair.state.superuser, pair.password) as conn:
+        names = [
+            r[0] for r in conn.execute("SELECT datname FROM pg_database WHERE datname NOT LIKE 'template%'")
+        ]
+        assert sorted(names) == sorted(["postgres", *seed.names(5)]), "the template is dropped"
+        for name in seed.names(5):
+            with connect(primary, pair.state.superuser, pair.password, dbname=name) as db:
+                assert db.execute("SELECT count(*) FROM pgbench_accounts").fetchone() == (100_000,), name
 
 
 def test_a_wrong_password_is_refused_in_one_clear_line(start_pair: StartPair) -> None:
