@@ -27,7 +27,7 @@
 //!
 //! A target whose last connection attempt was refused gets no new connections until one of its
 //! requests goes through: its connections already open keep trying, one request at a time, and
-//! the rest wait for them. Otherwise every send during an outage (a failover) opened a connection
+//! the rest wait for them (a task not yet connected, too, while another attempt is under way). Otherwise every send during an outage (a failover) opened a connection
 //! of its own, and a hundred connects at once — each a SCRAM exchange with every host of the URL
 //! — made the generator late and its first success after the outage tenths of a second later
 //! than the system's (a separate client polling every 10 ms saw the database back first).
@@ -129,6 +129,8 @@ struct Pool {
     wake: Notify,
     /// The last attempt to connect to this target was refused (see the module doc).
     refusing: Cell<bool>,
+    /// Connection attempts to this target under way.
+    connecting: Cell<usize>,
 }
 
 /// Every target's pool, and the opening budget they share.
@@ -202,12 +204,25 @@ impl Pools {
 /// One connection's task: sends due requests to its target one at a time until the run ends.
 async fn serve<D: Driver>(w: Rc<Worker<D>>, pool: Rc<Pool>, target: usize) {
     let mut conn = None;
+    let mut opened = false;
     while !w.control.aborted() {
         let next = pool.due.borrow_mut().pop_front();
         match next {
+            Some(intended) if !opened && pool.refusing.get() && pool.connecting.get() > 0 => {
+                // A task started before the target refused (the sends of one wake-up each start
+                // one before any of them has run) is a new connection all the same: it waits
+                // while another attempt is under way, and leaves the request to the next free one.
+                pool.due.borrow_mut().push_front(intended);
+                pool.idle.set(pool.idle.get() + 1);
+                pool.wake.notified().await;
+            }
             Some(intended) => {
                 // The outcome is already in the statistics; a broken connection is reopened.
+                let connecting = conn.is_none();
+                pool.connecting.set(pool.connecting.get() + usize::from(connecting));
                 let outcome = w.issue(target, &mut conn, intended).await;
+                pool.connecting.set(pool.connecting.get() - usize::from(connecting));
+                opened |= conn.is_some();
                 pool.refusing.set(outcome == Err(ErrorKind::Connect));
                 w.in_flight.set(w.in_flight.get() - 1);
             }
