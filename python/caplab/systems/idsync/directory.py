@@ -37,6 +37,7 @@ from pathlib import Path
 
 import psutil
 
+from caplab.systems.exited import exited
 from caplab.systems.idsync.errors import IdsyncError
 
 SUFFIX = "dc=idsync,dc=test"
@@ -271,24 +272,6 @@ index uid,employeeNumber eq
             exited(process, STOP_TIMEOUT_S)
         self.pid_file.unlink(missing_ok=True)
         return True
-
-
-def exited(process: psutil.Process, timeout_s: float) -> bool:
-    """Waits until ``process`` has exited — gone, or a zombie: its database closed and its port
-    free, only not yet reaped; False if it still runs after ``timeout_s``. Not ``psutil``'s
-    ``wait``, which waits for the reaping too: slapd is started detached (by a `directory start`
-    or `reset` that has since exited), so its parent is init, which may reap it a second or two
-    later (measured: 1-1.9 s in a container, three stops a job's cell)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            if process.status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.01)
 
 
 def listens(pid: int, port: int) -> bool:

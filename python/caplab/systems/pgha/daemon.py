@@ -8,12 +8,12 @@ import contextlib
 import os
 import signal
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
 
+from caplab.systems.exited import exited
 from caplab.systems.pgpair.server import ServerError, ServerUser
 
 
@@ -78,26 +78,6 @@ class Daemon:
             return
         with contextlib.suppress(psutil.Error):
             proc = psutil.Process(pid)
-            if not _exited(proc, timeout_s):
+            if not exited(proc, timeout_s):
                 proc.kill()
-                _exited(proc, 5.0)
-
-
-def _exited(proc: psutil.Process, timeout_s: float) -> bool:
-    """Waits until ``proc`` has exited: gone, or a zombie. A detached daemon's parent is init,
-    which reaps it in its own time (1–2 s on some hosts; psutil's wait waits for that): a zombie
-    holds no port or file any more, and ``Daemon.pid`` already counts it as stopped. One that is
-    our child (started by this process) is reaped here. False if it still runs at the end."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            exited = proc.status() == psutil.STATUS_ZOMBIE
-        except psutil.NoSuchProcess:
-            return True
-        if exited:
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(proc.pid, os.WNOHANG)
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.02)
+                exited(proc, 5.0)
