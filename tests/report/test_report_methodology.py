@@ -52,7 +52,14 @@ def test_the_fixed_load_study_is_graded_from_its_record(built: Built) -> None:
     assert "search:" in items["intervals"]["change"]["setting"]
     placed = [c["placement"] for c in results["cells"] if c["status"] == "complete"]
     apart = all(p and p.startswith("generator on CPU") for p in placed)
-    assert items["generator"]["grade"] == ("pass" if apart else "warn")
+    # A generator that fell behind in a measured trial fails the item whatever its placement: on a
+    # busy machine (beside two other test workers) it did.
+    behind = any(
+        c["metrics"]["generator_saturated"] or any(t["generator_saturated"] for t in c["trials"])
+        for c in results["cells"]
+        if c["trials"]
+    )
+    assert items["generator"]["grade"] == ("fail" if behind else "pass" if apart else "warn")
     assert "placement in 2 of 3 cells" in items["environment"]["reason"]
 
 
