@@ -7,7 +7,7 @@
     template --kind adt|oru [--results N] [--prefix P]   a request body with {seq}, for caplab load
     stop --data-dir D                          SIGTERM the engine and wait; JSON {"stopped": PID}
     db start --data D --wal W --port P --passfile F   the queue's own PostgreSQL, its log in W
-    db stop --data D                                  (initdb --waldir; a study's storage layout)
+    db stop --data D [--immediate]                    (initdb --waldir; a study's storage layout)
 
 ``start`` is the default, so ``caplab systems start hl7 --channels 4 …`` runs the engine. A
 PostgreSQL password never goes on a command line: PGPASSWORD, a passfile, or the whole URL in
@@ -200,6 +200,11 @@ def db(argv: list[str]) -> NoReturn:
     p.add_argument("--port", type=int, default=5432)
     p.add_argument("--passfile", type=Path, default=None, help="libpq passfile written at initdb")
     p.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="a server setting")
+    p.add_argument(
+        "--immediate",
+        action="store_true",
+        help="stop: no shutdown checkpoint (a queue thrown away next; its dirty pages are never written)",
+    )
     a = p.parse_args(argv)
     settings: dict[str, str | int] = {}
     for item in a.set:
@@ -214,7 +219,7 @@ def db(argv: list[str]) -> NoReturn:
         if a.action == "start":
             print(json.dumps(database.start(a.passfile.resolve(), settings)))
         else:
-            database.stop()
+            database.stop("immediate" if a.immediate else "fast")
             print(json.dumps({"stopped": str(database.data_dir)}))
     except (ServerError, OSError) as e:
         print(f"hl7 db {a.action}: {e}", file=sys.stderr)

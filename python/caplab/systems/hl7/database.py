@@ -74,11 +74,12 @@ class Database:
         escaped = password.replace("\\", "\\\\").replace(":", "\\:")
         passfile.write_text(f"*:{self.port}:*:{ROLE}:{escaped}\n")
 
-    def stop(self) -> None:
-        """A fast shutdown; nothing to do when it is not running."""
+    def stop(self, mode: str = "fast") -> None:
+        """A fast shutdown (``immediate``: no shutdown checkpoint, for a queue thrown away with its
+        volume); nothing to do when it is not running."""
         server = self.server()
         try:
-            server.stop("fast")
+            server.stop(mode)
         except ServerError:
             server.kill()
         server.wait_gone()
