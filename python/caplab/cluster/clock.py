@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-START_LEAD_S = 1.0
+START_LEAD_S = 0.5
 """How far in the future the agreed start lies beyond the slowest round trip: room for every
-agent to receive its plan before the instant passes."""
+agent to receive its plan before the instant passes. Each agent has just answered its clock
+readings (``2 * slowest`` covers the trip itself), so this is the driver's own jitter in sending
+the plans: half a second, paid before every trial of a search on agents, is ample; an agent
+that still starts late says by how much (``start_late_ms``)."""
 
 
 @dataclass(frozen=True)
