@@ -29,12 +29,15 @@ def test_a_replicated_study_gives_each_capacity_an_interval_from_its_replicates(
             "roles": {"server": {"match": f"knownserver --port {port}"}},
         },
         "factors": {"copy": ["a", "b"]},
-        "load": {"duration": "1s", "warmup": "300ms"},
-        "slo": ["p99<=100ms"],
         # No assertion reads the capacity itself, only how the replicates make its interval: the
         # coarsest precision (50 %) stops a trial sooner than 30 % did (200, 400, 800, 600 on a
-        # quiet core; 200, 400, 300 on a shared one), four searches over.
-        "search": {"precision": "50%", "trial": "1s", "repeats": 1, "start": 200},
+        # quiet core; 200, 400, 300 on a shared one), four searches over. Half-second trials and
+        # confirmations (one interval each): even at 100/s one holds the 24 requests (1.2 × 20) a
+        # p95 needs, where a p99's 120 stretched every trial under 240/s to 1-1.5 s (MIN_SAMPLES in
+        # experiments/capacity/trial.py): four searches of four 0.8 s trials, not 1.3-1.8 s ones.
+        "load": {"duration": "500ms", "warmup": "300ms"},
+        "slo": ["p95<=100ms"],
+        "search": {"precision": "50%", "trial": "500ms", "repeats": 1, "start": 200},
         "replicates": REPLICATES,
     }
     path = write_study(tmp_path / "study.yaml", study)
