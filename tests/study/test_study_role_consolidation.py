@@ -6,10 +6,11 @@ submission and read over IMAPS. Access and transport each on a 2-core profile, t
 actions per user at capacity, the consolidation table (the sum of the single-role servers against
 the combined server, for CPU and memory, the paper's figures beside), and the recommendation.
 
-Measured on the 2-core test host (`caplab run quick.yaml`, 104 s, a fresh SMTP session per send):
-apart 39 users (23 actions/s, limit cpu:transport at 50 % of its quota, the next step failing p90),
-together 35 (23/s, software: nothing near its quota). Three-second trials place these within a
-step or two: the test checks what the run shows, not the figures."""
+Measured on the 2-core test host (`caplab run quick.yaml`, 73 s, a fresh SMTP session per send):
+apart 40 users (24 actions/s, limit cpu:transport at 52 % of its quota, the next step, 60, over
+75 %), together 30 (19/s, software: nothing near its quota, 40 not steady). Three-second trials
+and a 50 % search place these within a step or two: the test checks what the run shows, not the
+figures."""
 
 from __future__ import annotations
 
