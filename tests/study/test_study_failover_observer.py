@@ -87,7 +87,12 @@ def test_caplab_per_database_recovery_agrees_with_an_independent_observer(shared
     # cell: the observer reads the pair's passfile from it while the study runs
     study = yaml.safe_load(path.read_text().replace("{runtime}/ag-", f"{shared_dir}/ag-"))
     study["factors"] = {"zip": {"traffic": ["0%"], "action": ["switchover"]}}
-    study["load"] |= {"repeat": 1, "duration": "30s"}  # room for a switchover slowed by a busy machine
+    # Room for a switchover slowed by a busy machine: 18 − 3 = 15 s after it (the trial was 30 s).
+    # On this 2-core machine beside other tests the slowest switchover seen had its databases back
+    # 10.9 s after the fault at a load average of 8, and a primary writable only after 13.9 s at 16–20
+    # (where the availability-groups test, asserting all 20 back within its 12 − 3 = 9 s, fails).
+    # Only the three observed databases must be back here.
+    study["load"] |= {"repeat": 1, "duration": "18s"}
     switchover = study["sut"]["actions"]["switchover"]
     study["actions"] = [{"at": "3s", "name": "switchover", "run": f"date +%s.%N > fault_at && {switchover}"}]
     path.write_text(yaml.safe_dump(study, sort_keys=False))
