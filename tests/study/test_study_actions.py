@@ -71,7 +71,7 @@ def test_a_failing_action_is_reported_and_the_trial_still_measured(tmp_path: Pat
     port = free_port()
     actions = [{"at": "1s", "run": "echo 'no such node' >&2; exit 3", "name": "promote"}]
     path = write_study(tmp_path / "s.yaml", study(port, actions) | {"replicates": 2})
-    done = caplab("run", path, "--db", f"sqlite:///{tmp_path / 'c.db'}", "--json", timeout=120)
+    done = caplab("run", path, "--db", f"sqlite:///{tmp_path / 'c.db'}", "--json", "--no-report", timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     cell = json_out(done)["cells"][0]
     entries = cell["metrics"]["recovery"]

@@ -163,6 +163,14 @@ def test_a_missing_study_file_exits_2(tmp_path: Path) -> None:
     assert done.stderr.strip() == f"caplab: {path}: cannot read: No such file or directory"
 
 
+def test_a_report_directory_and_no_report_exit_2(tmp_path: Path) -> None:
+    db = tmp_path / "caplab.db"
+    done = caplab("run", tmp_path / "s.yaml", "--db", f"sqlite:///{db}", "-o", tmp_path / "r", "--no-report")
+    assert done.returncode == 2
+    assert "--no-report" in done.stderr and "Traceback" not in done.stderr
+    assert not db.exists(), "refused before anything ran"
+
+
 @pytest.mark.parametrize(
     "role", ["host: {match: server.py}", "server: {match: '  '}"], ids=["reserved", "blank"]
 )

@@ -114,7 +114,9 @@ def test_a_killed_primary_loses_nothing_acknowledged_when_synchronous_and_what_t
     (shared_dir / "ready.py").write_text(READY.format(primary=port, standby=port + 1))
     path = shared_dir / "study.yaml"
     path.write_text(yaml.safe_dump(study(saved, port), sort_keys=False))
-    done = caplab("run", path, "--db", f"sqlite:///{shared_dir / 'c.db'}", "--json", timeout=900)
+    done = caplab(
+        "run", path, "--db", f"sqlite:///{shared_dir / 'c.db'}", "--json", "--no-report", timeout=900
+    )
     assert done.returncode == 0, done.stderr[-4000:]
     cells = {c["factors"]["sync"]: c for c in json_out(done)["cells"]}
     assert set(cells) == set(TRIALS), cells.keys()

@@ -100,7 +100,9 @@ def test_caplab_per_database_recovery_agrees_with_an_independent_observer(shared
     for o in observers:
         o.thread.start()
     try:
-        done = caplab("run", path, "--db", f"sqlite:///{shared_dir / 'c.db'}", "--json", timeout=600)
+        done = caplab(
+            "run", path, "--db", f"sqlite:///{shared_dir / 'c.db'}", "--json", "--no-report", timeout=600
+        )
     finally:
         for o in observers:
             o.stop.set()

@@ -62,7 +62,7 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Ran:
     }
     path = write_study(tmp / "study.yaml", study)
     db_url = f"sqlite:///{tmp / 'caplab.db'}"
-    done = caplab("run", path, "--db", db_url, "--json")
+    done = caplab("run", path, "--db", db_url, "--json", "--no-report")
     doc = json_out(done)
     cells = {c["factors"]["case"]: c for c in doc["cells"]}
     return Ran(done, doc, cells, port, db_url)
@@ -155,7 +155,7 @@ def test_an_unreachable_target_fails_the_cell_and_resume_runs_it_once_it_is_up(
         "load": {"rate": 20, "duration": "1s"},
     }
     path = write_study(tmp_path / "study.yaml", study)
-    done = caplab("run", path, "--db", db_url, "--json")
+    done = caplab("run", path, "--db", db_url, "--json", "--no-report")
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
     doc = json_out(done)
@@ -167,7 +167,7 @@ def test_an_unreachable_target_fails_the_cell_and_resume_runs_it_once_it_is_up(
     assert doc["study"]["status"] == "failed"
 
     with start_module("caplab.systems.knownserver", "--port", str(port)):
-        resumed = caplab("run", path, "--db", db_url, "--json", "--resume")
+        resumed = caplab("run", path, "--db", db_url, "--json", "--no-report", "--resume")
     assert resumed.returncode == 0, resumed.stderr
     again = json_out(resumed)
     assert again["study"]["id"] == doc["study"]["id"]
@@ -183,7 +183,7 @@ def test_an_unreachable_tcp_target_fails_the_cell(tmp_path: Path, db_url: str) -
         "target": {"tcp": {"url": f"tcp://127.0.0.1:{port}", "framing": "line", "body": "ping"}},
         "load": {"users": 1, "duration": "1s"},
     }
-    done = caplab("run", write_study(tmp_path / "study.yaml", study), "--db", db_url, "--json")
+    done = caplab("run", write_study(tmp_path / "study.yaml", study), "--db", db_url, "--json", "--no-report")
     assert done.returncode == 1, done.stderr
     [cell] = json_out(done)["cells"]
     assert cell["status"] == "failed"

@@ -129,7 +129,7 @@ def test_sigint_keeps_finished_cells_and_resume_completes_the_study(
         assert "interrupted" in events
     assert f"stored as study {row.id}" in stdout
 
-    resumed = caplab("run", setup.path, "--db", setup.db_url, "--json", "--resume")
+    resumed = caplab("run", setup.path, "--db", setup.db_url, "--json", "--no-report", "--resume")
     assert resumed.returncode == 0, resumed.stderr
     assert f"cell 1/{CELLS} cpu=0: complete, skipped" in resumed.stderr
     doc = json_out(resumed)
@@ -182,10 +182,10 @@ def test_resume_with_nothing_to_resume_starts_a_new_study(
         "load": {"rate": 20, "duration": "300ms"},
     }
     path = write_study(tmp_path / "study.yaml", study)
-    first = caplab("run", path, "--db", db_url, "--json")
+    first = caplab("run", path, "--db", db_url, "--json", "--no-report")
     assert first.returncode == 0, first.stderr
     # Only an unfinished study with the same spec is resumed; a complete one is run afresh.
-    again = caplab("run", path, "--db", db_url, "--json", "--resume")
+    again = caplab("run", path, "--db", db_url, "--json", "--no-report", "--resume")
     assert again.returncode == 0, again.stderr
     assert "already complete" not in again.stderr
     assert json_out(again)["study"]["id"] == json_out(first)["study"]["id"] + 1

@@ -63,7 +63,7 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Ran:
     }
     path = write_study(tmp / "study.yaml", study)
     db_url = f"sqlite:///{tmp / 'caplab.db'}"
-    done = caplab("run", path, "--db", db_url, "--json", "--junit", tmp / "gate.xml")
+    done = caplab("run", path, "--db", db_url, "--json", "--no-report", "--junit", tmp / "gate.xml")
     assert done.returncode == 0, done.stderr
     return Ran(done, json_out(done), url, port, db_url)
 

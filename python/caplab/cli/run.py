@@ -37,6 +37,11 @@ DEMO_QUICK = "quick.yaml"
 )
 @report_dir_option("Where the sizing report goes [default: ./reports/study-ID].")
 @click.option(
+    "--no-report",
+    is_flag=True,
+    help="Write no sizing report (a script reading --json needs none; `caplab report ID` writes it later).",
+)
+@click.option(
     "--metrics-port",
     type=click.IntRange(1, 65535),
     help="Serve each interval's figures in Prometheus format on 127.0.0.1:PORT/metrics while running.",
@@ -53,6 +58,7 @@ def run_command(
     as_json: bool,
     resume: bool,
     report_dir: Path | None,
+    no_report: bool,
     metrics_port: int | None,
     junit_path: Path | None,
     web_port: int | None,
@@ -72,9 +78,22 @@ def run_command(
       caplab run study.yaml --web          http://127.0.0.1:8089/
       caplab run study.yaml --web=0        a free port
     """
+    if no_report and report_dir is not None:
+        click.echo("caplab: -o/--report-dir and --no-report contradict each other: give one", err=True)
+        sys.exit(exits.USAGE)
     sys.exit(
         cmd_run(
-            study_file, db, as_json, resume, report_dir, metrics_port, cluster, agents, junit_path, web_port
+            study_file,
+            db,
+            as_json,
+            resume,
+            report_dir,
+            metrics_port,
+            cluster,
+            agents,
+            junit_path,
+            web_port,
+            report=not no_report,
         )
     )
 
@@ -150,7 +169,10 @@ def cmd_run(
     agents: int | None = None,
     junit: Path | None = None,
     web_port: int | None = None,
+    report: bool = True,
 ) -> int:
+    """Runs the study into the store, writes its report unless ``report`` is false, and prints the
+    summary or the JSON document; the exit code."""
     try:
         study = load_study(study_file)
     except SpecError as e:
@@ -176,9 +198,9 @@ def cmd_run(
             return outcome
         document = store.study_document(outcome.study_id).to_json()
         document["scaling"] = study_scaling(document)
-        report = write_study_report(store, outcome.study_id, report_dir)
-        show_finished(live, outcome.status, report)
-        return finish_run(document, store, outcome, report, study_file, as_json, junit)
+        written = write_study_report(store, outcome.study_id, report_dir) if report else None
+        show_finished(live, outcome.status, written)
+        return finish_run(document, store, outcome, written, study_file, as_json, junit)
     finally:
         if live is not None:
             live.stop()
