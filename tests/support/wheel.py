@@ -14,13 +14,24 @@ DEV_BIN = Path(sys.executable).parent
 BUILD_TIMEOUT_S = 900  # the engine compiled from cold, where no build of it is cached
 
 
+def engine_profile(venv: Path = DEV_BIN.parent) -> str:
+    """The cargo profile of the engine built into the development venv, from the Makefile's stamp
+    (``make test`` builds release-nolto, ``make dev`` release, ``make check`` dev): the wheel is built
+    with it, so Cargo reuses that build instead of compiling the engine again in another profile
+    (release's fat LTO took two minutes of both cores, beside the other tests)."""
+    for profile, stamp in (("release-nolto", "release-nolto"), ("dev", "debug")):
+        if (venv / f".stamp-{stamp}").exists():
+            return profile
+    return "release"
+
+
 def install_wheel(into: Path) -> Path:
-    """Builds the wheel (Cargo reuses `make dev`'s release build: seconds) and installs it with its
-    dependencies (from uv's cache) into a new virtual environment under ``into``; returns the
-    environment's ``bin`` directory."""
+    """Builds the wheel (Cargo reuses the venv's own build of the engine: seconds) and installs it
+    with its dependencies (from uv's cache) into a new virtual environment under ``into``; returns
+    the environment's ``bin`` directory."""
     wheels = into / "wheels"
     subprocess.run(
-        [str(DEV_BIN / "maturin"), "build", "--release", "--out", str(wheels)],
+        [str(DEV_BIN / "maturin"), "build", "--profile", engine_profile(), "--out", str(wheels)],
         cwd=ROOT,
         env=os.environ | {"VIRTUAL_ENV": str(DEV_BIN.parent)},
         capture_output=True,
