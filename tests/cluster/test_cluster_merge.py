@@ -93,14 +93,18 @@ def test_errors_by_kind_add(two_results: list[tuple[str, RunResult]]) -> None:
 
 def test_one_saturated_agent_saturates_the_run_and_is_named(two_results: list[tuple[str, RunResult]]) -> None:
     (_, a), (_, b) = two_results
+    # The two runs' own verdicts set aside: on a busy machine either may have fallen behind itself.
+    cool = {**a.raw["generator"], "saturated": False, "saturation_reason": None}
     hot = {**b.raw["generator"], "saturated": True, "saturation_reason": "lateness p99 35 ms"}
-    merged = merge_generators([("agent-1", a.raw["generator"]), ("agent-2", hot)])
+    merged = merge_generators([("agent-1", cool), ("agent-2", hot)])
     assert merged["saturated"] is True
     assert merged["saturation_reason"] == "agent-2: lateness p99 35 ms"
     assert merged["threads"] == a.generator.threads + b.generator.threads
     assert merged["cpu_s"] == pytest.approx(a.generator.cpu_s + b.generator.cpu_s)
     assert merged["held_rate"] == pytest.approx((a.generator.held_rate or 0) + (b.generator.held_rate or 0))
-    calm = merge_generators([("agent-1", a.raw["generator"]), ("agent-2", b.raw["generator"])])
+    calm = merge_generators(
+        [("agent-1", cool), ("agent-2", {**hot, "saturated": False, "saturation_reason": None})]
+    )
     assert (calm["saturated"], calm["saturation_reason"]) == (False, None)
 
 
