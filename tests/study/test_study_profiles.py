@@ -106,7 +106,9 @@ HOG = (
 
 def two_roles(tmp_path: Path, port: int, helper: str, helper_role: dict[str, Any]) -> dict[str, Any]:
     """A study whose one start command launches two roles: knownserver, and a helper script that
-    becomes the SUT's main process (so its death fails the cell)."""
+    becomes the SUT's main process (so its death fails the cell). Callers match the helper by its
+    path: a bare ``helper.py`` also matched another test's helper running at the same time on the
+    other worker, and moved it into this study's 64 MB group, where the OOM killer took it."""
     script = tmp_path / "helper.py"
     script.write_text(helper)
     start = f"{knownserver(port)} & exec {shlex.join([sys.executable, str(script)])} {{volume.log}}"
@@ -162,7 +164,7 @@ def test_roles_of_one_start_command_are_attached_to_their_profiles(tmp_path: Pat
     ran outside it until then); the volume's IO is reported under its name, the role's memory
     against its limit; everything is removed after the cell."""
     port = free_port()
-    study = two_roles(tmp_path, port, WRITER, {"match": "helper.py", "profile": "disk"})
+    study = two_roles(tmp_path, port, WRITER, {"match": str(tmp_path / "helper.py"), "profile": "disk"})
     study["storage_baseline"] = {"size": "4M", "runtime": "1s", "jobs": 2, "depth": 8}
     require(Profile.build("disk", memory="64M", volumes={"log": "slow"}, volume_classes={"slow": _slow()}))
     before = set(leftovers())
@@ -211,7 +213,7 @@ def test_roles_of_one_start_command_are_attached_to_their_profiles(tmp_path: Pat
 
 def test_an_oom_kill_fails_the_cell_with_that_reason(tmp_path: Path) -> None:
     port = free_port()
-    study = two_roles(tmp_path, port, HOG, {"match": "helper.py", "profile": "disk"})
+    study = two_roles(tmp_path, port, HOG, {"match": str(tmp_path / "helper.py"), "profile": "disk"})
     require(Profile.build("disk", memory="64M", volumes={"log": "slow"}, volume_classes={"slow": _slow()}))
     before = set(leftovers())
     done = run_here(tmp_path, study)
@@ -554,7 +556,7 @@ def test_prices_and_drive_life_reach_the_recommendation(tmp_path: Path) -> None:
     that meets the goal with its cost per capacity, and ages the log drive at the rate the helper
     wrote it (4 KiB fsync'd writes at most 40 a second: well under 1 MB/s)."""
     port = free_port()
-    study = two_roles(tmp_path, port, WRITER, {"match": "helper.py", "profile": "disk"})
+    study = two_roles(tmp_path, port, WRITER, {"match": str(tmp_path / "helper.py"), "profile": "disk"})
     require(Profile.build("disk", memory="64M", volumes={"log": "slow"}, volume_classes={"slow": _slow()}))
     study["volumes"]["slow"] |= {"dwpd": 1, "years": 5}
     study["cost"] = {
