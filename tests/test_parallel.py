@@ -111,3 +111,18 @@ def test_every_test_file_using_the_reports_shared_studies_is_in_their_block() ->
     ]
     assert "report/test_report_chromium.py" in users  # the pattern finds a known user
     assert {u: parallel.group_of(u + "::any_test") for u in users} == dict.fromkeys(users, "report-built")
+
+
+def test_the_serial_pass_collects_the_files_of_every_alone_entry() -> None:
+    """``make py-test`` collects only these files for the serial pass (support/parallel.py run as a
+    script prints them): a file missing here would drop its alone tests from both passes."""
+    done = subprocess.run(
+        [sys.executable, str(parallel.TESTS / "support" / "parallel.py")],
+        capture_output=True, text=True, timeout=60, check=True, cwd=parallel.TESTS.parent,
+    )  # fmt: skip
+    files = done.stdout.split()
+    assert files == sorted(set(files)) and "tests/test_engine.py" in files
+    for entry in parallel.ALONE:
+        assert "tests/" + entry.partition("::")[0] in files, entry
+    assert all((parallel.TESTS.parent / f).is_file() for f in files)
+    assert "$(ALONE_FILES)" in (parallel.TESTS.parent / "Makefile").read_text()
