@@ -1,4 +1,4 @@
-# The single entry point: make dev | demo | check | test | bench | lint | docs
+# The single entry point: make dev | demo | check | test | bench | lint | docs | results
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -12,7 +12,7 @@ BIN := $(VENV)/bin
 unexport PYTHONDONTWRITEBYTECODE
 ENGINE_SRC := $(shell find engine/src -name '*.rs') engine/Cargo.toml engine/Cargo.lock pyproject.toml
 
-.PHONY: dev dev-test dev-debug demo check test bench lint lint-python rust-test clippy docs py-test py-test-fast fmt clean
+.PHONY: dev dev-test dev-debug demo results check test bench lint lint-python rust-test clippy docs py-test py-test-fast fmt clean
 
 dev: $(VENV)/.stamp-release
 
@@ -62,6 +62,14 @@ endif
 DEMO_ARGS ?= --quick
 demo: dev
 	$(BIN)/caplab demo $(DEMO_ARGS)
+
+# Every built-in study in full, one after another, into results/caplab.db (hours: `caplab studies
+# list` says how long each takes), then their pages in docs/studies/results/ written from the store
+# (`caplab studies publish`). `make results RESULTS_RUN=quick` runs the quick cuts (minutes).
+RESULTS_RUN ?= whole
+results: dev
+	mkdir -p results
+	$(BIN)/caplab studies publish --run $(RESULTS_RUN) --db sqlite:///$(abspath results)/caplab.db
 
 # The edit loop (about a minute and a quarter once built): debug engine, lint, every test not marked slow.
 check: dev-debug lint-python py-test-fast

@@ -126,6 +126,7 @@ SHARED_BLOCKS: tuple[Block, ...] = (
             "report/test_report_compare.py",
             "report/test_report_findings.py",
             "report/test_report_methodology.py",
+            "report/test_report_publish.py",
         ),
     ),
 )

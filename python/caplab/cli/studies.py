@@ -29,6 +29,7 @@ def studies_command() -> None:
       caplab studies show hl7-hardware             what it shows, its files, how to run it
       caplab studies run hl7-hardware --quick      copy it to ./hl7-hardware and run the quick cut
       caplab studies copy hl7-hardware mystudy/    copy its files to edit them, then `caplab run`
+      caplab studies publish hl7-hardware          its stored run as the docs' results page
     """
 
 
@@ -134,6 +135,48 @@ def run_command(
             folder / file, db, as_json, resume=False, report_dir=report, junit=junit_path, web_port=web_port
         )
     )
+
+
+@studies_command.command("publish")
+@click.argument("names", nargs=-1)
+@click.option("--db", help=DB_HELP)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("docs/studies/results"),
+    show_default=True,
+    help="The results directory of the docs: a folder per study, an index.md over them.",
+)
+@click.option(
+    "--run",
+    "run_first",
+    type=click.Choice(["whole", "quick"]),
+    help="Run the studies first (whole: each study.yaml and its parts, hours; quick: the quick "
+    "cuts, minutes), each from a copy in ./results/NAME, into --db.",
+)
+@click.option("--json", "as_json", is_flag=True, help="The pages written, as one JSON object.")
+def publish_command(
+    names: tuple[str, ...], db: str | None, output: Path, run_first: str | None, as_json: bool
+) -> None:
+    """Write the results pages of built-in studies NAMES (all without) from their newest stored
+    runs: the findings judged with the paper's figures beside, capacities with their intervals,
+    limits, the machine, the command and how long it took. The whole study's run is preferred to
+    the quick cut's; a page with no stored run is kept, or says how to run it.
+
+    \b
+      caplab studies run miis-disk --quick && caplab studies publish miis-disk
+      caplab studies publish --run quick --db sqlite:///results/caplab.db
+      make results          # every study in full (hours), then their pages
+    """
+    from caplab.cli.results_pages import cmd_publish, run_studies
+
+    chosen = [_lookup(n) for n in names] if names else list(CATALOG)
+    if run_first is not None:
+        code = run_studies(db, chosen, Path("results"), quick=run_first == "quick")
+        if code != exits.OK:
+            sys.exit(code)
+    sys.exit(cmd_publish(db, chosen, output, as_json))
 
 
 def _lookup(name: str) -> BuiltInStudy:

@@ -10,10 +10,12 @@ from importlib.resources import as_file, files
 from pathlib import Path
 
 from caplab.report.document import dumps, load_results
+from caplab.report.layout.blocks import Report
 from caplab.report.layout.charts import Chart
 from caplab.report.layout.sections import build_report
+from caplab.report.model.types import Results
 from caplab.report.render.html import PLOTLY_JS, render_html
-from caplab.report.render.markdown import CHART_DIR, render_markdown
+from caplab.report.render.markdown import CHART_DIR, ChartWriter, render_markdown
 from caplab.store.repository import Store
 
 HTML = "index.html"
@@ -49,16 +51,13 @@ def _copy_plotly(directory: Path) -> Path:
     return target
 
 
-def write_report(store: Store, study_id: int, out_dir: Path | None = None) -> ReportFiles:
-    """Writes the report of ``study_id`` into ``out_dir`` (default ``./reports/study-<id>/``),
-    replacing an earlier report there, and returns the files written."""
-    directory = Path(out_dir) if out_dir is not None else default_report_dir(study_id)
-    directory.mkdir(parents=True, exist_ok=True)
-    results = load_results(store, study_id)
-    report = build_report(results)
-    charts_dir = directory / CHART_DIR
+def _chart_writer(directory: Path, charts: str) -> tuple[ChartWriter, list[Path], dict[str, str]]:
+    """Draws each chart as an SVG in ``directory/charts`` (emptied first: charts of an earlier
+    report of another shape would linger); returns the drawer, the files drawn and each chart's
+    path relative to ``directory``."""
+    charts_dir = directory / charts
     if charts_dir.exists():
-        shutil.rmtree(charts_dir)  # charts of an earlier report of another shape would linger
+        shutil.rmtree(charts_dir)
     svgs: list[Path] = []
     static: dict[str, str] = {}
 
@@ -68,9 +67,20 @@ def write_report(store: Store, study_id: int, out_dir: Path | None = None) -> Re
 
     def draw(chart: Chart) -> Path:
         svgs.append(static_charts.render_svg(chart, charts_dir / f"{chart.id}.svg"))
-        static[chart.id] = f"{CHART_DIR}/{chart.id}.svg"
+        static[chart.id] = f"{charts}/{chart.id}.svg"
         return Path(static[chart.id])
 
+    return draw, svgs, static
+
+
+def write_report(store: Store, study_id: int, out_dir: Path | None = None) -> ReportFiles:
+    """Writes the report of ``study_id`` into ``out_dir`` (default ``./reports/study-<id>/``),
+    replacing an earlier report there, and returns the files written."""
+    directory = Path(out_dir) if out_dir is not None else default_report_dir(study_id)
+    directory.mkdir(parents=True, exist_ok=True)
+    results = load_results(store, study_id)
+    report = build_report(results)
+    draw, svgs, static = _chart_writer(directory, CHART_DIR)
     generated = results["generated_at"]
     markdown = directory / MARKDOWN
     markdown.write_text(render_markdown(report, draw, generated), encoding="utf-8")
@@ -79,3 +89,16 @@ def write_report(store: Store, study_id: int, out_dir: Path | None = None) -> Re
     data = directory / RESULTS
     data.write_text(dumps(results), encoding="utf-8")
     return ReportFiles(directory, html, markdown, data, [_copy_plotly(directory), *svgs])
+
+
+def write_page(report: Report, results: Results, directory: Path) -> list[Path]:
+    """Writes ``report`` as ``directory/index.md``, its charts in ``charts/`` and the results it
+    was made from as ``results.json`` beside it (the page's footer says every figure is there), as
+    a docs page; returns the files written."""
+    directory.mkdir(parents=True, exist_ok=True)
+    draw, svgs, _ = _chart_writer(directory, CHART_DIR)
+    page = directory / "index.md"
+    page.write_text(render_markdown(report, draw, results["generated_at"]), encoding="utf-8")
+    data = directory / RESULTS
+    data.write_text(dumps(results), encoding="utf-8")
+    return [page, data, *svgs]
