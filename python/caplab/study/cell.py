@@ -6,6 +6,7 @@ is started afresh."""
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import UTC, datetime
 
 from caplab.collect import MetricsSource, RoleSpec, default_collectors
 from caplab.collect.base import ResourceSample
@@ -50,7 +51,9 @@ class CellRun:
         self.plan_runner = plan_runner
         self.records = kept
         """Every trial of the cell so far, across its replicates (shared by their runs)."""
-        self.summary: JsonDict = {}
+        self.summary: JsonDict = {"started_at": datetime.now(UTC).isoformat(timespec="milliseconds")}
+        """What the replicate adds to the cell's metrics; when it began measuring (its system
+        started) is kept per replicate, the time a drift of the machine is read against."""
         self.oom = OomWatch(system.hw)
         self.roles: list[RoleSpec] = system.roles()
         self.metrics: MetricsSource | None = plan.collectors.metrics

@@ -1,11 +1,13 @@
-"""A cell's capacity from its replicates: each replicate is a whole search with a fresh start of
-the system; the cell's figure is their mean and its interval their t-interval."""
+"""A cell's figures from its replicates: each replicate is a whole experiment (a search, or the
+fixed load's trials) with a fresh start of the system; the cell's figure is their mean and its
+interval their t-interval, each replicate's own figures and start time kept beside it."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from caplab.analysis.replicates import t_interval, within_resolution
+from caplab.analysis.replicates import Estimate, t_interval, within_resolution
+from caplab.experiments.fixed import PERCENTILES
 from caplab.json_types import JsonDict, JsonObject, items, member, number, pair
 
 INTERVAL_SEARCH = "search"
@@ -15,14 +17,22 @@ would land: it is no confidence interval."""
 INTERVAL_REPLICATES = "replicates"
 """A 95 % Student-t interval of the mean over replicates, each a fresh start of the system, never
 narrower than the mean of their search brackets (replicates on one search step agree to that step)."""
+STARTED = "started_at"
+"""When a replicate began measuring (its system started), in each replicate's summary: kept in its
+entry of the cell's replicates, the time a drift of the machine is read against."""
+FIXED = "fixed"
+"""A fixed-load replicate's own figures, in its summary (``experiments.fixed.replicate_figures``)."""
 
 
 def combine_replicates(summaries: Sequence[JsonObject]) -> JsonDict:
     """The cell's share of the metrics from each replicate's: unchanged for one replicate (and for
-    experiments that search nothing), else one capacity with its interval from the replicates."""
+    experiments that neither search nor load at a fixed rate: a job's phases), else one capacity,
+    or a fixed load's throughput, latency and errors, with their interval from the replicates."""
     searched = [s for s in summaries if "capacity" in s]
     if len(summaries) == 1 or not searched:
-        return _unsearched(summaries)
+        fixed = [s for s in summaries if FIXED in s]
+        replicated = _fixed_replicates(fixed) if len(fixed) >= 2 and len(fixed) == len(summaries) else {}
+        return _unsearched(summaries) | replicated
     closed = member(searched[0], "capacity").get("model") == "closed"
     found = [s for s in searched if member(s, "capacity").get("found")]
     capacity = _pooled(searched)
@@ -48,12 +58,46 @@ def combine_replicates(summaries: Sequence[JsonObject]) -> JsonDict:
 
 
 def _unsearched(summaries: Sequence[JsonObject]) -> JsonDict:
-    """The last replicate's metrics, with every replicate's faults and ledgers."""
-    merged: JsonDict = dict(summaries[-1]) if summaries else {}
+    """The last replicate's metrics (a job's phases; none for a fixed load, whose figures are its
+    trials'), with every replicate's faults and ledgers."""
+    merged: JsonDict = (
+        {k: v for k, v in summaries[-1].items() if k not in (STARTED, FIXED)} if summaries else {}
+    )
     for key in ("recovery", "ledger", "failover"):
         found = [r for s in summaries for r in items(s, key)]
         merged |= {key: found} if found else {}
     return merged
+
+
+def _fixed_replicates(summaries: list[JsonObject]) -> JsonDict:
+    """A fixed load's headline figures over its replicates: each the replicates' mean with its 95 %
+    t-interval (the spread between runs, each a fresh start of the system, not between the trials
+    of one run), each replicate's own figures and start time kept in ``replicates``. A latency
+    percentile is given only where every replicate's sample supports it."""
+    runs: list[JsonDict] = [{**member(s, FIXED), STARTED: s.get(STARTED)} for s in summaries]
+    throughput = t_interval([float(number(r, "throughput") or 0.0) for r in runs])
+    latency: JsonDict = {}
+    for p in PERCENTILES:
+        values = [number(member(r, "latency_ms"), p) for r in runs]
+        latency[p] = (
+            _estimate(t_interval([float(v) for v in values if v is not None])) if None not in values else None
+        )
+    errors = t_interval([float(number(r, "error_ratio") or 0.0) for r in runs])
+    return {
+        "throughput": throughput.mean,
+        "replicated": {
+            "replicate_count": len(runs),
+            "interval": INTERVAL_REPLICATES,
+            "throughput": _estimate(throughput),
+            "latency_ms": latency,
+            "error_ratio": _estimate(errors),
+            "replicates": runs,
+        },
+    }
+
+
+def _estimate(estimate: Estimate) -> JsonDict:
+    return {"mean": estimate.mean, "ci95": [estimate.low, estimate.high]}
 
 
 _PER_REPLICATE = (
@@ -79,7 +123,9 @@ def _pooled(searched: list[JsonObject]) -> JsonDict:
     """The last replicate's capacity with each replicate's own figures beside it, their searches'
     time and trials summed; its figure and interval are still to be decided."""
     capacities = [member(s, "capacity") for s in searched]
-    per_replicate = [_replicate_figures(c) for c in capacities]
+    per_replicate = [
+        _replicate_figures(c) | {STARTED: s.get(STARTED)} for s, c in zip(searched, capacities, strict=True)
+    ]
     capacity = {k: v for k, v in capacities[-1].items() if k not in ("ci95", "search_s")}
     trial_counts = [number(c, "trial_count") for c in capacities]
     return capacity | {
