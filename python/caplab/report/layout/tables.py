@@ -17,6 +17,7 @@ from caplab.report.model.types import (
     Json,
     Limit,
     PaperConsolidation,
+    ReplicatedFigure,
     Results,
     ScalingEntry,
     Search,
@@ -115,10 +116,11 @@ def results_table(results: Results) -> Table:
         lat = m["latency_ms"]
         net = [v for v in (host.get("net_rx_mb_s"), host.get("net_tx_mb_s")) if u.is_number(v)]
         error_pct = 100 * m["error_ratio"] if u.is_number(m["error_ratio"]) else None
+        rep = m["replicated"]
         row += [
-            num_cell(m["throughput"], u.num(m["throughput"])),
-            num_cell(lat["p50"], u.num(lat["p50"])),
-            num_cell(lat["p99"], u.num(lat["p99"])),
+            _replicated_cell(m["throughput"], rep["throughput"] if rep else None),
+            _replicated_cell(lat["p50"], rep["p50_ms"] if rep else None),
+            _replicated_cell(lat["p99"], rep["p99_ms"] if rep else None),
             num_cell(lat["p999"], u.num(lat["p999"])),
             TableCell(u.num(error_pct), error_pct, "bad" if error_pct else ""),
             text_cell(m["consistency"] or u.DASH, CONSISTENCY_TONE.get(m["consistency"] or "", "")),
@@ -139,11 +141,24 @@ def results_table(results: Results) -> Table:
         "hardware profile's CPU quota also in % of its profile's CPUs. Network: received + sent, all "
         "interfaces. Latency is timed from the intended send time."
     )
+    if any(c["metrics"]["replicated"] for c in results["cells"]):
+        note += (
+            " A fixed load run as replicates gives its throughput, p50 and p99 as the replicates' mean "
+            "with its 95% interval over them; p99.9 is that of all their requests together."
+        )
     if apps:
         note += (
             " The last figures before the limit are the system's own counters (per second where named so)."
         )
     return drop_empty_columns(Table(columns, rows, caption="Results per configuration", note=note))
+
+
+def _replicated_cell(value: float | None, replicated: ReplicatedFigure | None) -> TableCell:
+    """A fixed-load figure: over replicates, their mean with its 95 % interval; else the trials'."""
+    if replicated is None:
+        return num_cell(value, u.num(value))
+    low, high = replicated["ci95"]
+    return num_cell(replicated["mean"], f"{u.num(replicated['mean'])} {u.interval(low, high)}")
 
 
 def _capacity_cell(cap: CellCapacity | None) -> TableCell:

@@ -48,6 +48,8 @@ from caplab.report.model.types import (
     Metrics,
     PerUserRow,
     RecoveryRow,
+    Replicated,
+    ReplicatedFigure,
     Resources,
     Search,
     SearchTrial,
@@ -127,6 +129,45 @@ def _capacity(m: CellMetrics) -> CellCapacity | None:
     }
 
 
+def _replicated(r: JsonObject | None) -> Replicated | None:
+    """A fixed-load cell's figures over its replicates, as combine_replicates stored them."""
+    if r is None:
+        return None
+    throughput, errors = (
+        _replicated_figure(member(r, "throughput")),
+        _replicated_figure(member(r, "error_ratio")),
+    )
+    if throughput is None or errors is None:
+        return None
+    latency = member(r, "latency_ms")
+    return {
+        "replicates": integer(r, "replicate_count") or len(items(r, "replicates")),
+        "throughput": throughput,
+        "p50_ms": _replicated_figure(member(latency, "p50")),
+        "p90_ms": _replicated_figure(member(latency, "p90")),
+        "p95_ms": _replicated_figure(member(latency, "p95")),
+        "p99_ms": _replicated_figure(member(latency, "p99")),
+        "error_ratio": errors,
+        "runs": [
+            {
+                "started_at": text(run, "started_at"),
+                "throughput": number(run, "throughput"),
+                "p50_ms": number(member(run, "latency_ms"), "p50"),
+                "p99_ms": number(member(run, "latency_ms"), "p99"),
+                "error_ratio": number(run, "error_ratio"),
+            }
+            for run in members(r, "replicates")
+        ],
+    }
+
+
+def _replicated_figure(f: JsonObject) -> ReplicatedFigure | None:
+    mean, ci = number(f, "mean"), items(f, "ci95")
+    if mean is None:
+        return None
+    return {"mean": mean, "ci95": [_figure(ci[0]), _figure(ci[1])] if len(ci) == 2 else [None, None]}
+
+
 def _figure(value: object) -> float | None:
     return value if isinstance(value, int | float) and not isinstance(value, bool) else None
 
@@ -183,6 +224,7 @@ def _metrics(cell: CellRecord) -> Metrics:
         "generator_cpu_us_per_request": m.figure("generator_cpu_us_per_request"),
         "generator_saturated": m.generator_saturated,
         "capacity": _capacity(m),
+        "replicated": _replicated(m.part("replicated")),
         "app": _app(cell),
     }
 

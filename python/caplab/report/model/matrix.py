@@ -53,7 +53,8 @@ def rating_unit(unit: Unit, goal: Goal | None) -> Unit:
 
 def capacity_entries(cells: list[CellResult], goal: Goal | None) -> list[CapacityEntry]:
     """Per cell, the figure a configuration is rated by: its capacity when searched, else its measured
-    throughput (a lower bound: the load offered, not the most it can take)."""
+    throughput (a lower bound: the load offered, not the most it can take), with its interval over
+    the replicates when it ran as several."""
     headroom = goal["headroom"] if goal else DEFAULT_HEADROOM
     out: list[CapacityEntry] = []
     for c in cells:
@@ -71,6 +72,10 @@ def capacity_entries(cells: list[CellResult], goal: Goal | None) -> list[Capacit
         rate = value if unit == "req/s" else m["throughput"]
         rated_unit = rating_unit(unit, goal)
         base = value if rated_unit == "users" else rate
+        # A fixed load run as replicates: its throughput's interval over them.
+        replicated = m["replicated"] if cap is None else None
+        none: Interval = [None, None]
+        ci95 = cap["ci95"] if cap else replicated["throughput"]["ci95"] if replicated else none
         out.append(
             {
                 "cell": c["index"],
@@ -79,9 +84,9 @@ def capacity_entries(cells: list[CellResult], goal: Goal | None) -> list[Capacit
                 "basis": basis,
                 "value": value,
                 "unit": unit,
-                "ci95": cap["ci95"] if cap else [None, None],
-                "interval": cap["interval"] if cap else None,
-                "replicates": cap["replicates"] if cap else 1,
+                "ci95": ci95,
+                "interval": cap["interval"] if cap else "replicates" if replicated else None,
+                "replicates": cap["replicates"] if cap else replicated["replicates"] if replicated else 1,
                 "indistinguishable": [],
                 "found": cap["found"] if cap else value is not None,
                 "message": cap["message"] if cap else None,

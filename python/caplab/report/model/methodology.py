@@ -143,7 +143,8 @@ def _figure(entry: CapacityEntry | None, cell: CellResult) -> HeadlineFigure | N
     if entry is None or not is_number(entry["value"]):
         return None
     low, high = entry["ci95"] if len(entry["ci95"]) == 2 else (None, None)
-    searched = cell["metrics"]["capacity"]
+    searched, replicated = cell["metrics"]["capacity"], cell["metrics"]["replicated"]
+    runs = [r["throughput"] for r in replicated["runs"]] if replicated and not searched else []
     return HeadlineFigure(
         value=entry["value"],
         unit=entry["unit"],
@@ -151,7 +152,9 @@ def _figure(entry: CapacityEntry | None, cell: CellResult) -> HeadlineFigure | N
         low=low,
         high=high,
         replicates=entry["replicates"],
-        replicate_values=tuple(searched.get("replicate_values", [])) if searched else (),
+        replicate_values=tuple(searched.get("replicate_values", []))
+        if searched
+        else tuple(v for v in runs if v is not None),
     )
 
 

@@ -172,6 +172,37 @@ class CellCapacity(TypedDict):
     """Each replicate's own capacity (empty for one search): the points a trend across cells fits."""
 
 
+class ReplicatedFigure(TypedDict):
+    """A fixed-load figure over the cell's replicates: their mean and its 95 % t-interval."""
+
+    mean: float
+    ci95: Interval
+
+
+class ReplicateRun(TypedDict):
+    """One replicate of a fixed-load cell: its own figures and when it began measuring."""
+
+    started_at: str | None
+    throughput: float | None
+    p50_ms: float | None
+    p99_ms: float | None
+    error_ratio: float | None
+
+
+class Replicated(TypedDict):
+    """A fixed-load cell run as replicates: each headline figure as the replicates' mean with its
+    95 % t-interval (a latency percentile only where every replicate's sample supports it)."""
+
+    replicates: int
+    throughput: ReplicatedFigure
+    p50_ms: ReplicatedFigure | None
+    p90_ms: ReplicatedFigure | None
+    p95_ms: ReplicatedFigure | None
+    p99_ms: ReplicatedFigure | None
+    error_ratio: ReplicatedFigure
+    runs: list[ReplicateRun]
+
+
 class Metrics(TypedDict):
     """The cell's figures over its measured trials (those at capacity when it was searched)."""
 
@@ -198,6 +229,8 @@ class Metrics(TypedDict):
     generator_cpu_us_per_request: float | None
     generator_saturated: bool
     capacity: CellCapacity | None
+    replicated: Replicated | None
+    """A fixed-load cell's figures over its replicates (None: one replicate, or a search or job)."""
     app: dict[str, float | None]
     """The system's own counters (its metrics endpoint), by name."""
 
