@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 import yaml
 
-from caplab.analysis.methodology import grade_study, intervals, order, repetition
+from caplab.analysis.drift import Run
+from caplab.analysis.methodology import grade_study, intervals, machine_drift, order, repetition
 from caplab.analysis.methodology_setup import cost, environment, generator, steady_state, units
 from caplab.analysis.methodology_types import (
     CellEvidence,
@@ -115,8 +116,12 @@ def grades(checks: list[Check]) -> dict[Principle, Grade]:
     return {c.principle: c.grade for c in checks}
 
 
+STEADY_RUNS = tuple(Run(0, 60.0 * i, 100.0 + (7 * i) % 5, True) for i in range(8))
+"""Eight runs of one cell that scatter without drifting: enough for the drift check."""
+
+
 def test_a_one_cell_study_that_follows_every_principle_passes_every_item() -> None:
-    checks = grade_study(study())
+    checks = grade_study(study(replicates=8, runs=STEADY_RUNS))
     assert [c.principle for c in checks] == list(Principle)
     assert set(grades(checks).values()) == {Grade.PASS}, [c.reason for c in checks if c.grade != Grade.PASS]
     assert all(c.change is None for c in checks)
@@ -175,6 +180,35 @@ def test_order_warns_for_several_cells_with_the_order_they_ran_in_and_names_no_k
 
 def test_order_passes_for_one_configuration() -> None:
     assert order(study(cell(0), cell(1, started_at=None))).grade == Grade.PASS
+
+
+def test_drift_passes_when_the_runs_show_none_and_states_the_size() -> None:
+    check = machine_drift(study(replicates=8, runs=STEADY_RUNS))
+    assert check.grade == Grade.PASS and check.change is None
+    assert check.reason.startswith("no drift of the machine shown: later runs ")
+    assert "8 runs of one cell, their capacities, 16 pairs of runs of one cell" in check.reason
+
+
+def test_a_machine_slowed_halfway_warns_with_the_size_of_the_change() -> None:
+    """A fixed load's median latency 25 % longer from the study's middle on: runs 20 % slower."""
+    runs = tuple(
+        Run(i % 2, 60.0 * i, (2.0 if i < 8 else 2.5) * (1 + 0.01 * (i % 3)), False) for i in range(16)
+    )
+    check = machine_drift(study(cell(0), cell(1), replicates=8, runs=runs))
+    assert check.grade == Grade.WARN and check.change is not None and check.change.setting is None
+    assert check.reason.startswith("the machine changed during the study: later runs 20% [")
+    assert "slower than earlier ones" in check.reason and "fixed loads' median latencies" in check.reason
+
+
+def test_drift_not_testable_warns_and_asks_for_the_replicates_that_make_it_so() -> None:
+    two = machine_drift(study(cell(0), cell(1), runs=STEADY_RUNS[:3]))
+    assert two.grade == Grade.WARN and "cannot be tested" in two.reason
+    assert two.change is not None and two.change.setting == "replicates: 6"
+    one = machine_drift(study(replicates=1))
+    assert "the one cell ran once" not in one.reason and "no run recorded" in one.reason
+    assert one.change is not None and one.change.setting == "replicates: 8"
+    recorded = machine_drift(study(replicates=8))
+    assert recorded.change is not None and recorded.change.setting is None, "asks for what it has"
 
 
 def test_no_warm_up_fails_steady_state() -> None:

@@ -8,7 +8,17 @@ from typing import Any
 
 from support.reports import Built, fixed_study, scaleout_study
 
-PRINCIPLES = ["repetition", "intervals", "order", "steady_state", "generator", "environment", "units", "cost"]
+PRINCIPLES = [
+    "repetition",
+    "intervals",
+    "order",
+    "drift",
+    "steady_state",
+    "generator",
+    "environment",
+    "units",
+    "cost",
+]
 
 
 def _items(results: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -122,6 +122,17 @@ def drift(runs: Sequence[Run]) -> Drift:
     return Drift(verdict, n_runs, len(counted), len(differences), ratio, low, high)
 
 
+def replicates_needed(cells: int) -> int:
+    """The fewest runs per cell that let the check, over ``cells`` cells, exclude no change."""
+    for runs in range(2, 64):
+        null: tuple[int, ...] = (1,)
+        for _ in range(cells):
+            null = _convolve(null, _u_counts(runs // 2, runs // 2))
+        if _critical_rank(null) > 0:
+            return runs
+    raise ValueError("no number of runs makes the check testable")
+
+
 def _at(r: Run) -> float:
     return r.at
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 
+from caplab.analysis.drift import DriftVerdict, drift, replicates_needed
 from caplab.analysis.methodology_setup import cost, environment, generator, steady_state, units
 from caplab.analysis.methodology_types import (
     CellEvidence,
@@ -23,7 +24,7 @@ from caplab.analysis.methodology_types import (
     cells_text,
 )
 
-__all__ = ["grade_study", "intervals", "order", "repetition"]
+__all__ = ["grade_study", "intervals", "machine_drift", "order", "repetition"]
 
 REPLICATES = 3
 """What the changes ask for: the fewest runs whose t-interval (t = 4.30 at two degrees of freedom)
@@ -42,6 +43,7 @@ def grade_study(study: StudyEvidence) -> list[Check]:
         repetition(study),
         intervals(study),
         order(study),
+        machine_drift(study),
         steady_state(study),
         generator(study),
         environment(study),
@@ -175,3 +177,54 @@ def order(study: StudyEvidence) -> Check:
 def _clock(at: str | None) -> str:
     """``2026-11-27T20:39:46+00:00`` → ``20:39:46``."""
     return (at or "?").partition("T")[2][:8] or (at or "?")
+
+
+DRIFT_CHANGE = Change(
+    None,
+    "find what changed on the machine while the study ran (another tenant, heat, a filling disk, a CPU "
+    "quota) and run the study again; with every cell's replicates spread across the study in a random "
+    "order (issue 30's `order: interleaved`), a drift falls on every configuration alike",
+)
+
+
+def machine_drift(study: StudyEvidence) -> Check:
+    """Drift of the machine itself: each cell's later runs against its earlier ones (analysis.drift).
+    A machine that changed during the study mixes two machines in every figure; in cells run one
+    after another it reads as the later configurations' difference."""
+    found = drift(study.runs)
+    if found.verdict is DriftVerdict.NOT_TESTABLE:
+        reason = f"whether the machine changed during the study cannot be tested: {found.reason}"
+        return Check(Principle.DRIFT, Grade.WARN, reason, _drift_change(study))
+    faster = {r.higher_is_faster for r in study.runs}
+    what = " and ".join(
+        w for w, kind in (("capacities", True), ("fixed loads' median latencies", False)) if kind in faster
+    )
+    cells = "one cell" if found.cells == 1 else f"{found.cells} cells"
+    rests = f"{found.runs} runs of {cells}, their {what}, {found.pairs} pairs of runs of one cell"
+    if found.drifted:
+        reason = (
+            f"the machine changed during the study: {found.size_text()} ({rests}; a 95 % interval that "
+            "excludes no change): every figure mixes the machine before and after"
+        )
+        return Check(Principle.DRIFT, Grade.WARN, reason, DRIFT_CHANGE)
+    reason = (
+        f"no drift of the machine shown: {found.size_text()} ({rests}; the 95 % interval includes no change)"
+    )
+    return Check(Principle.DRIFT, Grade.PASS, reason)
+
+
+def _drift_change(study: StudyEvidence) -> Change:
+    """The replicates that make the check testable over the cells that ran; none to write where the
+    study already asks for them (its runs kept no start time, or too few completed)."""
+    needed = replicates_needed(max(len(study.ran), 1))
+    if study.replicates >= needed:
+        return Change(
+            None,
+            "run the study again: too few of its runs completed with their start time recorded (a study "
+            "stored before caplab kept one per replicate has none)",
+        )
+    return Change(
+        f"replicates: {needed}",
+        f"each cell's later runs are compared with its earlier ones; over {len(study.ran) or 1} cells "
+        f"{needed} runs each are the fewest whose 95 % interval can exclude no change",
+    )

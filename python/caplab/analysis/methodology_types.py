@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Literal
 
+from caplab.analysis.drift import Run
 from caplab.engine.result import IntervalSnapshot
 
 IntervalKind = Literal["search", "replicates"]
@@ -37,6 +38,7 @@ class Principle(Enum):
     REPETITION = "repetition"
     INTERVALS = "intervals"
     ORDER = "order"
+    DRIFT = "drift"
     STEADY_STATE = "steady_state"
     GENERATOR = "generator"
     ENVIRONMENT = "environment"
@@ -147,6 +149,8 @@ class StudyEvidence:
     """The interval series' resolution (``load.interval``)."""
     confirm_s: float | None = None
     """``search.confirm`` as written (None: the confirmation trials last ``load.duration``)."""
+    runs: tuple[Run, ...] = ()
+    """Every replicate's figure and start time, by cell (what the drift check reads)."""
 
     @property
     def ran(self) -> tuple[CellEvidence, ...]:

@@ -9,8 +9,10 @@ headline figures and their intervals are the capacity table's (``Measured.capaci
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 
+from caplab.analysis.drift import Run
 from caplab.analysis.methodology import grade_study
 from caplab.analysis.methodology_types import (
     CellEvidence,
@@ -22,7 +24,7 @@ from caplab.analysis.methodology_types import (
     TrialEvidence,
 )
 from caplab.engine.result import IntervalSnapshot
-from caplab.json_types import JsonObject, member, number, optional_member, text, truthy
+from caplab.json_types import JsonObject, member, members, number, optional_member, text, truthy
 from caplab.report.model.scenario import study_spec
 from caplab.report.model.types import (
     CapacityEntry,
@@ -39,6 +41,7 @@ PRINCIPLES: dict[Principle, tuple[PrincipleKey, str]] = {
     Principle.REPETITION: ("repetition", "Repeated experiments"),
     Principle.INTERVALS: ("intervals", "Intervals on the figures"),
     Principle.ORDER: ("order", "Randomised order"),
+    Principle.DRIFT: ("drift", "Drift of the machine"),
     Principle.STEADY_STATE: ("steady_state", "Warm-up and steady state"),
     Principle.GENERATOR: ("generator", "Load generator"),
     Principle.ENVIRONMENT: ("environment", "Environment recorded"),
@@ -113,7 +116,35 @@ def study_evidence(document: StudyDocument, measured: Measured) -> StudyEvidence
         profiles=tuple(str(p) for p in member(settings.source, "profiles")),
         factors=dict(document.cells[0].factors) if document.cells else {},
         confirm_s=number(search, "confirm") if search is not None else None,
+        runs=study_runs(document.cells),
     )
+
+
+def study_runs(cells: Sequence[CellRecord]) -> tuple[Run, ...]:
+    """Every replicate's figure with its start time, as the cells stored them: a searched cell's
+    capacity (each replicate that found one), a fixed-load cell's median latency; a cell run once
+    (no replicates kept) or a replicate stored before caplab kept its start time gives none."""
+    runs: list[Run] = []
+    for cell in cells:
+        capacity = cell.metrics.part("capacity") or {}
+        key = "capacity_users" if capacity.get("model") == "closed" else "capacity_rps"
+        for r in members(capacity, "replicates"):
+            at, value = _seconds(text(r, "started_at")), number(r, key)
+            if truthy(r, "found") and at is not None and value is not None:
+                runs.append(Run(cell.index, at, value, higher_is_faster=True))
+        for r in members(cell.metrics.part("replicated") or {}, "replicates"):
+            at, value = _seconds(text(r, "started_at")), number(member(r, "latency_ms"), "p50")
+            if at is not None and value is not None:
+                runs.append(Run(cell.index, at, value, higher_is_faster=False))
+    return tuple(runs)
+
+
+def _seconds(at: str | None) -> float | None:
+    """An ISO time as seconds since the epoch (None when absent or unreadable)."""
+    try:
+        return datetime.fromisoformat(at).timestamp() if at else None
+    except ValueError:
+        return None
 
 
 def _measured_trial(trial: TrialRecord) -> bool:

@@ -938,7 +938,7 @@ class FindingEntry(TypedDict):
 
 
 PrincipleKey: TypeAlias = Literal[
-    "repetition", "intervals", "order", "steady_state", "generator", "environment", "units", "cost"
+    "repetition", "intervals", "order", "drift", "steady_state", "generator", "environment", "units", "cost"
 ]
 """A principle of the methodology checklist (``analysis.methodology_types.Principle``'s values)."""
 MethodologyGrade: TypeAlias = Literal["pass", "warn", "fail"]
@@ -976,5 +976,6 @@ class Results(Measured):
     endurance: list[CellEndurance]
     """Every configuration's rated volumes (with ``dwpd``/``tbw`` ratings) at its write rate."""
     methodology: list[MethodologyItem]
-    """The checklist: repeated experiments, intervals, order, steady state, generator, environment,
-    units, cost — each passed, warned or failed, with its reason and what to change."""
+    """The checklist: repeated experiments, intervals, order, drift of the machine, steady state,
+    generator, environment, units, cost — each passed, warned or failed, with its reason and what
+    to change."""
