@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from caplab.units import interval, num
 from support.studies import caplab, free_port, json_out, knownserver, write_study
 
 pytestmark = pytest.mark.slow
@@ -74,3 +75,66 @@ def test_a_replicated_study_gives_each_capacity_an_interval_from_its_replicates(
     assert "they are not distinguishable" in report
     # Nor does the recommendation rank them: no best between the two, a stated tiebreak instead.
     assert "none is named the best" in results["recommendation"]["text"]
+
+
+FIXED_REPLICATES = 3
+
+
+def test_a_fixed_load_run_as_replicates_gives_each_figure_an_interval_over_them(tmp_path: Path) -> None:
+    """Fixed loads searched nothing, so their cell kept one replicate's (empty) summary and no
+    interval: now throughput, latency and errors are the replicates' mean with a 95 % interval, in
+    results.json, the results table and the capacity table `caplab compare` reads."""
+    port = free_port()
+    study = {
+        "name": "fixed-replicated",
+        "target": {"http": {"url": f"http://127.0.0.1:{port}/"}},
+        "sut": {
+            "start": f"exec {knownserver(port, '--cpu-us', '500')}",
+            "ready": {"port": port, "timeout": "20s"},
+            "roles": {"server": {"match": f"knownserver --port {port}"}},
+        },
+        "factors": {"copy": ["a", "b"]},
+        "load": {"rate": 200, "duration": "1s", "warmup": "300ms"},
+        "replicates": FIXED_REPLICATES,
+    }
+    path = write_study(tmp_path / "study.yaml", study)
+    db = f"sqlite:///{tmp_path / 'f.db'}"
+    done = caplab("run", path, "--db", db, "-o", tmp_path / "r", timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((tmp_path / "r" / "results.json").read_text())
+    for cell in results["cells"]:
+        replicated = cell["metrics"]["replicated"]
+        runs = replicated["runs"]
+        assert replicated["replicates"] == FIXED_REPLICATES and len(runs) == FIXED_REPLICATES
+        assert all(r["started_at"] for r in runs) and [r["started_at"] for r in runs] == sorted(
+            r["started_at"] for r in runs
+        )
+        throughputs = [r["throughput"] for r in runs]
+        mean = statistics.fmean(throughputs)
+        half = 4.30 * statistics.stdev(throughputs) / FIXED_REPLICATES**0.5  # t, 2 degrees of freedom
+        assert replicated["throughput"]["mean"] == pytest.approx(mean)
+        assert replicated["throughput"]["ci95"] == pytest.approx([max(0.0, mean - half), mean + half])
+        p99s = [r["p99_ms"] for r in runs]
+        assert replicated["p99_ms"]["mean"] == pytest.approx(statistics.fmean(p99s))
+        low, high = replicated["p99_ms"]["ci95"]
+        assert low <= statistics.fmean(p99s) <= high
+        assert replicated["error_ratio"]["mean"] == pytest.approx(
+            statistics.fmean(r["error_ratio"] for r in runs)
+        )
+    # The figure each configuration is rated by carries the interval over its replicates.
+    for entry in results["capacity"]:
+        assert entry["basis"] == "throughput" and entry["interval"] == "replicates"
+        assert entry["replicates"] == FIXED_REPLICATES and None not in entry["ci95"]
+    table = (tmp_path / "r" / "report.md").read_text().split("**Results per configuration**")[1]
+    assert "mean with its 95% interval over them" in table
+    for cell in results["cells"]:
+        shown = cell["metrics"]["replicated"]["throughput"]
+        assert f"| {num(shown['mean'])} {interval(*shown['ci95'])} |" in table
+    # Six runs of two cells are too few for the drift check: it says so, and asks for six each.
+    drift = next(i for i in results["methodology"] if i["principle"] == "drift")
+    assert drift["grade"] == "warn" and "cannot be tested" in drift["reason"]
+    assert drift["change"]["setting"] == "replicates: 6"
+    # `caplab compare` reads those intervals: a study against itself is indistinguishable.
+    compared = json_out(caplab("compare", "latest", "latest", "--db", db, "--json"))
+    assert {c["change"] for c in compared["cells"]} == {"indistinguishable"}
+    assert all(c["interval"] is not None for c in compared["cells"])
