@@ -223,8 +223,9 @@ def _drift_change(study: StudyEvidence) -> Change:
             "run the study again: too few of its runs completed with their start time recorded (a study "
             "stored before caplab kept one per replicate has none)",
         )
+    cells = "one cell" if len(study.ran) <= 1 else f"{len(study.ran)} cells"
     return Change(
         f"replicates: {needed}",
-        f"each cell's later runs are compared with its earlier ones; over {len(study.ran) or 1} cells "
-        f"{needed} runs each are the fewest whose 95 % interval can exclude no change",
+        f"each cell's later runs are compared with its earlier ones; over {cells}, {needed} runs each are "
+        "the fewest whose 95 % interval can exclude no change",
     )
