@@ -55,7 +55,7 @@ def test_a_plan_cannot_change_and_is_bound_to_the_hardware_once_made(tmp_path: P
     study = load_study(path)
     plan = plan_cell(study, study.cells[0])
     with pytest.raises(dataclasses.FrozenInstanceError):
-        plan.replicates = 2  # type: ignore[misc]
+        plan.directory = tmp_path  # type: ignore[misc]
     with pytest.raises(TypeError):
         cast(dict[str, Any], plan.hardware.profiles)["db"] = None
     assert plan.on(None) is plan, "no hardware: nothing to fill in"

@@ -34,6 +34,8 @@ class StudyProgress:
         self.position = 0
         self.header = ""
         self.trial = ""
+        self.headers: dict[int, str] = {}
+        """Each begun cell's header, by index: an interleaved study returns to a cell."""
 
     def study_started(self, study_id: int, study: Study, rows: list[CellRow]) -> None:
         self.total = len(rows)
@@ -54,10 +56,16 @@ class StudyProgress:
     def cell_started(self, cell: Cell) -> None:
         self.position += 1
         self.header = f"cell {self.position}/{self.total} {factors_text(cell.factors)}"
+        self.headers[cell.index] = self.header
         if self.console.is_terminal and self.live is None:
             self.live = Live(console=self.console, transient=True, auto_refresh=False)
             self.live.start()
         self._show(Text(f"{self.header}: starting"))
+
+    def replicate_started(self, cell: Cell, line: str) -> None:
+        """A line that stays (the order of the study's runs, in a log); the cell's header again."""
+        self.header = self.headers.get(cell.index, self.header)
+        self.console.print(line, highlight=False)
 
     def trial_started(self, index: int, repeat: int, plan: Plan) -> None:
         self.trial = f"trial {index + 1}/{repeat} at {plan.load_words()}"

@@ -35,6 +35,10 @@ class LiveObserver:
     def cell_started(self, cell: Cell) -> None:
         self.server.apply(lambda s: s.cell_started(cell.index))
 
+    def replicate_started(self, cell: Cell, line: str) -> None:
+        """The page follows the cell this replicate belongs to (another cell's may have run last)."""
+        self.server.apply(lambda s: [*s.note(line), *s.cell_started(cell.index)])
+
     def trial_started(self, index: int, repeat: int, plan: Plan) -> None:
         label = f"trial {index + 1} of {repeat} at {plan.load_words()}"
         self.server.apply(lambda s: s.trial_started(label))

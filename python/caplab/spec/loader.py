@@ -24,6 +24,7 @@ from caplab.spec.fields import Scalar
 from caplab.spec.findings import check_findings
 from caplab.spec.load import UsageSpec
 from caplab.spec.messages import format_error
+from caplab.spec.replicates import ReplicatesSpec
 from caplab.spec.study import Cell, Study, StudyConfig
 
 STUDY_NOT_A_MAPPING = "a study file must be a YAML mapping (name:, target:, load: …)"
@@ -57,6 +58,7 @@ def load_study(path: str | Path) -> Study:
     cells = [_cell(path, lines, data, index, factors) for index, factors in enumerate(matrix)]
     names = list(matrix[0]) if matrix else []
     _check_goal(path, lines, cells, names)
+    _check_runs(path, lines, cells)
     findings = check_findings(path, lines, findings_raw, matrix, cells[0].config)
     return Study(
         path=path, text=text, name=cells[0].config.name, factor_names=names, cells=cells, findings=findings
@@ -145,3 +147,22 @@ def _check_goal(path: Path, lines: dict[KeyPath, int], cells: list[Cell], names:
             line = lines.get(("goal", "phase"), lines.get(("goal",), 1))
             what = f"the job's phases: {', '.join(phases)}" if phases else "the study has no job:"
             raise SpecError(f"{path}:{line}: goal.phase: {goal.phase!r} is not a phase of the job ({what})")
+
+
+def _check_runs(path: Path, lines: dict[KeyPath, int], cells: list[Cell]) -> None:
+    """The run order is the study's, one for all its cells; replicates until an interval is narrow
+    enough need an interval, which is a searched capacity's."""
+    for key in ("order", "seed"):
+        if len({repr(getattr(c.config, key)) for c in cells}) > 1:
+            line = lines.get((key,), 1)
+            raise SpecError(
+                f"{path}:{line}: {key}: the study's own, the same for every cell: it names no factor"
+            )
+    for cell in cells:
+        config = cell.config
+        if isinstance(config.replicates, ReplicatesSpec) and config.search is None:
+            line = line_of(lines, ("replicates", "until"))
+            raise SpecError(
+                f"{path}:{line}: replicates.until: the interval it waits for is a searched capacity's: "
+                "add search: (a fixed load's throughput has none), or give replicates a count"
+            )

@@ -14,6 +14,7 @@ from caplab.spec.factors import FACTOR_REF, cell_note
 from caplab.spec.fields import Scalar
 from caplab.spec.hardware import LinkSpec, ProfileSpec, ScaleSpec, VolumeSpec
 from caplab.spec.load import LoadSection
+from caplab.spec.replicates import ReplicatesSpec
 from caplab.spec.study import StudyConfig
 from caplab.spec.sut import ReadySpec, RoleSpecModel, SutSpec
 from caplab.spec.target import HttpTarget, TargetSpec, TcpTarget
@@ -66,6 +67,7 @@ _TYPE_TAGS = frozenset(
             VolumeSpec,
             LinkSpec,
             ScaleSpec,
+            ReplicatesSpec,
         )
     }
 )

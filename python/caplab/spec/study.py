@@ -23,6 +23,7 @@ from caplab.spec.hardware import (
 )
 from caplab.spec.job import JobSpec
 from caplab.spec.load import LoadSection
+from caplab.spec.replicates import Order, Replicates
 from caplab.spec.search import GoalSpec, SearchSpec, SloText
 from caplab.spec.sut import SutSpec
 from caplab.spec.target import TargetSpec
@@ -83,9 +84,15 @@ class StudyConfig(Strict):
     """Where the generator and the system run on this host: by default (None) the generator on the
     first CPU and the system on the rest, where there are two or more and a cpuset controller;
     ``shared``: both on every CPU; or the CPUs of each (caplab.profiles.placement)."""
-    replicates: int = Field(default=1, ge=1, le=20)
-    """How many times each cell's capacity is searched, each with a fresh start of the system: the
-    cell's interval comes from these, since runs vary more than trials within one run."""
+    replicates: Replicates = 1
+    """How many times each cell runs, each with a fresh start of the system: the cell's interval
+    comes from these, since runs vary more than trials within one run. A count, or
+    ``{min: 3, max: 10, until: 5%}``: replicates until the capacity's interval is that narrow."""
+    order: Order | None = None
+    """The order of the study's runs (`caplab.study.schedule`); by default ``interleaved`` when a
+    cell has more than one replicate, else ``sequential``."""
+    seed: int | None = Field(default=None, ge=0, le=2**63 - 1)
+    """The seed of an interleaved order; by default one is drawn, and the stored study records it."""
     cluster: str | None = Field(default=None, pattern=r"^(local|ray://\S+)$")
     """Every trial's load on load agents of a Ray cluster (``ray://HEAD:10001``, or ``local``: a
     Ray started on this machine for the run), the results merged; ``caplab run --cluster``

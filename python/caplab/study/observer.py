@@ -23,6 +23,11 @@ class StudyObserver(Protocol):
 
     def cell_started(self, cell: Cell) -> None: ...
 
+    def replicate_started(self, cell: Cell, line: str) -> None:
+        """A replicate of a begun cell starts (``line`` names the cell and the replicate): other
+        cells' runs may have come in between, when the study's order is interleaved."""
+        ...
+
     def trial_started(self, index: int, repeat: int, plan: Plan) -> None: ...
 
     def trial_finished(self, kind: str, result: RunResult, samples: list[ResourceSample]) -> None:
@@ -54,6 +59,9 @@ class Silent:
         pass
 
     def cell_started(self, cell: Cell) -> None:
+        pass
+
+    def replicate_started(self, cell: Cell, line: str) -> None:
         pass
 
     def trial_started(self, index: int, repeat: int, plan: Plan) -> None:
@@ -97,6 +105,10 @@ class Observers:
     def cell_started(self, cell: Cell) -> None:
         for w in self.watchers:
             w.cell_started(cell)
+
+    def replicate_started(self, cell: Cell, line: str) -> None:
+        for w in self.watchers:
+            w.replicate_started(cell, line)
 
     def trial_started(self, index: int, repeat: int, plan: Plan) -> None:
         for w in self.watchers:

@@ -27,6 +27,7 @@ from caplab.spec import Cell, JobSpec, StorageBaselineSpec, Study, StudyConfig, 
 from caplab.spec.study import IsolationSpec
 from caplab.study.hardware import bind, launched_role, shared_machines
 from caplab.study.runtime import with_runtime
+from caplab.study.schedule import Budget
 from caplab.workloads.postgres import with_passfile_under
 
 ExperimentKind = Literal["fixed", "capacity", "job"]
@@ -97,7 +98,8 @@ class CellPlan:
     cell: Cell
     directory: Path
     """The study's directory: relative paths in the study file are under it."""
-    replicates: int
+    replicates: Budget
+    """How many replicates the cell runs (a count, or enough for its interval)."""
     hardware: HardwarePlan
     sut: SutPlan
     collectors: CollectorPlan
@@ -132,7 +134,7 @@ def plan_cell(study: Study, cell: Cell) -> CellPlan:
     return CellPlan(
         cell=cell,
         directory=study.directory,
-        replicates=config.replicates,
+        replicates=Budget.of(config.replicates),
         hardware=_hardware(config),
         sut=_sut(config, study.directory),
         collectors=_collectors(config, study.directory),
