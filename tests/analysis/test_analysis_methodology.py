@@ -25,7 +25,6 @@ from caplab.analysis.methodology_types import (
 )
 from caplab.engine.result import IntervalSnapshot, LatencySummary
 from caplab.spec import load_study
-from caplab.spec.study import StudyConfig
 
 HOST: dict[str, object] = {
     "hostname": "bench",
@@ -168,14 +167,28 @@ def test_a_fixed_load_figure_without_interval_fails_and_the_change_adds_a_search
     assert "search:" in check.change.setting and "replicates: 3" in check.change.setting
 
 
-def test_order_warns_for_several_cells_with_the_order_they_ran_in_and_names_no_key() -> None:
+def test_order_warns_for_cells_run_one_after_another_and_proposes_interleaving() -> None:
     late = cell(0, started_at="2026-01-01T11:00:00+00:00")
-    check = order(study(late, cell(1)))
+    check = order(study(late, cell(1), order="sequential"))
     assert check.grade == Grade.WARN
     assert "in the order #1, #0" in check.reason and "from 10:01:00 to 11:00:00" in check.reason
-    assert check.change is not None and check.change.setting is None and "`order:`" in check.change.why
-    # The change names no setting because the parser has none: when it gains `order:`, use it here.
-    assert "order" not in StudyConfig.model_fields
+    assert "each cell's 3 replicates back to back" in check.reason
+    assert check.change is not None and check.change.setting == "order: interleaved"
+    # A study stored before caplab recorded its order ran cell after cell: graded the same.
+    assert order(study(late, cell(1))).grade == Grade.WARN
+
+
+def test_order_passes_for_interleaved_replicates_and_names_the_seed() -> None:
+    check = order(study(cell(0), cell(1), order="interleaved", seed=4711))
+    assert check.grade == Grade.PASS and check.change is None
+    assert "order: interleaved, seed 4711" in check.reason
+
+
+def test_cells_shuffled_but_run_once_warn_and_the_change_adds_replicates() -> None:
+    once = [cell(i, figure=figure(replicates=1, replicate_values=())) for i in range(2)]
+    check = order(study(*once, replicates=1, order="interleaved", seed=5))
+    assert check.grade == Grade.WARN and "once each" in check.reason
+    assert check.change is not None and check.change.setting == "replicates: 3\norder: interleaved"
 
 
 def test_order_passes_for_one_configuration() -> None:
@@ -305,6 +318,8 @@ SHORTFALLS = [
     study(cell(0, trials=(trial(saturated=True),))),
     study(cell(0, generator_cpus=None, placement="shared", volumes=1), isolation="shared"),
     study(cell(0, figure=figure(unit="users")), closed_model=True, cost=False, profiles=("small",)),
+    study(cell(0), cell(1), order="sequential"),
+    study(cell(0), cell(1), replicates=1, order="sequential"),
 ]
 
 

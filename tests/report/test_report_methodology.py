@@ -39,7 +39,7 @@ def test_the_searched_study_is_graded_from_its_record(built: Built) -> None:
     assert "3 of 3 capacities carry only their search's bracket" in items["intervals"]["reason"]
     assert items["order"]["grade"] == "warn"
     assert "3 cells ran one after another in matrix order" in items["order"]["reason"]
-    assert items["order"]["change"]["setting"] is None
+    assert items["order"]["change"]["setting"] == "replicates: 3\norder: interleaved"
     assert "0.3 s warm-up" in items["steady_state"]["reason"]
     if _fell_behind(built.scaleout.results):
         assert items["generator"]["grade"] == "fail"  # whatever its placement: see the fixed study

@@ -151,6 +151,11 @@ class StudyEvidence:
     """``search.confirm`` as written (None: the confirmation trials last ``load.duration``)."""
     runs: tuple[Run, ...] = ()
     """Every replicate's figure and start time, by cell (what the drift check reads)."""
+    order: str | None = None
+    """The order the runs were made in, ``interleaved`` or ``sequential`` (None: a study stored
+    before caplab recorded it, which ran cell after cell)."""
+    seed: int | None = None
+    """The seed an interleaved order was drawn from."""
 
     @property
     def ran(self) -> tuple[CellEvidence, ...]:

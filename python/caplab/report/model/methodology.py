@@ -24,7 +24,7 @@ from caplab.analysis.methodology_types import (
     TrialEvidence,
 )
 from caplab.engine.result import IntervalSnapshot
-from caplab.json_types import JsonObject, member, members, number, optional_member, text, truthy
+from caplab.json_types import JsonObject, integer, member, members, number, optional_member, text, truthy
 from caplab.report.model.scenario import study_spec
 from caplab.report.model.types import (
     CapacityEntry,
@@ -82,6 +82,15 @@ class _Settings:
         value = (section or {}).get(key)
         return value if isinstance(value, int) and not isinstance(value, bool) else default
 
+    def replicates(self) -> int:
+        """The replicates every cell ran: the count, or with ``{min, max, until}`` its ``min``."""
+        budget = self.section("replicates")
+        return (
+            self.integer(budget, "min", 1)
+            if budget is not None
+            else self.integer(self.source, "replicates", 1)
+        )
+
 
 def study_evidence(document: StudyDocument, measured: Measured) -> StudyEvidence:
     """The facts the checklist grades, from the stored document and what the report measured."""
@@ -100,7 +109,7 @@ def study_evidence(document: StudyDocument, measured: Measured) -> StudyEvidence
         if raw.index in results
     )
     return StudyEvidence(
-        replicates=settings.integer(settings.source, "replicates", 1),
+        replicates=settings.replicates(),
         repeat=settings.integer(load, "repeat", 1),
         search_repeats=settings.integer(search, "repeats", 3) if search is not None else None,
         job=settings.section("job") is not None,
@@ -117,6 +126,8 @@ def study_evidence(document: StudyDocument, measured: Measured) -> StudyEvidence
         factors=dict(document.cells[0].factors) if document.cells else {},
         confirm_s=number(search, "confirm") if search is not None else None,
         runs=study_runs(document.cells),
+        order=text(settings.source, "order"),
+        seed=integer(settings.source, "seed"),
     )
 
 
