@@ -65,7 +65,7 @@ class StudyProgress:
     def replicate_started(self, cell: Cell, line: str) -> None:
         """A line that stays (the order of the study's runs, in a log); the cell's header again."""
         self.header = self.headers.get(cell.index, self.header)
-        self.console.print(line, highlight=False)
+        self.console.print(line, highlight=False, markup=False, soft_wrap=True)
 
     def trial_started(self, index: int, repeat: int, plan: Plan) -> None:
         self.trial = f"trial {index + 1}/{repeat} at {plan.load_words()}"

@@ -109,10 +109,7 @@ class StudyRunner:
         study_id, order, seed = self._open(resume)
         pending = self._pending(study_id)
         if order == "interleaved" and pending:
-            self.progress.note(
-                f"order: interleaved, seed {seed}: the cells' replicates in a random order "
-                f"(seed: {seed} in the study file repeats it)"
-            )
+            self.progress.note(f"order: interleaved, seed {seed} (seed: {seed} in the study file repeats it)")
         schedule = Schedule({i: Budget.of(c.cell.config.replicates) for i, c in pending.items()}, order, seed)
         failed = 0
         try:
