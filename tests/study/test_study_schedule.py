@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from caplab.json_types import JsonObject
+from caplab.experiments.capacity import combine_replicates
+from caplab.json_types import JsonObject, member
 from caplab.spec.replicates import Order
 from caplab.study.schedule import Budget, Run, Schedule, relative_half_width, stop_after, study_order
 
@@ -141,3 +142,39 @@ def test_a_fixed_count_stops_at_its_count() -> None:
     stop = stop_after(Budget(3, 3), 3, {})
     assert stop is not None and stop.reason == "3 replicates"
     assert stop_after(Budget(3, 3), 2, {}) is None
+
+
+def searched(capacity: float, step: float = 0.01) -> JsonObject:
+    """A replicate's search that found ``capacity``, its bracket ``step`` above it."""
+    bracket = [capacity, capacity * (1 + step)]
+    return {
+        "capacity": {"model": "open", "found": True, "capacity_rps": capacity, "ci95": bracket},
+        "search_trials": [],
+        "limit": None,
+    }
+
+
+def replicates_until(figures: list[float], budget: Budget) -> tuple[int, str]:
+    """How many of these replicates' capacities a cell runs before it stops, and why: each
+    decision on the cell's interval as combine_replicates gives it over the replicates so far."""
+    for made in range(1, len(figures) + 1):
+        capacity = member(combine_replicates([searched(f) for f in figures[:made]]), "capacity")
+        if (stop := stop_after(budget, made, capacity)) is not None:
+            return made, stop.reason
+    raise AssertionError("never stopped")
+
+
+def test_a_quiet_cell_stops_at_its_minimum_and_a_noisy_one_takes_more() -> None:
+    """The decision `until` makes on the runner's own interval (combine_replicates: a t-interval
+    over the replicates, never narrower than their search brackets). A real quiet and noisy server
+    would cost two searches a replicate in a test that must stay short; these are their figures."""
+    budget = Budget(3, 10, 0.05)
+    quiet = [1000.0, 1010.0, 995.0, 1005.0]
+    made, reason = replicates_until(quiet, budget)
+    assert made == 3 and reason.startswith("interval ±") and reason.endswith("≤ 5 %")
+    # Runs a few per cent apart: the interval narrows as replicates come (±17 % at three, ±5.6 %
+    # at six) until, at seven, it is within 5 %.
+    noisy = [1000.0, 1080.0, 940.0, 1050.0, 960.0, 1030.0, 990.0, 1010.0, 970.0, 1020.0]
+    assert replicates_until(noisy, budget) == (7, "interval ±4.6 % ≤ 5 %")
+    wild = [1000.0, 1600.0, 600.0, 1400.0, 700.0, 1500.0, 500.0, 1300.0, 800.0, 1200.0]
+    assert replicates_until(wild, budget) == (10, "max 10 reached (interval ±26.6 %, wanted ≤ 5 %)")
