@@ -72,6 +72,17 @@ TARGET = "name: orders\ntarget:\n  http:\n    url: http://127.0.0.1:8080/\n"
             id="goal-for-each",
         ),
         pytest.param(
+            TARGET + "load:\n  rate: 1\nsearch: {}\nreplicates: {min: 5, max: 3, until: 5%}\n",
+            "8: replicates: min (5) is more than max (3)",
+            id="replicates-min-over-max",
+        ),
+        pytest.param(
+            TARGET + "load:\n  rate: 1\nreplicates: {until: 5%}\n",
+            "7: replicates.until: the interval it waits for is a searched capacity's",
+            id="replicates-until-without-search",
+        ),
+        pytest.param(TARGET + "load:\n  rate: 1\norder: shuffled\n", "7: order: Input should be", id="order"),
+        pytest.param(
             TARGET + "load:\n  rate: 1\nslo: ['app[processed]>=many']\n",
             "7: slo.0: ",
             id="app-slo",
