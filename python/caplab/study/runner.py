@@ -117,7 +117,7 @@ class StudyRunner:
                 status = self._run(pending[run.cell], run)
                 if status is not None:
                     schedule.close(run.cell)
-                    failed += status == "failed"
+                    failed += 1 if status == "failed" else 0
         except (Interrupted, KeyboardInterrupt):
             for cell in pending.values():
                 if cell.started and not cell.finished:
@@ -222,9 +222,9 @@ class StudyRunner:
         if stop is None:
             return None
         if budget.until is not None:
-            self.progress.note(
-                f"cell #{cell.cell.index} {_factors(cell.cell)}: {made} replicates, {stop.reason}"
-            )
+            line = f"{_where(cell.cell)}: {made} replicates, {stop.reason}"
+            cell.recorder.event("replicates", line)
+            self.progress.note(line)
         metrics, resources = cell_figures(
             plan, done.records, done.summaries, done.hardware, done.volume_baseline
         )
@@ -294,10 +294,10 @@ def replicate_line(cell: Cell, run: Run, budget: Budget) -> str | None:
     progress and the store's events; None for a cell that runs once."""
     if budget.max == 1:
         return None
-    of = f"of {budget.min}" if budget.until is None else f"(at least {budget.min}, at most {budget.max})"
-    where = f"cell #{cell.index} ({_factors(cell)})"
-    return f"{where}, replicate {run.replicate + 1} {of} (run {run.position + 1} of the study)"
+    of = f"of {budget.min}" if budget.until is None else f"of at most {budget.max}"
+    return f"{_where(cell)}, replicate {run.replicate + 1} {of} (run {run.position + 1} of the study)"
 
 
-def _factors(cell: Cell) -> str:
-    return factors_text(cell.factors)
+def _where(cell: Cell) -> str:
+    """``cell #2 (hosts=3)``: the cell's index (as the report numbers cells) and its factors."""
+    return f"cell #{cell.index} ({factors_text(cell.factors)})"
