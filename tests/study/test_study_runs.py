@@ -1,8 +1,9 @@
-"""`replicates: {min, max, until}` through the study runner: a quiet cell stops at its minimum, a
-noisy one takes more replicates, up to ``max``, and each cell's capacity says how many it took and
-why it stopped. The system is simulated — the runner is given a plan runner (the seam load agents
-use) that answers each trial as a server whose capacity is chosen per cell and replicate — so the
-whole runner, search and store run in-process in a second, with no server to start."""
+"""The study runner's schedule on a simulated system: `replicates: {min, max, until}` stops a quiet
+cell at its minimum and gives a noisy one more replicates, up to ``max``, each cell's capacity
+saying how many it took and why it stopped; Ctrl-C in an interleaved study marks every cell begun
+and not finished interrupted, and resuming runs them again. The runner is given a plan runner (the
+seam load agents use) that answers each trial as a server whose capacity is chosen per cell and
+replicate, so the whole runner, search and store run in-process in a second or two."""
 
 from __future__ import annotations
 
@@ -41,6 +42,8 @@ class Simulated(Silent):
         """A real trial's result, whose histograms each answer carries (the cell's merged latency)."""
         self.current: tuple[str, int] | None = None
         self.replicates: list[tuple[str, int]] = []
+        self.interrupt_at: int | None = None
+        """Ctrl-C at this replicate (counted across the study from 0)."""
 
     def replicate_started(self, cell: Cell, line: str) -> None:
         name = str(cell.factors["server"])
@@ -49,6 +52,8 @@ class Simulated(Silent):
 
     def run(self, plan: Plan, on_interval: Callable[[IntervalSnapshot], bool | None]) -> RunResult:
         assert self.current is not None and isinstance(plan.load, OpenLoad)
+        if len(self.replicates) - 1 == self.interrupt_at:
+            raise KeyboardInterrupt
         name, replicate = self.current
         rate = plan.load.profile[0].rate_start
         steps = round(plan.warmup_s + plan.duration_s)
@@ -64,9 +69,19 @@ def capacity(metrics: JsonObject | None) -> dict[str, Any]:
     return dict(member(metrics or {}, "capacity"))
 
 
-def test_a_noisy_cell_takes_more_replicates_than_a_quiet_one(
-    tmp_path: Path, plain_server: RunningServer
-) -> None:
+@pytest.fixture(scope="module")
+def real(plain_server: RunningServer) -> RunResult:
+    """One real trial's result, whose histograms each simulated answer carries."""
+    return run(Plan(Target(f"http://{plain_server.address}/"), OpenLoad.constant(100, 0.2), duration_s=0.2))
+
+
+def write(tmp_path: Path, study: dict[str, object]) -> Path:
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump(study, sort_keys=False))
+    return path
+
+
+def test_a_noisy_cell_takes_more_replicates_than_a_quiet_one(tmp_path: Path, real: RunResult) -> None:
     study = {
         "name": "until",
         "target": {"http": {"url": "http://127.0.0.1:9/"}},
@@ -78,12 +93,9 @@ def test_a_noisy_cell_takes_more_replicates_than_a_quiet_one(
         "replicates": {"min": 2, "max": 4, "until": "10%"},
         "seed": 3,
     }
-    path = tmp_path / "study.yaml"
-    path.write_text(yaml.safe_dump(study, sort_keys=False))
-    real = run(Plan(Target(f"http://{plain_server.address}/"), OpenLoad.constant(100, 0.2), duration_s=0.2))
     simulated = Simulated(real)
     with Store(f"sqlite:///{tmp_path / 'c.db'}") as store:
-        outcome = StudyRunner(load_study(path), store, simulated, simulated.run).run()
+        outcome = StudyRunner(load_study(write(tmp_path, study)), store, simulated, simulated.run).run()
         assert outcome.status == "complete"
         cells = {c.factors["server"]: c for c in store.cells(outcome.study_id)}
     quiet, noisy = (capacity(cells[n].metrics) for n in ("quiet", "noisy"))
@@ -93,3 +105,34 @@ def test_a_noisy_cell_takes_more_replicates_than_a_quiet_one(
     # Both cells' first two replicates came first (shuffled), then the noisy cell's rounds alone.
     assert sorted(simulated.replicates[:4]) == [("noisy", 0), ("noisy", 1), ("quiet", 0), ("quiet", 1)]
     assert simulated.replicates[4:] == [("noisy", 2), ("noisy", 3)]
+
+
+def test_ctrl_c_interrupts_every_begun_cell_and_resume_runs_their_replicates_again(
+    tmp_path: Path, real: RunResult
+) -> None:
+    study = {
+        "name": "interrupted",
+        "target": {"http": {"url": "http://127.0.0.1:9/"}},
+        "isolation": "shared",
+        "factors": {"server": ["quiet", "noisy"]},
+        "load": {"rate": 100, "duration": "1s"},
+        "replicates": 2,
+        "seed": 1,  # noisy, quiet, noisy, quiet: both cells begun before either ends
+    }
+    path = write(tmp_path, study)
+    interrupted = Simulated(real)
+    interrupted.interrupt_at = 2
+    with Store(f"sqlite:///{tmp_path / 'c.db'}") as store:
+        outcome = StudyRunner(load_study(path), store, interrupted, interrupted.run).run()
+        assert outcome.status == "interrupted"
+        assert interrupted.replicates == [("noisy", 0), ("quiet", 0), ("noisy", 1)]
+        assert [c.status for c in store.cells(outcome.study_id)] == ["interrupted", "interrupted"]
+        resumed = Simulated(real)
+        again = StudyRunner(load_study(path), store, resumed, resumed.run).run(resume=True)
+        assert again.study_id == outcome.study_id and again.status == "complete"
+        # Every replicate of both cells again, in the order the same seed draws.
+        assert resumed.replicates == [("noisy", 0), ("quiet", 0), ("noisy", 1), ("quiet", 1)]
+        cells = store.cells(outcome.study_id)
+        assert [c.status for c in cells] == ["complete", "complete"]
+        trials = store.trial_rows(outcome.study_id)
+        assert sorted(t["cell_index"] for t in trials) == [0, 0, 1, 1], "the first attempt's trials went"
