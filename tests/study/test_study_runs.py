@@ -21,6 +21,7 @@ from caplab.spec import Cell, load_study
 from caplab.store import Store
 from caplab.study.observer import Silent
 from caplab.study.runner import StudyRunner
+from caplab.study.schedule import Budget, Schedule
 from caplab.systems.process import RunningServer
 from support.capacity_probes import run_result, series
 
@@ -42,6 +43,8 @@ class Simulated(Silent):
         """A real trial's result, whose histograms each answer carries (the cell's merged latency)."""
         self.current: tuple[str, int] | None = None
         self.replicates: list[tuple[str, int]] = []
+        self.cells: list[int] = []
+        """Each replicate's cell, by index, in the order they ran."""
         self.interrupt_at: int | None = None
         """Ctrl-C at this replicate (counted across the study from 0)."""
 
@@ -49,6 +52,7 @@ class Simulated(Silent):
         name = str(cell.factors["server"])
         self.current = (name, sum(1 for n, _ in self.replicates if n == name))
         self.replicates.append(self.current)
+        self.cells.append(cell.index)
 
     def run(self, plan: Plan, on_interval: Callable[[IntervalSnapshot], bool | None]) -> RunResult:
         assert self.current is not None and isinstance(plan.load, OpenLoad)
@@ -136,3 +140,28 @@ def test_ctrl_c_interrupts_every_begun_cell_and_resume_runs_their_replicates_aga
         assert [c.status for c in cells] == ["complete", "complete"]
         trials = store.trial_rows(outcome.study_id)
         assert sorted(t["cell_index"] for t in trials) == [0, 0, 1, 1], "the first attempt's trials went"
+
+
+def test_a_resumed_study_keeps_the_seed_it_drew(tmp_path: Path, real: RunResult) -> None:
+    study = {
+        "name": "drawn",
+        "target": {"http": {"url": "http://127.0.0.1:9/"}},
+        "isolation": "shared",
+        "factors": {"server": ["quiet", "noisy", "noisy"]},
+        "load": {"rate": 100, "duration": "1s"},
+        "replicates": 2,
+    }
+    path = write(tmp_path, study)
+    interrupted = Simulated(real)
+    interrupted.interrupt_at = 0
+    with Store(f"sqlite:///{tmp_path / 'c.db'}") as store:
+        outcome = StudyRunner(load_study(path), store, interrupted, interrupted.run).run()
+        validated = store.study_document(outcome.study_id).study.validated
+        assert validated is not None
+        seed = validated["seed"]
+        assert isinstance(seed, int)
+        resumed = Simulated(real)
+        StudyRunner(load_study(path), store, resumed, resumed.run).run(resume=True)
+    budgets = dict.fromkeys(range(3), Budget(2, 2))
+    drawn = [r.cell for r in Schedule(budgets, "interleaved", seed).runs()]
+    assert resumed.cells == drawn, "the order the stored seed draws"
