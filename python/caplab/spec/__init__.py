@@ -33,6 +33,7 @@ from caplab.spec.hardware import (
 from caplab.spec.job import CounterItems, JobSpec, PhaseSpec
 from caplab.spec.load import LoadSection, UsageActionSpec, UsageSpec
 from caplab.spec.loader import load_study, load_usage
+from caplab.spec.replicates import Order, ReplicatesSpec
 from caplab.spec.search import GoalSpec, SearchSpec
 from caplab.spec.study import Cell, Study, StudyConfig
 from caplab.spec.sut import RESERVED_ROLES, MetricsSpec, ReadySpec, RoleSpecModel, SutSpec
@@ -66,12 +67,14 @@ __all__ = [
     "LoadSection",
     "MailTargetSpec",
     "MetricsSpec",
+    "Order",
     "PhaseSpec",
     "PostgresTargetSpec",
     "ProfilePriceSpec",
     "ProfileSpec",
     "ReadySpec",
     "RecoverySpec",
+    "ReplicatesSpec",
     "RoleSpecModel",
     "Scalar",
     "ScaleSpec",

@@ -38,7 +38,7 @@ def _replicates_kind(value: Any) -> str:
     return "ReplicatesSpec" if isinstance(value, dict | ReplicatesSpec) else "int"
 
 
-Replicates = Annotated[
+ReplicatesField = Annotated[
     Annotated[int, Tag("int"), Field(ge=1, le=MAX_REPLICATES)]
     | Annotated[ReplicatesSpec, Tag("ReplicatesSpec")],
     Discriminator(_replicates_kind),

@@ -23,7 +23,7 @@ from caplab.spec.hardware import (
 )
 from caplab.spec.job import JobSpec
 from caplab.spec.load import LoadSection
-from caplab.spec.replicates import Order, Replicates
+from caplab.spec.replicates import Order, ReplicatesField
 from caplab.spec.search import GoalSpec, SearchSpec, SloText
 from caplab.spec.sut import SutSpec
 from caplab.spec.target import TargetSpec
@@ -84,7 +84,7 @@ class StudyConfig(Strict):
     """Where the generator and the system run on this host: by default (None) the generator on the
     first CPU and the system on the rest, where there are two or more and a cpuset controller;
     ``shared``: both on every CPU; or the CPUs of each (caplab.profiles.placement)."""
-    replicates: Replicates = 1
+    replicates: ReplicatesField = 1
     """How many times each cell runs, each with a fresh start of the system: the cell's interval
     comes from these, since runs vary more than trials within one run. A count, or
     ``{min: 3, max: 10, until: 5%}``: replicates until the capacity's interval is that narrow."""

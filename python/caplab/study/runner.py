@@ -26,8 +26,7 @@ from caplab.experiments.job import JobExperiment, PhaseFailed
 from caplab.json_types import member
 from caplab.profiles import CellHardware, ProfileError
 from caplab.profiles.placement import placed
-from caplab.spec import Cell, Study
-from caplab.spec.replicates import Order
+from caplab.spec import Cell, Order, Study
 from caplab.store import Store
 from caplab.study.baseline import baseline_line, storage_baseline, volume_baselines
 from caplab.study.cell import CellRun

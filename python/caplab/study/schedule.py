@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from caplab.json_types import JsonDict, JsonObject, number, pair
-from caplab.spec.replicates import Order, ReplicatesSpec
+from caplab.spec import Order, ReplicatesSpec
 
 
 @dataclass(frozen=True)
