@@ -208,7 +208,10 @@ def test_a_machine_slowed_halfway_warns_with_the_size_of_the_change() -> None:
         Run(i % 2, 60.0 * i, (2.0 if i < 8 else 2.5) * (1 + 0.01 * (i % 3)), False) for i in range(16)
     )
     check = machine_drift(study(cell(0), cell(1), replicates=8, runs=runs))
-    assert check.grade == Grade.WARN and check.change is not None and check.change.setting is None
+    assert check.grade == Grade.WARN and check.change is not None
+    assert check.change.setting == "order: interleaved", "cells run one after another: interleave them"
+    interleaved = machine_drift(study(cell(0), cell(1), replicates=8, runs=runs, order="interleaved"))
+    assert interleaved.change is not None and interleaved.change.setting is None
     assert check.reason.startswith("the machine changed during the study: later runs 20% [")
     assert "slower than earlier ones" in check.reason and "fixed loads' median latencies" in check.reason
 
@@ -351,3 +354,13 @@ def test_every_setting_the_checklist_proposes_is_accepted_by_the_study_parser(
         path = tmp_path / "study.yaml"
         path.write_text(yaml.safe_dump(_merged(base, yaml.safe_load(setting))))
         load_study(path)  # raises, naming the key, on a setting the parser refuses
+
+
+def test_repetition_says_how_many_runs_until_took() -> None:
+    """``replicates: {min: 3, max: 10, until: 5%}`` stores min as the setting; cells that needed
+    more runs to reach the interval say so."""
+    added = study(cell(0, figure=figure(replicates=3)), cell(1, figure=figure(replicates=7)))
+    check = repetition(added)
+    assert check.grade == Grade.PASS
+    assert "each cell ran 3 to 7 times (at least 3, more added until" in check.reason
+    assert "ran 3 times (replicates: 3)" in repetition(study()).reason

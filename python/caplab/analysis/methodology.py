@@ -82,7 +82,7 @@ def repetition(study: StudyEvidence) -> Check:
     n = study.replicates
     spread = _spread(study)
     if n >= REPLICATES:
-        reason = f"each cell ran {n} times, a fresh start of the system each (replicates: {n}){spread}"
+        reason = f"each cell ran {_runs_text(study)}, a fresh start of the system each{spread}"
         return Check(Principle.REPETITION, Grade.PASS, reason)
     if n == 2:
         reason = f"each cell ran twice (replicates: 2): an interval from two runs is wide (t = 12.7){spread}"
@@ -102,6 +102,17 @@ def repetition(study: StudyEvidence) -> Check:
         f"({key}: {per_run}): nothing says how far another run would land"
     )
     return Check(Principle.REPETITION, Grade.FAIL, reason, REPLICATE_CHANGE)
+
+
+def _runs_text(study: StudyEvidence) -> str:
+    """How many runs each cell made: the setting's count, or — where ``until`` added replicates
+    to a cell until its interval was tight enough — the range the cells took."""
+    counts = [c.figure.replicates for c in study.ran if c.figure is not None]
+    if not counts or max(counts) <= study.replicates:
+        return f"{study.replicates} times (replicates: {study.replicates})"
+    low, high = min(counts), max(counts)
+    taken = f"{low} times" if low == high else f"{low} to {high} times"
+    return f"{taken} (at least {study.replicates}, more added until each interval was tight enough)"
 
 
 def _search_change(study: StudyEvidence) -> Change:
@@ -205,10 +216,16 @@ def _clock(at: str | None) -> str:
 
 
 DRIFT_CHANGE = Change(
+    "order: interleaved",
+    "find what changed on the machine while the study ran (another tenant, heat, a filling disk, a CPU "
+    "quota) and run the study again; with every cell's replicates spread across the study in a seeded "
+    "random order, a drift falls on every configuration alike instead of on the later ones",
+)
+INTERLEAVED_DRIFT_CHANGE = Change(
     None,
     "find what changed on the machine while the study ran (another tenant, heat, a filling disk, a CPU "
-    "quota) and run the study again; with every cell's replicates spread across the study in a random "
-    "order (issue 30's `order: interleaved`), a drift falls on every configuration alike",
+    "quota) and run the study again: its runs were interleaved, so the drift fell on every "
+    "configuration alike, but every figure's interval is wider for it",
 )
 
 
@@ -231,7 +248,8 @@ def machine_drift(study: StudyEvidence) -> Check:
             f"the machine changed during the study: {found.size_text()} ({rests}; a 95 % interval that "
             "excludes no change): every figure mixes the machine before and after"
         )
-        return Check(Principle.DRIFT, Grade.WARN, reason, DRIFT_CHANGE)
+        change = INTERLEAVED_DRIFT_CHANGE if study.order == "interleaved" else DRIFT_CHANGE
+        return Check(Principle.DRIFT, Grade.WARN, reason, change)
     reason = (
         f"no drift of the machine shown: {found.size_text()} ({rests}; the 95 % interval includes no change)"
     )
