@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import shutil
+import sqlite3
 import subprocess
+from pathlib import Path
 
 from support.reports import Built
 
@@ -39,3 +42,48 @@ def test_studies_with_no_cell_in_common_say_so_and_a_missing_study_exits_1(
     assert "no study 99 in" in p.stderr
     p = compare(caplab_cmd, built, "1", "1", "--fail-if-slower", "150%")
     assert p.returncode == 2
+
+
+def copied_store(built: Built, path: Path, hostname: str | None = None) -> str:
+    """A copy of the session's store (another file: another store), its studies recorded on
+    ``hostname`` when given."""
+    shutil.copyfile(built.db_url.removeprefix("sqlite:///"), path)
+    if hostname is not None:
+        with sqlite3.connect(path) as conn:
+            conn.execute(
+                "UPDATE studies SET environment = json_set(environment, '$.hostname', ?)", (hostname,)
+            )
+    return f"sqlite:///{path}"
+
+
+def test_a_study_in_another_store_on_the_same_machine_is_compared_as_it_is(
+    caplab_cmd: list[str], built: Built, tmp_path: Path
+) -> None:
+    other = copied_store(built, tmp_path / "other.db")
+    p = compare(caplab_cmd, built, "1", "1", "--candidate-db", other, "--json", "--fail-if-slower", "5%")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["stores"] == [built.db_url, other] and doc["basis"] == "absolute"
+    assert doc["machines"]["baseline"] == doc["machines"]["candidate"]
+    assert len(doc["cells"]) == len(built.scaleout.results["capacity"])
+    assert all(c["ratio"] == 1.0 for c in doc["cells"])
+
+
+def test_studies_from_different_machines_are_compared_within_each_study(
+    caplab_cmd: list[str], built: Built, tmp_path: Path
+) -> None:
+    other = copied_store(built, tmp_path / "other.db", hostname="elsewhere")
+    p = compare(caplab_cmd, built, "1", "1", "--candidate-db", other, "--json")
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["basis"] == "within-study" and doc["machines"]["candidate"].startswith("elsewhere: ")
+    capacity = built.scaleout.results["capacity"]
+    reference = doc["reference"]
+    assert reference is not None and len(doc["cells"]) == len(capacity) - 1, "all but the reference"
+    for cell in doc["cells"]:
+        assert cell["baseline"]["unit"] == f"× {reference}" and cell["ratio"] == 1.0
+        assert cell["change"] in ("indistinguishable", "no interval")
+    text = compare(caplab_cmd, built, "1", "1", "--candidate-db", other)
+    assert text.returncode == 0, text.stderr
+    assert "studies on different machines" in text.stdout and f"over {reference}'s" in text.stdout
+    assert "elsewhere: " in text.stdout

@@ -74,3 +74,39 @@ def compare_runs(a: dict[str, Figure], b: dict[str, Figure]) -> tuple[list[CellC
     both = [k for k in a if k in b]
     only = sorted(set(a) ^ set(b))
     return [compare_figures(k, a[k], b[k]) for k in both], only
+
+
+def relative(figures: dict[str, Figure], reference: str) -> dict[str, Figure]:
+    """Each cell's figure over the ``reference`` cell's in the same run (the reference itself left
+    out: 1 by definition), its interval by interval arithmetic as above. Two runs on different
+    machines are compared by these: how their configurations stand to one another, where their
+    absolute figures mix the configurations with the machines."""
+    ref = figures[reference]
+    out: dict[str, Figure] = {}
+    for key, f in figures.items():
+        if key == reference:
+            continue
+        unit = f"× {reference}"
+        if f.value is None or ref.value is None or ref.value <= 0 or f.unit != ref.unit:
+            out[key] = Figure(None, None, None, unit, f.limit)
+            continue
+        low = high = None
+        if f.low is not None and f.high is not None and ref.low and ref.high and ref.low > 0:
+            low, high = f.low / ref.high, f.high / ref.low
+        out[key] = Figure(f.value / ref.value, low, high, unit, f.limit)
+    return out
+
+
+def compare_within_runs(
+    a: dict[str, Figure], b: dict[str, Figure]
+) -> tuple[list[CellComparison], list[str], str | None]:
+    """Two runs on different machines: each cell relative to a reference cell both runs measured
+    (the first with a figure in both), then compared as ``compare_runs`` does. Returns the
+    comparisons, the keys only one run has, and the reference (None: no cell to refer to)."""
+    both = [k for k in a if k in b]
+    reference = next((k for k in both if a[k].value and b[k].value), None)
+    only = sorted(set(a) ^ set(b))
+    if reference is None:
+        return [], only, None
+    cells, _ = compare_runs(relative(a, reference), relative(b, reference))
+    return cells, only, reference

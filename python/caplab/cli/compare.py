@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import click
 from rich.table import Table
 
-from caplab.analysis.compare import CellComparison, Change, Figure, compare_runs
+from caplab.analysis.compare import CellComparison, Change, Figure, compare_runs, compare_within_runs
 from caplab.cli import consoles, exits
 from caplab.cli.options import DB_HELP
 
@@ -33,6 +33,10 @@ def _fraction(text: str) -> float:
 @click.argument("baseline")
 @click.argument("candidate")
 @click.option("--db", help=DB_HELP)
+@click.option(
+    "--candidate-db",
+    help="CANDIDATE's store when it is not --db's: SQLite against PostgreSQL, another machine's file.",
+)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object: every cell's comparison.")
 @click.option(
     "--fail-if-slower",
@@ -41,7 +45,12 @@ def _fraction(text: str) -> float:
     help="Exit 3 when a cell's capacity fell by more than SHARE (5%) with its interval excluding it.",
 )
 def compare_command(
-    baseline: str, candidate: str, db: str | None, as_json: bool, fail_if_slower: str | None
+    baseline: str,
+    candidate: str,
+    db: str | None,
+    candidate_db: str | None,
+    as_json: bool,
+    fail_if_slower: str | None,
 ) -> None:
     """Compare two stored studies cell by cell: BASELINE and CANDIDATE are ids, names or `latest`.
 
@@ -51,27 +60,46 @@ def compare_command(
     and the limit, same or changed.
       caplab compare 12 latest
       caplab compare baseline-run latest --fail-if-slower 5%      a CI gate
+      caplab compare 3 3 --db sqlite:///old.db --candidate-db postgresql://…/caplab
+    \b
+    Studies recorded on different machines are compared by each cell's figure over a reference
+    cell both ran (how the configurations stand to one another), not by absolute figures.
     \b
     Exit codes: 0 compared, 1 a study not found, 2 bad arguments, 3 slower beyond --fail-if-slower.
     """
     threshold = _fraction(fail_if_slower) if fail_if_slower is not None else None
     from caplab.report.document import load_results
-    from caplab.store import Store, StoreError, default_url
+    from caplab.store import Store, StoreError, default_url, redact_url
+    from caplab.units import scrub
 
+    urls = [db or default_url(), candidate_db or db or default_url()]
     try:
-        with Store(db or default_url()) as store:
-            ids = [store.resolve_study(ref) for ref in (baseline, candidate)]
-            runs = [_figures(load_results(store, i)) for i in ids]
+        studies: list[Results] = []
+        ids: list[int] = []
+        for url, ref in zip(urls, (baseline, candidate), strict=True):
+            with Store(url) as store:
+                ids.append(store.resolve_study(ref))
+                studies.append(load_results(store, ids[-1]))
     except (StoreError, LookupError) as e:
-        click.echo(f"caplab: {e}", err=True)
+        click.echo(f"caplab: {scrub(str(e))}", err=True)
         sys.exit(exits.FAILED)
-    cells, only = compare_runs(runs[0], runs[1])
+    runs = [_figures(r) for r in studies]
+    machines = [machine(r) for r in studies]
+    reference: str | None = None
+    if machines[0] == machines[1]:
+        cells, only = compare_runs(runs[0], runs[1])
+    else:
+        cells, only, reference = compare_within_runs(runs[0], runs[1])
     if as_json:
         click.echo(
             json.dumps(
                 {
                     "baseline": ids[0],
                     "candidate": ids[1],
+                    "stores": [redact_url(u) for u in urls],
+                    "machines": {"baseline": machines[0], "candidate": machines[1]},
+                    "basis": "absolute" if machines[0] == machines[1] else "within-study",
+                    "reference": reference,
                     "cells": [_as_json(c) for c in cells],
                     "unmatched": only,
                 },
@@ -79,6 +107,8 @@ def compare_command(
             )
         )
     else:
+        if machines[0] != machines[1]:
+            click.echo(_machines_note(machines, ids, reference))
         consoles.stdout().print(_table(cells, ids))
         for key in only:
             click.echo(f"only in one study: {key}")
@@ -90,6 +120,29 @@ def compare_command(
         )
         sys.exit(exits.SLO_FAILED)
     sys.exit(exits.OK)
+
+
+def machine(results: Results) -> str:
+    """The machine a study recorded, as far as it decides its figures: host, CPU model, cores and
+    memory (whole GB)."""
+    env = results["environment"]
+    memory = env.get("memory_gb")
+    gb = f"{memory:.0f} GB" if isinstance(memory, int | float) else "? GB"
+    return (
+        f"{env.get('hostname') or '?'}: {env.get('cpu_model') or '?'}, {env.get('cores') or '?'} cores, {gb}"
+    )
+
+
+def _machines_note(machines: list[str], ids: list[int], reference: str | None) -> str:
+    basis = (
+        f"each cell is compared by its figure over {reference}'s in the same study"
+        if reference is not None
+        else "no cell both studies measured can be the reference, so nothing is compared"
+    )
+    return (
+        f"studies on different machines — #{ids[0]} on {machines[0]}, #{ids[1]} on {machines[1]}: "
+        f"their absolute figures mix the configurations with the machines; {basis}"
+    )
 
 
 def _figures(results: Results) -> dict[str, Figure]:
