@@ -29,6 +29,20 @@ def test_a_study_against_itself_is_indistinguishable_in_every_cell_and_passes_th
         assert cell["change"] in ("indistinguishable", "no interval")
         if cell["interval"] is not None:
             assert cell["interval"][0] <= 1.0 <= cell["interval"][1]
+    # Each cell's latency distribution side by side: its trials' merged histograms, as the report
+    # gave them.
+    cells = {
+        ", ".join(f"{k}={v}" for k, v in sorted(c["factors"].items())): c
+        for c in built.scaleout.results["cells"]
+    }
+    assert set(doc["latency_ms"]) == {c["cell"] for c in doc["cells"]}
+    for key, sides in doc["latency_ms"].items():
+        assert sides["baseline"] == sides["candidate"]
+        reported = cells[key]["metrics"]["latency_ms"]
+        assert sides["baseline"]["p50"] == reported["p50"] and sides["baseline"]["count"] == reported["count"]
+        assert sides["baseline"]["p50"] <= sides["baseline"]["p99"] <= sides["baseline"]["max"]
+    text = compare(caplab_cmd, built, "1", "1")
+    assert "latency (ms) of each cell's measured trials" in text.stdout
 
 
 def test_studies_with_no_cell_in_common_say_so_and_a_missing_study_exits_1(

@@ -60,6 +60,7 @@ def compare_command(
     and the limit, same or changed.
       caplab compare 12 latest
       caplab compare baseline-run latest --fail-if-slower 5%      a CI gate
+    Then each cell's latency distribution side by side (p50 … max of its measured trials).
       caplab compare 3 3 --db sqlite:///old.db --candidate-db postgresql://…/caplab
     \b
     Studies recorded on different machines are compared by each cell's figure over a reference
@@ -84,6 +85,7 @@ def compare_command(
         click.echo(f"caplab: {scrub(str(e))}", err=True)
         sys.exit(exits.FAILED)
     runs = [_figures(r) for r in studies]
+    latency = [_latencies(r) for r in studies]
     machines = [machine(r) for r in studies]
     reference: str | None = None
     if machines[0] == machines[1]:
@@ -101,6 +103,11 @@ def compare_command(
                     "basis": "absolute" if machines[0] == machines[1] else "within-study",
                     "reference": reference,
                     "cells": [_as_json(c) for c in cells],
+                    "latency_ms": {
+                        k: {"baseline": latency[0][k], "candidate": latency[1][k]}
+                        for k in runs[0]
+                        if k in runs[1] and k in latency[0] and k in latency[1]
+                    },
                     "unmatched": only,
                 },
                 indent=2,
@@ -110,6 +117,9 @@ def compare_command(
         if machines[0] != machines[1]:
             click.echo(_machines_note(machines, ids, reference))
         consoles.stdout().print(_table(cells, ids))
+        matched = [k for k in runs[0] if k in runs[1] and k in latency[0] and k in latency[1]]
+        if matched:
+            consoles.stdout().print(_latency_table(matched, latency, ids))
         for key in only:
             click.echo(f"only in one study: {key}")
     if threshold is not None and any(c.slower_than(threshold) for c in cells):
@@ -153,6 +163,45 @@ def _figures(results: Results) -> dict[str, Figure]:
         key = ", ".join(f"{k}={v}" for k, v in sorted(e["factors"].items())) or "(the one cell)"
         out[key] = Figure(e["value"], low, high, e["unit"], e["limit"])
     return out
+
+
+LATENCY_POINTS = ("p50", "p90", "p99", "p999", "max")
+"""The points of each cell's latency distribution shown side by side."""
+
+
+def _latencies(results: Results) -> dict[str, dict[str, float | None]]:
+    """Each configuration's latency distribution, keyed as ``_figures``: the percentiles of its
+    measured trials' histograms merged (the cell's own figures in results.json), not an average of
+    per-trial percentiles; with the count of requests they rest on."""
+    out: dict[str, dict[str, float | None]] = {}
+    for c in results["cells"]:
+        found = c["metrics"].get("latency_ms")
+        if not isinstance(found, dict):
+            continue
+        key = ", ".join(f"{k}={v}" for k, v in sorted(c["factors"].items())) or "(the one cell)"
+        out[key] = {
+            p: v if isinstance(v := found.get(p), int | float) else None for p in (*LATENCY_POINTS, "count")
+        }
+    return out
+
+
+def _latency_table(
+    keys: list[str], latency: list[dict[str, dict[str, float | None]]], ids: list[int]
+) -> Table:
+    table = Table(
+        title=f"latency (ms) of each cell's measured trials, histograms merged: #{ids[0]} → #{ids[1]}",
+        title_justify="left",
+    )
+    for name in ("Cell", *LATENCY_POINTS, "requests"):
+        table.add_column(name)
+    for key in keys:
+        a, b = latency[0][key], latency[1][key]
+        table.add_row(key, *(f"{_ms(a[p])} → {_ms(b[p])}" for p in (*LATENCY_POINTS, "count")))
+    return table
+
+
+def _ms(value: float | None) -> str:
+    return "–" if value is None else f"{value:.4g}"
 
 
 def _as_json(c: CellComparison) -> dict[str, object]:
