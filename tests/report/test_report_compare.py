@@ -81,6 +81,14 @@ def test_a_study_in_another_store_on_the_same_machine_is_compared_as_it_is(
     assert doc["machines"]["baseline"] == doc["machines"]["candidate"]
     assert len(doc["cells"]) == len(built.scaleout.results["capacity"])
     assert all(c["ratio"] == 1.0 for c in doc["cells"])
+    # -o: the same comparison as a page and its JSON, beside the table.
+    page = tmp_path / "page"
+    p = compare(caplab_cmd, built, "1", "1", "--candidate-db", other, "-o", str(page))
+    assert p.returncode == 0, p.stderr
+    assert json.loads((page / "compare.json").read_text()) == doc
+    html = (page / "index.html").read_text()
+    assert "Study 1 against study 1" in html and "indistinguishable" in html
+    assert all(c["cell"] in html for c in doc["cells"]) and "histograms merged" in html
 
 
 def test_studies_from_different_machines_are_compared_within_each_study(

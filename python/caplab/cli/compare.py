@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 from rich.table import Table
 
-from caplab.analysis.compare import CellComparison, Change, Figure, compare_runs, compare_within_runs
+from caplab.analysis.compare import Change
 from caplab.cli import consoles, exits
 from caplab.cli.options import DB_HELP
+from caplab.report.comparison import LATENCY_POINTS, StudyComparison, ms, ratio_text, shown
 
 if TYPE_CHECKING:
     from caplab.report.model.types import Results
@@ -39,6 +41,12 @@ def _fraction(text: str) -> float:
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON object: every cell's comparison.")
 @click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Also write the comparison as DIR/index.html (and DIR/compare.json).",
+)
+@click.option(
     "--fail-if-slower",
     "fail_if_slower",
     metavar="SHARE",
@@ -50,6 +58,7 @@ def compare_command(
     db: str | None,
     candidate_db: str | None,
     as_json: bool,
+    output: Path | None,
     fail_if_slower: str | None,
 ) -> None:
     """Compare two stored studies cell by cell: BASELINE and CANDIDATE are ids, names or `latest`.
@@ -69,11 +78,12 @@ def compare_command(
     Exit codes: 0 compared, 1 a study not found, 2 bad arguments, 3 slower beyond --fail-if-slower.
     """
     threshold = _fraction(fail_if_slower) if fail_if_slower is not None else None
+    from caplab.report.comparison import compare_studies
     from caplab.report.document import load_results
     from caplab.store import Store, StoreError, default_url, redact_url
     from caplab.units import scrub
 
-    urls = [db or default_url(), candidate_db or db or default_url()]
+    urls = (db or default_url(), candidate_db or db or default_url())
     try:
         studies: list[Results] = []
         ids: list[int] = []
@@ -84,165 +94,73 @@ def compare_command(
     except (StoreError, LookupError) as e:
         click.echo(f"caplab: {scrub(str(e))}", err=True)
         sys.exit(exits.FAILED)
-    runs = [_figures(r) for r in studies]
-    latency = [_latencies(r) for r in studies]
-    machines = [machine(r) for r in studies]
-    reference: str | None = None
-    if machines[0] == machines[1]:
-        cells, only = compare_runs(runs[0], runs[1])
-    else:
-        cells, only, reference = compare_within_runs(runs[0], runs[1])
+    stores = redact_url(urls[0]), redact_url(urls[1])
+    compared = compare_studies(studies[0], studies[1], (ids[0], ids[1]), stores)
     if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "baseline": ids[0],
-                    "candidate": ids[1],
-                    "stores": [redact_url(u) for u in urls],
-                    "machines": {"baseline": machines[0], "candidate": machines[1]},
-                    "basis": "absolute" if machines[0] == machines[1] else "within-study",
-                    "reference": reference,
-                    "cells": [_as_json(c) for c in cells],
-                    "latency_ms": {
-                        k: {"baseline": latency[0][k], "candidate": latency[1][k]}
-                        for k in runs[0]
-                        if k in runs[1] and k in latency[0] and k in latency[1]
-                    },
-                    "unmatched": only,
-                },
-                indent=2,
-            )
-        )
+        click.echo(json.dumps(compared.to_json(), indent=2))
     else:
-        if machines[0] != machines[1]:
-            click.echo(_machines_note(machines, ids, reference))
-        consoles.stdout().print(_table(cells, ids))
-        matched = [k for k in runs[0] if k in runs[1] and k in latency[0] and k in latency[1]]
-        if matched:
-            consoles.stdout().print(_latency_table(matched, latency, ids))
-        for key in only:
+        if (note := compared.machines_note()) is not None:
+            click.echo(note)
+        consoles.stdout().print(_table(compared))
+        if compared.latency:
+            consoles.stdout().print(_latency_table(compared))
+        for key in compared.unmatched:
             click.echo(f"only in one study: {key}")
-    if threshold is not None and any(c.slower_than(threshold) for c in cells):
-        click.echo(
-            f"caplab: slower by more than {threshold:.0%} in: "
-            + ", ".join(c.key for c in cells if c.slower_than(threshold)),
-            err=True,
-        )
+    if output is not None:
+        _write_page(compared, output)
+    if threshold is not None and (slower := compared.slower(threshold)):
+        click.echo(f"caplab: slower by more than {threshold:.0%} in: " + ", ".join(slower), err=True)
         sys.exit(exits.SLO_FAILED)
     sys.exit(exits.OK)
 
 
-def machine(results: Results) -> str:
-    """The machine a study recorded, as far as it decides its figures: host, CPU model, cores and
-    memory (whole GB)."""
-    env = results["environment"]
-    memory = env.get("memory_gb")
-    gb = f"{memory:.0f} GB" if isinstance(memory, int | float) else "? GB"
-    return (
-        f"{env.get('hostname') or '?'}: {env.get('cpu_model') or '?'}, {env.get('cores') or '?'} cores, {gb}"
-    )
+def _write_page(compared: StudyComparison, directory: Path) -> None:
+    """``-o DIR``: the comparison as DIR/index.html and DIR/compare.json."""
+    from datetime import UTC, datetime
+
+    from caplab.report.comparison import comparison_report
+    from caplab.report.render.html import render_html
+
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        generated = datetime.now(UTC).isoformat(timespec="seconds")
+        page = directory / "index.html"
+        page.write_text(render_html(comparison_report(compared, generated), generated), encoding="utf-8")
+        (directory / "compare.json").write_text(
+            json.dumps(compared.to_json(), indent=2) + "\n", encoding="utf-8"
+        )
+    except OSError as e:
+        click.echo(f"caplab: {directory}: {e.strerror or e}", err=True)
+        sys.exit(exits.FAILED)
+    click.echo(f"wrote {page}", err=True)
 
 
-def _machines_note(machines: list[str], ids: list[int], reference: str | None) -> str:
-    basis = (
-        f"each cell is compared by its figure over {reference}'s in the same study"
-        if reference is not None
-        else "no cell both studies measured can be the reference, so nothing is compared"
-    )
-    return (
-        f"studies on different machines — #{ids[0]} on {machines[0]}, #{ids[1]} on {machines[1]}: "
-        f"their absolute figures mix the configurations with the machines; {basis}"
-    )
+def _table(c: StudyComparison) -> Table:
+    a, b = c.ids
+    table = Table(title=f"study {b} against study {a} (ratio = {b} / {a})", title_justify="left")
+    for name in ("Cell", f"#{a}", f"#{b}", "Ratio [95 %]", "Verdict", "Limit"):
+        table.add_column(name)
+    for x in c.cells:
+        style = {Change.FASTER: "green", Change.SLOWER: "red"}.get(x.change, "")
+        table.add_row(
+            x.key,
+            shown(x.a),
+            shown(x.b),
+            ratio_text(x),
+            f"[{style}]{x.change.value}[/]" if style else x.change.value,
+            x.limit_changed or (x.a.limit or ""),
+        )
+    return table
 
 
-def _figures(results: Results) -> dict[str, Figure]:
-    """Each rated configuration's figure, keyed by its factors."""
-    out: dict[str, Figure] = {}
-    for e in results["capacity"]:
-        low, high = e["ci95"]
-        key = ", ".join(f"{k}={v}" for k, v in sorted(e["factors"].items())) or "(the one cell)"
-        out[key] = Figure(e["value"], low, high, e["unit"], e["limit"])
-    return out
-
-
-LATENCY_POINTS = ("p50", "p90", "p99", "p999", "max")
-"""The points of each cell's latency distribution shown side by side."""
-
-
-def _latencies(results: Results) -> dict[str, dict[str, float | None]]:
-    """Each configuration's latency distribution, keyed as ``_figures``: the percentiles of its
-    measured trials' histograms merged (the cell's own figures in results.json), not an average of
-    per-trial percentiles; with the count of requests they rest on."""
-    out: dict[str, dict[str, float | None]] = {}
-    for c in results["cells"]:
-        found = c["metrics"].get("latency_ms")
-        if not isinstance(found, dict):
-            continue
-        key = ", ".join(f"{k}={v}" for k, v in sorted(c["factors"].items())) or "(the one cell)"
-        out[key] = {
-            p: v if isinstance(v := found.get(p), int | float) else None for p in (*LATENCY_POINTS, "count")
-        }
-    return out
-
-
-def _latency_table(
-    keys: list[str], latency: list[dict[str, dict[str, float | None]]], ids: list[int]
-) -> Table:
+def _latency_table(c: StudyComparison) -> Table:
+    a, b = c.ids
     table = Table(
-        title=f"latency (ms) of each cell's measured trials, histograms merged: #{ids[0]} → #{ids[1]}",
+        title=f"latency (ms) of each cell's measured trials, histograms merged: #{a} → #{b}",
         title_justify="left",
     )
     for name in ("Cell", *LATENCY_POINTS, "requests"):
         table.add_column(name)
-    for key in keys:
-        a, b = latency[0][key], latency[1][key]
-        table.add_row(key, *(f"{_ms(a[p])} → {_ms(b[p])}" for p in (*LATENCY_POINTS, "count")))
+    for key, (x, y) in c.latency.items():
+        table.add_row(key, *(f"{ms(x[p])} → {ms(y[p])}" for p in (*LATENCY_POINTS, "count")))
     return table
-
-
-def _ms(value: float | None) -> str:
-    return "–" if value is None else f"{value:.4g}"
-
-
-def _as_json(c: CellComparison) -> dict[str, object]:
-    return {
-        "cell": c.key,
-        "baseline": c.a.__dict__,
-        "candidate": c.b.__dict__,
-        "ratio": c.ratio,
-        "interval": [c.low, c.high] if c.low is not None else None,
-        "change": c.change.value,
-        "limit_changed": c.limit_changed,
-    }
-
-
-def _table(cells: list[CellComparison], ids: list[int]) -> Table:
-    table = Table(
-        title=f"study {ids[1]} against study {ids[0]} (ratio = {ids[1]} / {ids[0]})", title_justify="left"
-    )
-    for name in ("Cell", f"#{ids[0]}", f"#{ids[1]}", "Ratio [95 %]", "Verdict", "Limit"):
-        table.add_column(name)
-    for c in cells:
-        ratio = (
-            "–"
-            if c.ratio is None
-            else f"{c.ratio:.2f}"
-            + (f" [{c.low:.2f}, {c.high:.2f}]" if c.low is not None and c.high is not None else "")
-        )
-        style = {Change.FASTER: "green", Change.SLOWER: "red"}.get(c.change, "")
-        table.add_row(
-            c.key,
-            _shown(c.a),
-            _shown(c.b),
-            ratio,
-            f"[{style}]{c.change.value}[/]" if style else c.change.value,
-            c.limit_changed or (c.a.limit or ""),
-        )
-    return table
-
-
-def _shown(f: Figure) -> str:
-    if f.value is None:
-        return "not found"
-    interval = f" [{f.low:.4g}, {f.high:.4g}]" if f.low is not None and f.high is not None else ""
-    return f"{f.value:.4g}{interval} {f.unit}"
