@@ -46,7 +46,14 @@ def kill_primary(cluster: Cluster, *, then_rejoin: bool = False) -> dict[str, An
     writable_at = phases.wait_writable(new, bound)
     promoted_at, new_timeline = phases.promotion_time(new, timeline, bound)
     assert watch.detected_at is not None and watch.elected_at is not None
-    timeline_phases = phases.Phases(fault_at, watch.detected_at, watch.elected_at, promoted_at, writable_at)
+    timeline_phases = phases.Phases(
+        fault_at,
+        watch.detected_at,
+        watch.elected_at,
+        promoted_at,
+        writable_at,
+        set_by=phases.set_by(s.ttl, s.loop_wait),
+    )
     old.server.wait_gone()
     result: dict[str, Any] = {
         "action": "kill-primary",

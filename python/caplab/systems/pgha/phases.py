@@ -9,7 +9,8 @@
   answers 200 as soon as the key is held, before the promotion: its body's role says more).
 
 etcd keeps no times, so a ``LeaderWatch`` started before the fault polls the leader key; its
-resolution is its poll interval, given with the result.
+resolution is its poll interval, given with the result. Beside each phase, what sets its length in
+Patroni's own settings (``set_by``), so that a report can say which one to tune.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ class Phases:
     promoted_at: float
     writable_at: float
     resolution_s: float = WATCH_INTERVAL_S
+    set_by: tuple[tuple[str, str], ...] = ()
+    """(phase, what sets how long it takes), in Patroni's words and this cluster's settings."""
 
     def as_dict(self) -> dict[str, Any]:
         at = {
@@ -50,7 +53,18 @@ class Phases:
             "at": at,
             "after_fault_s": {k: round(v - self.fault_at, 3) for k, v in at.items() if k != "fault"},
             "resolution_s": self.resolution_s,
+            "set_by": dict(self.set_by),
         }
+
+
+def set_by(ttl: int, loop_wait: int) -> tuple[tuple[str, str], ...]:
+    """What sets each phase's length under Patroni with these settings."""
+    return (
+        ("detected", f"Patroni's ttl ({ttl} s; the leader renews its key every loop_wait, {loop_wait} s)"),
+        ("elected", f"Patroni's loop_wait ({loop_wait} s): a replica's next HA loop takes the key"),
+        ("promoted", "PostgreSQL's promotion (end of recovery, a new timeline)"),
+        ("writable", "the new leader's Patroni seeing its PostgreSQL out of recovery"),
+    )
 
 
 class LeaderWatch:
