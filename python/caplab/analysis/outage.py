@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from caplab.analysis.failover import percentile
+from caplab.analysis.phases import PhaseSpread, Timeline, ends, steps
 from caplab.analysis.steady import MIN_INTERVALS, Rating, rate
 
 
@@ -43,6 +44,8 @@ class TrialRecovery:
     """The load's throughput after recovery against before the fault."""
     failed: int
     """Requests (transactions) that failed in the outage."""
+    timeline: Timeline | None = None
+    """The HA manager's phases beside the clients' (analysis/phases.py), where it reported them."""
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,10 @@ class ActionRecovery:
     after_min: float | None
     """Throughput after against before, over the trials (median and the lowest)."""
     failed: int
+    phases: list[PhaseSpread] = field(default_factory=list)
+    """Each phase's end after the fault over the trials that reported the manager's phases."""
+    steps: list[PhaseSpread] = field(default_factory=list)
+    """Each step's length and share of the recovery over those trials."""
 
 
 def _total(values: Iterable[int | None]) -> int | None:
@@ -109,6 +116,8 @@ def summarise_actions(trials: Sequence[TrialRecovery]) -> list[ActionRecovery]:
                 after_p50=percentile(ratios, 0.5),
                 after_min=min(ratios) if ratios else None,
                 failed=sum(t.failed for t in mine),
+                phases=ends(timelines := [t.timeline for t in mine if t.timeline is not None]),
+                steps=steps(timelines),
             )
         )
     return out

@@ -36,6 +36,7 @@ from caplab.experiments.failover import (
     judged_failover,
     ledger_entry,
     ledger_line,
+    load_back,
 )
 from caplab.spec import ActionSpec, RecoverySpec
 from caplab.study.sut import sut_environment
@@ -252,7 +253,7 @@ def failover_report(
     counted = ledger_counted(url, series) if ledger and not result.interrupted else None
     if counted is not None:
         report["ledger"] = counted
-    judged = judged_failover(recovery_slo, series, [outcome], counted, 0)
+    judged = judged_failover(recovery_slo, series, [outcome], counted, 0, load_back([entry]))
     if judged is not None:
         report["databases"] = judged
     report["replication"] = replication(record.samples)

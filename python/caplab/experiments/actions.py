@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from caplab.analysis.phases import ManagerPhases
 from caplab.analysis.recovery import Interval, Recovery, recovery, recovery_line
 from caplab.analysis.trigger import Figure, Trigger, trigger_for
 from caplab.engine import IntervalSnapshot, RunResult
@@ -56,10 +57,25 @@ class ActionOutcome:
     condition: str | None = None
     """What it waited for (``p99 > 50ms``, ``after steady``); ``triggered`` says what fired it."""
     triggered: str | None = None
+    started_at: float | None = None
+    """Its start on the wall clock (epoch seconds), read at the instant ``started_s`` was: what
+    puts the times it reports about itself on the load's clock (analysis/phases.py)."""
+    phases: ManagerPhases | None = None
+    """The HA manager's phases, when its last JSON object had them (pgha's ``kill-primary``)."""
 
     @property
     def ok(self) -> bool:
         return self.exit_code == 0 and not self.timed_out
+
+    @property
+    def fault_s(self) -> float | None:
+        """When its fault struck on the load's clock: the instant the action reported for it (its
+        SIGKILL), else its start; None when it never ran."""
+        if self.started_s is None:
+            return None
+        if self.phases is None or self.started_at is None:
+            return self.started_s
+        return self.started_s + (self.phases.fault_at - self.started_at)
 
     def describe(self) -> str:
         if self.started_s is None and self.at_s is None:
@@ -79,7 +95,7 @@ class ActionOutcome:
         return f"{self.name} at {self.started_s:.2f}s{why}: {how} in {took:.2f}s{said}"
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return asdict(self) | {"fault_s": self.fault_s}
 
 
 class TrialActions:
@@ -219,7 +235,7 @@ class TrialActions:
         with self._lock:
             if self._stop.is_set():
                 return
-            started = time.monotonic()
+            started, outcome.started_at = time.monotonic(), time.time()
             self._instants[k] = (started, None)
             outcome.started_s = started - self._origin()
             command: str | list[str] = outcome.command
@@ -247,15 +263,17 @@ class TrialActions:
         self._instants[k] = (started, ended)
         outcome.ended_s = ended - self._origin()
         outcome.exit_code = process.returncode
-        outcome.reported = reported_numbers(out or "")
+        said = last_json_object(out or "")
+        outcome.reported = reported_numbers(said)
+        outcome.phases = ManagerPhases.from_report(said)
         outcome.output = scrub("\n".join((out or "").strip().splitlines()[-OUTPUT_LINES:]))
         with self._lock:
             self._running = None
 
 
-def reported_numbers(output: str) -> dict[str, float]:
-    """The top-level numbers of the last JSON object an action printed (over one or many lines, as
-    ``json.dumps(…, indent=2)`` does); empty when it printed none."""
+def last_json_object(output: str) -> dict[str, Any]:
+    """The last JSON object an action printed (over one or many lines, as ``json.dumps(…,
+    indent=2)`` does); empty when it printed none."""
     lines = output.rstrip().splitlines()
     for start in range(len(lines) - 1, -1, -1):
         if not lines[start].lstrip().startswith("{"):
@@ -265,12 +283,14 @@ def reported_numbers(output: str) -> dict[str, float]:
         except ValueError:
             continue
         if isinstance(found, dict):
-            return {
-                k: float(v)
-                for k, v in found.items()
-                if isinstance(v, int | float) and not isinstance(v, bool)
-            }
+            return found
     return {}
+
+
+def reported_numbers(said: str | dict[str, Any]) -> dict[str, float]:
+    """The top-level numbers of the last JSON object an action printed (its output, or that object)."""
+    found = last_json_object(said) if isinstance(said, str) else said
+    return {k: float(v) for k, v in found.items() if isinstance(v, int | float) and not isinstance(v, bool)}
 
 
 def _kill_group(process: subprocess.Popen[str]) -> None:
@@ -281,11 +301,12 @@ def _kill_group(process: subprocess.Popen[str]) -> None:
 
 def recoveries(result: RunResult, outcomes: list[ActionOutcome]) -> list[dict[str, Any]]:
     """Each action with the load's recovery from it (``{"action": …, "load": …}``; no ``load`` for
-    an action that never ran), read from the trial's interval series."""
+    an action that never ran), read from the trial's interval series from its fault (``fault_s``:
+    the instant it reported, else its start)."""
     series = [Interval(i.start_s, i.end_s, i.completed, i.errors, i.warmup) for i in result.intervals]
     return [
         {"action": o.as_dict()}
-        | ({"load": recovery(series, o.started_s).as_dict()} if o.started_s is not None else {})
+        | ({"load": recovery(series, o.fault_s).as_dict()} if o.fault_s is not None else {})
         for o in outcomes
     ]
 

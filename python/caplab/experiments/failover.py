@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from caplab.analysis.failover import GroupRecovery, group_recovery, judge, reported_seconds
+from caplab.analysis.phases import MANAGER_PHASES, Timeline, timeline
 from caplab.analysis.recovery import Interval
 from caplab.engine import RunResult
 from caplab.experiments.actions import ActionOutcome, recoveries, recovery_text
@@ -74,19 +75,34 @@ def judged_failover(
     outcomes: list[ActionOutcome],
     ledger: dict[str, Any] | None,
     trial: int,
+    load_back_s: float | None = None,
 ) -> dict[str, Any] | None:
-    """The trial's first action that ran, read per database and judged: ``{"trial", "action",
-    "recovery": GroupRecovery, "verdict"}`` (no verdict without a recovery SLO); None when no
-    action ran. ``trial`` is the trial's 0-based place in its cell."""
+    """The trial's first action that ran, read per database from its fault and judged: ``{"trial",
+    "action", "recovery": GroupRecovery, "phases": Timeline, "verdict"}`` (phases where the action
+    reported its HA manager's, no verdict without a recovery SLO); None when no action ran.
+    ``trial`` is the trial's 0-based place in its cell; ``load_back_s``, the load's recovery from
+    the same fault (the timeline's last phase)."""
     ran = next((o for o in outcomes if o.started_s is not None), None)
-    if ran is None or ran.started_s is None:
+    if ran is None or ran.fault_s is None:
         return None
-    recovery: GroupRecovery = group_recovery(series, ran.started_s, reported_seconds(ran.reported))
+    recovery: GroupRecovery = group_recovery(series, ran.fault_s, reported_seconds(ran.reported))
     entry: dict[str, Any] = {"trial": trial, "action": ran.name, "recovery": recovery.as_dict()}
+    if ran.phases is not None:
+        back = [d.recovery_s for d in recovery.databases if d.recovery_s is not None]
+        entry["phases"] = timeline(
+            ran.phases, ran.fault_s, back, load_back_s, recovery.resolution_s
+        ).as_dict()
     if spec is not None:
         lost = ledger.get("lost") if ledger else None
         entry["verdict"] = judge(recovery, spec.within, lost, spec.lossless, ran.ok).as_dict()
     return entry
+
+
+def load_back(recovered: list[dict[str, Any]]) -> float | None:
+    """The load's recovery from the first action that ran (``recoveries``' entries), from its fault."""
+    load = next((e["load"] for e in recovered if "load" in e), None)
+    value = load.get("recovery_s") if load else None
+    return float(value) if isinstance(value, int | float) else None
 
 
 def failover_line(entry: dict[str, Any]) -> str:
@@ -108,9 +124,21 @@ def failover_line(entry: dict[str, Any]) -> str:
         if verdict["success"]
         else "; failed: " + "; ".join(verdict["reasons"])
     )
+    phases = f"; {phases_line(Timeline.from_dict(entry['phases']))}" if "phases" in entry else ""
     return (
-        f"{entry['action']}: {group}{spread} (± {r['resolution_s']:g} s, {count} databases){missing}{judged}"
+        f"{entry['action']}: {group}{spread} (± {r['resolution_s']:g} s, {count} databases){missing}"
+        f"{phases}{judged}"
     )
+
+
+def phases_line(t: Timeline) -> str:
+    """The phases after the fault in words: ``detected 4.61 s, elected 4.62 s, …``."""
+    shown = [
+        f"{name.replace('_', ' ')} {value:.2f} s"
+        for name in (*MANAGER_PHASES, "first_commit", "load_back")
+        if (value := t.at(name)) is not None
+    ]
+    return "phases after the fault: " + ", ".join(shown) if shown else "no phases seen"
 
 
 def ledger_line(entry: dict[str, Any]) -> str:
@@ -147,7 +175,8 @@ class FailoverReading:
         if self.postgres is not None:
             series = database_series(record.result, self.postgres.urls()[0])
             ledger = self._ledger(self.postgres, series, index)
-            judged = judged_failover(self.recovery, series, outcomes, ledger, index)
+            back = load_back(entries["recovery"])
+            judged = judged_failover(self.recovery, series, outcomes, ledger, index, back)
             if judged is not None:
                 self.note(f"trial {index + 1}: {failover_line(judged)}")
             entries |= {"ledger": [ledger] if ledger else [], "failover": [judged] if judged else []}
