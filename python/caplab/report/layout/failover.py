@@ -12,7 +12,8 @@ from caplab import units as u
 from caplab.analysis.size_fit import fit_size
 from caplab.report.layout.blocks import Column, Table, TableCell, num_cell, text_cell
 from caplab.report.layout.tables import drop_empty_columns
-from caplab.report.model.types import CellResult, DatabaseFailover, Results
+from caplab.report.model.types import CellResult, DatabaseFailover, FailoverPhases, Results
+from caplab.report.text.recovery import PHASE_NAMES
 
 FIT_MIN_SIZES = 3
 """Database counts needed before a shape is fitted to recovery time against them."""
@@ -230,3 +231,118 @@ def replication_table(results: Results) -> Table | None:
         "caught up for a while. Redo: the log the node replayed as a standby."
     )
     return drop_empty_columns(Table(columns, rows, caption="Replication", note=note))
+
+
+PHASE_COLUMNS: tuple[tuple[Callable[[FailoverPhases], float | None], str], ...] = (
+    (lambda p: p["detected_s"], "detected"),
+    (lambda p: p["elected_s"], "elected"),
+    (lambda p: p["promoted_s"], "promoted"),
+    (lambda p: p["writable_s"], "writable"),
+    (lambda p: p["first_commit_s"], "first commit"),
+    (lambda p: p["last_commit_s"], "last database"),
+    (lambda p: p["load_back_s"], "load back"),
+)
+"""A failover's phases in the order they happen: the HA manager's, then the clients'."""
+
+
+def phases_table(results: Results) -> Table | None:
+    """One row per failover whose action reported its HA manager's phases: each phase in seconds
+    after the fault, the manager's and the clients' on one clock, and the reconnect between them."""
+    rows = []
+    resolutions: set[tuple[float, float]] = set()
+    for c in results["cells"]:
+        for f in c["failover"]:
+            p = f.get("phases")
+            if not p:
+                continue
+            resolutions.add((p["resolution_s"], p["series_resolution_s"]))
+            writable, first = p["writable_s"], p["first_commit_s"]
+            reconnect = first - writable if writable is not None and first is not None else None
+            rows.append(
+                [
+                    num_cell(c["index"], str(c["index"])),
+                    *_factor_cells(results, c),
+                    num_cell(f["trial"] + 1, str(f["trial"] + 1)),
+                    text_cell(f["action"]),
+                    *(_seconds(pick(p)) for pick, _ in PHASE_COLUMNS),
+                    _seconds(reconnect),
+                ]
+            )
+    if not rows:
+        return None
+    columns = [
+        Column("#", True),
+        *_factor_columns(results),
+        Column("trial", True),
+        Column("action"),
+        *(Column(name, True, "s") for _, name in PHASE_COLUMNS),
+        Column("reconnect", True, "s"),
+    ]
+    manager = max(r for r, _ in resolutions)
+    series = max(s for _, s in resolutions)
+    note = (
+        "Seconds after the fault (the action's SIGKILL, on the trial's clock). Detected, elected, "
+        "promoted and writable are the HA manager's own record (its consensus store's leader key, its "
+        f"REST API; ± {manager:g} s, the watch's poll), put on the trial's clock by the action's start "
+        "read on both clocks. First commit (the first database a client committed on again), last "
+        f"database and load back (throughput back to its level before) are the clients' (± {series:g} s, "
+        "the interval series). Reconnect: from writable to the clients' first commit; it reads below 0 "
+        "by up to the series' resolution (a commit's interval begins before the commit), and a commit "
+        "earlier than that before writable would mean the two readings disagree."
+    )
+    return Table(columns, rows, caption="Failover phases", note=note)
+
+
+STEP_ENDING = {
+    "detected": "detection",
+    "elected": "election",
+    "promoted": "promotion",
+    "writable": "taking writes",
+    "first_commit": "reconnect",
+}
+"""The step (analysis/phases.py STEPS) that each phase ends."""
+
+
+def steps_table(results: Results) -> Table | None:
+    """Per action over its trials: each phase's end after the fault and the length of the step it
+    ends (p50/p95/max), the step's median share of the recovery to the clients' first commit, and
+    what sets it."""
+    summary = results.get("failover")
+    rows = []
+    for a in summary["actions"] if summary else []:
+        steps = {s["name"]: s for s in a.get("steps") or []}
+        for p in a.get("phases") or []:
+            step = steps.get(STEP_ENDING.get(p["name"], ""))
+            rows.append(
+                [
+                    text_cell(a["action"]),
+                    text_cell(PHASE_NAMES.get(p["name"], p["name"])),
+                    _seconds(p["p50_s"]),
+                    _seconds(p["p95_s"]),
+                    _seconds(p["max_s"]),
+                    text_cell(step["name"] if step else u.DASH),
+                    _seconds(step["p50_s"] if step else None),
+                    _seconds(step["max_s"] if step else None),
+                    num_cell(step["share"] if step else None, u.pct(step["share"] if step else None)),
+                    text_cell(free((step["set_by"] if step else None) or "")),
+                ]
+            )
+    if not rows:
+        return None
+    columns = [
+        Column("action"),
+        Column("phase"),
+        Column("after the fault p50", True, "s"),
+        Column("p95", True, "s"),
+        Column("max", True, "s"),
+        Column("step to it"),
+        Column("step p50", True, "s"),
+        Column("step max", True, "s"),
+        Column("share", True, "of recovery"),
+        Column("set by", wrap=True),
+    ]
+    note = (
+        "Over the action's trials, nearest rank. Share: the step's part of the time from the fault to "
+        "the clients' first commit (the median over the trials): the largest is the one to tune."
+    )
+    return Table(columns, rows, caption="Failover phases over the trials", note=note)

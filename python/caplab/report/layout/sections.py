@@ -24,8 +24,10 @@ from caplab.report.layout.blocks import (
 from caplab.report.layout.charts import Chart
 from caplab.report.layout.failover import (
     database_recovery_table,
+    phases_table,
     recovery_fit_lines,
     replication_table,
+    steps_table,
     success_table,
 )
 from caplab.report.layout.findings import findings_section
@@ -338,7 +340,13 @@ def consolidation_section(results: Results) -> Section | None:
 
 
 def recovery_section(results: Results) -> Section | None:
-    by_database = [t for t in (success_table(results), database_recovery_table(results)) if t is not None]
+    tables = (
+        success_table(results),
+        database_recovery_table(results),
+        phases_table(results),
+        steps_table(results),
+    )
+    by_database = [t for t in tables if t is not None]
     blocks: list[Block | Section] = [*by_database, *(Para(line) for line in recovery_fit_lines(results))]
     if (table := recovery_table(results)) is not None:
         blocks.append(table)

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import cast
 
 from caplab.analysis.limit import find_limit
+from caplab.analysis.phases import Timeline
 from caplab.analysis.scope import ResourceScope, ScopeKind
 from caplab.collect.base import ResourceSample
 from caplab.collect.summary import summarize
@@ -40,6 +41,7 @@ from caplab.report.model.types import (
     CellResult,
     DatabaseFailover,
     Factors,
+    FailoverPhases,
     FailoverSuccess,
     IntervalKind,
     Latency,
@@ -438,6 +440,7 @@ def _recovery(raw: JsonObject, ledgers: list[JsonObject]) -> RecoveryRow:
         "trial": integer(raw, "trial") or 0,
         "action": str(action.get("name") or "?"),
         "at_s": started,
+        "fault_s": number(load, "fault_s") if load else started,
         "took_s": ended - started if started is not None and ended is not None else None,
         "ok": action.get("exit_code") == 0 and not action.get("timed_out"),
         "outcome": free_text(outcome.splitlines()[-1] if outcome else ""),
@@ -469,6 +472,27 @@ def failover_row(raw: JsonObject) -> DatabaseFailover:
         "resolution_s": float(number(r, "resolution_s") or 0.0),
         "success": flag(verdict, "success") if verdict is not None else None,
         "reasons": [free_text(x) for x in strings(verdict, "reasons")] if verdict is not None else [],
+        "phases": _phases(optional_member(raw, "phases")),
+    }
+
+
+def _phases(raw: JsonObject | None) -> FailoverPhases | None:
+    """A failover's timeline as the runner stored it (analysis.phases.Timeline)."""
+    if raw is None:
+        return None
+    t = Timeline.from_dict(raw)
+    return {
+        "fault_s": t.fault_s,
+        "detected_s": t.detected_s,
+        "elected_s": t.elected_s,
+        "promoted_s": t.promoted_s,
+        "writable_s": t.writable_s,
+        "first_commit_s": t.first_commit_s,
+        "last_commit_s": t.last_commit_s,
+        "load_back_s": t.load_back_s,
+        "resolution_s": t.resolution_s,
+        "series_resolution_s": t.series_resolution_s,
+        "set_by": {k: free_text(v) for k, v in t.set_by.items()},
     }
 
 

@@ -5,6 +5,7 @@ trials, and each configuration's requests split at its outages with its consiste
 from __future__ import annotations
 
 from caplab.analysis import outage as analysed
+from caplab.analysis import phases as phased
 from caplab.analysis.outage import (
     NO_REQUESTS,
     Outage,
@@ -17,9 +18,17 @@ from caplab.analysis.outage import (
     split_at_outages,
     summarise_actions,
 )
+from caplab.analysis.phases import Timeline
 from caplab.analysis.recovery import RECOVERED_SHARE
 from caplab.json_types import JsonObject, flag, integer, member, members, number
-from caplab.report.model.types import ActionRecovery, CellOutage, CellResult, FailoverSummary, RecoveryRow
+from caplab.report.model.types import (
+    ActionRecovery,
+    CellOutage,
+    CellResult,
+    FailoverSummary,
+    PhaseSpread,
+    RecoveryRow,
+)
 from caplab.store.document import CellRecord, TrialRecord
 
 
@@ -62,6 +71,7 @@ def _trials(raw: CellRecord, cell: CellResult) -> list[TrialRecovery]:
                 success=row["success"],
                 after_ratio=load["after_ratio"] if load else None,
                 failed=max(row["failed"], (load["failed"] or 0) if load else 0),
+                timeline=Timeline.from_dict(phases) if (phases := row.get("phases")) else None,
             )
         )
     return out
@@ -81,7 +91,9 @@ def _outages(cell: CellResult, trial: int) -> list[Outage]:
             continue
         f = by_database.get(r["action"])
         back = [r["recovery_s"]] + ([f["max_s"] if not f["not_recovered"] else None] if f else [])
-        out.append(Outage(r["at_s"], outage_end(r["at_s"], *back)))
+        fault = r.get("fault_s")
+        fault = r["at_s"] if fault is None else fault  # the recoveries are measured from the fault
+        out.append(Outage(r["at_s"], outage_end(fault, *back)))
     return out
 
 
@@ -135,6 +147,19 @@ def _action(a: analysed.ActionRecovery) -> ActionRecovery:
         "after_p50": a.after_p50,
         "after_min": a.after_min,
         "failed": a.failed,
+        "phases": [_spread(p) for p in a.phases],
+        "steps": [_spread(p) for p in a.steps],
+    }
+
+
+def _spread(p: phased.PhaseSpread) -> PhaseSpread:
+    return {
+        "name": p.name,
+        "p50_s": p.p50_s,
+        "p95_s": p.p95_s,
+        "max_s": p.max_s,
+        "share": p.share,
+        "set_by": p.set_by,
     }
 
 

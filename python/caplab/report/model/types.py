@@ -313,6 +313,9 @@ class RecoveryRow(TypedDict):
     trial: int
     action: str
     at_s: float | None
+    fault_s: NotRequired[float | None]
+    """When the fault struck, the load's recovery's origin: the instant the action reported (its
+    SIGKILL), else its start (``at_s``)."""
     took_s: float | None
     ok: bool
     outcome: str
@@ -345,6 +348,26 @@ class DatabaseFailover(TypedDict):
     resolution_s: float
     success: bool | None
     reasons: list[str]
+    phases: NotRequired[FailoverPhases | None]
+    """The HA manager's phases beside the clients', where the action reported them."""
+
+
+class FailoverPhases(TypedDict):
+    """One failover's timeline (analysis/phases.py ``Timeline``): the fault on the trial's clock and
+    each phase in seconds after it — the HA manager's (detected, elected, promoted, writable) and
+    the clients' (first commit, the last database's, the load back) — null where not seen."""
+
+    fault_s: float
+    detected_s: float | None
+    elected_s: float | None
+    promoted_s: float | None
+    writable_s: float | None
+    first_commit_s: float | None
+    last_commit_s: float | None
+    load_back_s: float | None
+    resolution_s: float
+    series_resolution_s: float
+    set_by: dict[str, str]
 
 
 class FailoverSuccess(TypedDict):
@@ -824,6 +847,23 @@ class ActionRecovery(TypedDict):
     """The load's throughput after recovery against before the fault, over the trials."""
     failed: int
     """Requests that failed in the outages: what the outage cost, not an anomaly."""
+    phases: NotRequired[list[PhaseSpread]]
+    """Each phase's end after the fault over the trials whose action reported its HA manager's."""
+    steps: NotRequired[list[PhaseSpread]]
+    """Each step's length (detection, election, …, reconnect) and its median share of the recovery."""
+
+
+class PhaseSpread(TypedDict):
+    """A phase's end after the fault, or a step's length, over an action's trials (analysis/phases.py):
+    nearest-rank p50/p95 and max; for a step, its median share of the recovery (to the clients'
+    first commit) and what sets its length in the manager's words."""
+
+    name: str
+    p50_s: float | None
+    p95_s: float | None
+    max_s: float | None
+    share: float | None
+    set_by: str | None
 
 
 class CellOutage(TypedDict):

@@ -4,7 +4,18 @@
 from __future__ import annotations
 
 from caplab import units as u
-from caplab.report.model.types import ActionRecovery, FailoverSummary
+from caplab.report.model.types import ActionRecovery, FailoverSummary, PhaseSpread
+
+PHASE_NAMES = {
+    "detected": "detected",
+    "elected": "elected",
+    "promoted": "promoted",
+    "writable": "writable",
+    "first_commit": "first commit",
+    "last_commit": "last database",
+    "load_back": "load back",
+}
+"""Each phase of a failover's timeline (analysis/phases.py) as a reader calls it."""
 
 
 def _spread(p50: float | None, p95: float | None, most: float | None) -> str:
@@ -38,6 +49,8 @@ def action_sentence(a: ActionRecovery) -> str:
             + _spread(a["database_p50_s"], a["database_p95_s"], a["database_max_s"])
             + (f" (± {a['resolution_s']:.2g} s, the series' resolution)" if a["resolution_s"] else "")
         )
+    if phases := phases_text(a):
+        parts.append(phases)
     if a["not_recovered"]:
         missing = _count(a["not_recovered"], "database", "databases")
         parts.append(f"{missing} never back by the end of its trial")
@@ -52,6 +65,28 @@ def action_sentence(a: ActionRecovery) -> str:
         parts.append(f"throughput after {u.pct(a['after_p50'])} of before{lowest}")
     parts.append(f"{_count(a['failed'], 'request', 'requests')} failed in the outages")
     return f"{a['action']} ({where}): " + "; ".join(parts) + "."
+
+
+def phases_text(a: ActionRecovery) -> str:
+    """The HA manager's phases and the clients' after the fault (p50/p95/max over the trials),
+    and the step that dominates; empty where the action reported no phases."""
+    ends = a.get("phases") or []
+    if not ends:
+        return ""
+    shown = ", ".join(f"{PHASE_NAMES.get(p['name'], p['name'])} {_s(p['p50_s'])} ({_s(p['max_s'])})" for p in ends)
+    said = f"phases after the fault, p50 (max): {shown}"
+    most = dominant_text(a.get("steps") or [])
+    return f"{said}; {most}" if most else said
+
+
+def dominant_text(steps: list[PhaseSpread]) -> str:
+    """``detection is 78 % of recovery: Patroni's ttl (…)``: the step to tune first."""
+    known = [s for s in steps if s["share"] is not None]
+    if not known:
+        return ""
+    top = max(known, key=lambda s: s["share"] or 0.0)
+    why = f": {top['set_by']}" if top["set_by"] else ""
+    return f"{top['name']} is {u.pct(top['share'])} of the recovery to the first commit{why}"
 
 
 def recovery_lead(summary: FailoverSummary) -> str:
