@@ -71,9 +71,11 @@ PORT_BLOCKS: tuple[Block, ...] = (
     ),
     Block(
         "pgpair-7600",
-        (7600, 7601),
+        (7600, 7601, 7610, 7611, 7620, 7621, 7630, 7631),
         "pg-failover/quick.yaml, availability-groups/quick.yaml, hl7-hardware/mirroring.yaml; the "
-        "observer's own client connects to both",
+        "observer's own client connects to both. 7610-7631: availability-groups/pgha.yaml (pgha's "
+        "nodes, Patroni's REST APIs, etcd), in the folder the availability-groups test copies; its "
+        "own test runs it on free ports",
         (
             "study/test_study_failover.py",
             "study/test_study_availability_groups.py",

@@ -70,9 +70,11 @@ CATALOG: tuple[BuiltInStudy, ...] = (
         "availability-groups",
         "004 SQL Server availability groups",
         "pgpair (PostgreSQL)",
-        "each database's recovery from a switchover and a killed primary, k/K against a 30 s SLO",
+        "each database's recovery from a switchover and a killed primary, k/K against a 30 s SLO; "
+        "on pgha, Patroni's failover in phases",
         "1.5 min",
         "not timed",
+        ("pgha.yaml",),
     ),
     BuiltInStudy(
         "pg-failover",
