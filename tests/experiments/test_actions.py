@@ -5,6 +5,7 @@ one running when the trial is interrupted is killed, and one not yet due never r
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -89,3 +90,31 @@ def test_an_actions_times_are_on_the_loads_clock_which_starts_after_the_schedule
         "its start is when it ran, on the load's clock"
     )
     assert ran_at >= 0.6 - 0.02, "due 0.6 s into the load, not 0.6 s after the schedule began (0.3 s)"
+
+
+def test_a_fault_the_action_reports_is_put_on_the_loads_clock_by_its_start(tmp_path: Path) -> None:
+    """pgha's kill-primary prints its phases as epoch seconds, its fault a moment after it started
+    (Python, the leader found): the fault on the load's clock is the action's start plus that moment,
+    read against the wall clock taken at the instant it started."""
+    script = (
+        "import json, time; t = time.time() + 0.3; "
+        "print(json.dumps({'phases': {'at': {'fault': t, 'detected': t + 1, 'elected': t + 1.1, "
+        "'promoted': t + 1.2, 'writable': t + 1.3}, 'resolution_s': 0.02}}))"
+    )
+    (tmp_path / "kill.py").write_text(script)
+    timed = _started(tmp_path, ActionSpec(at=0, run=f"{sys.executable} kill.py"))
+    _wait_running(timed)
+    [outcome] = timed.stop()
+    assert outcome.ok and outcome.phases is not None and outcome.started_s is not None, outcome
+    assert outcome.fault_s is not None
+    # the script's own start (the interpreter's) comes before its fault: 0.3 s and a little more
+    assert 0.3 <= outcome.fault_s - outcome.started_s < 0.3 + 2.0, (outcome.started_s, outcome.fault_s)
+    assert outcome.phases.after_fault()["writable"] == pytest.approx(1.3)
+    assert outcome.as_dict()["fault_s"] == outcome.fault_s
+
+
+def test_an_action_that_reports_no_fault_struck_when_it_started(tmp_path: Path) -> None:
+    timed = _started(tmp_path, ActionSpec(at=0, run="echo '{\"writable_after_s\": 1.5}'"))
+    _wait_running(timed)
+    [outcome] = timed.stop()
+    assert outcome.phases is None and outcome.fault_s == outcome.started_s is not None

@@ -8,6 +8,7 @@ from typing import Any, cast
 
 from caplab.report.layout.failover import (
     database_recovery_table,
+    phases_table,
     recovery_fit_lines,
     replication_table,
     success_table,
@@ -109,3 +110,30 @@ def test_replication_is_shown_per_node_with_write_flush_and_replay_lag() -> None
     assert mirrored is not None and len(mirrored.rows) == 2, "a mirrored pair under load alone: shown too"
     cell["resources"] = {"pg:127.0.0.1:7600": {"commits_s": 120.0}, "host": {}}
     assert replication_table(shown) is None, "a database without a standby has no replication figures"
+
+
+def test_a_failover_with_its_managers_phases_is_a_row_of_phases_after_the_fault() -> None:
+    entry = failover(0, 4, 4.7, True) | {
+        "phases": {
+            "fault_s": 2.3,
+            "detected_s": 4.30,
+            "elected_s": 4.37,
+            "promoted_s": 4.52,
+            "writable_s": 4.54,
+            "first_commit_s": 4.60,
+            "last_commit_s": 4.70,
+            "load_back_s": 4.80,
+            "resolution_s": 0.02,
+            "series_resolution_s": 0.1,
+            "set_by": {"detected": "Patroni's ttl (5 s)"},
+        }
+    }
+    done = results([4])
+    done["cells"][0]["failover"] = [failover_row(entry), failover_row(failover(1, 4, 4.0, True))]
+    table = phases_table(done)
+    assert table is not None and len(table.rows) == 1, "a failover without phases has no row"
+    row = {col.title: cell.text for col, cell in zip(table.columns, table.rows[0], strict=True)}
+    shown = (row["detected"], row["writable"], row["first commit"], row["load back"])
+    assert shown == ("4.30", "4.54", "4.60", "4.80")
+    assert row["reconnect"] == "0.06"
+    assert table.note is not None and "± 0.02 s" in table.note and "± 0.1 s" in table.note

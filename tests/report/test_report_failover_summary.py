@@ -12,6 +12,7 @@ from caplab.report.layout.sections import summary
 from caplab.report.model.types import ActionRecovery, CellOutage, FailoverSummary, Measured, Results
 from caplab.report.text.observations import anomaly_observations
 from caplab.report.text.recommend import recommend
+from caplab.report.text.recovery import action_sentence
 
 
 def action(name: str, **kw: Any) -> ActionRecovery:
@@ -170,3 +171,26 @@ def _throughput_entry() -> dict[str, Any]:
         "rated_unit": "req/s",
         "indistinguishable": [],
     }
+
+
+def test_an_action_with_its_managers_phases_says_which_step_dominates() -> None:
+    phases = [
+        {"name": n, "p50_s": p50, "p95_s": most, "max_s": most, "share": None, "set_by": None}
+        for n, p50, most in (("detected", 4.30, 4.99), ("writable", 4.54, 5.19), ("first_commit", 4.60, 5.2))
+    ]
+    steps = [
+        {
+            "name": "detection",
+            "p50_s": 4.3,
+            "p95_s": 5.0,
+            "max_s": 5.0,
+            "share": 0.93,
+            "set_by": "Patroni's ttl (5 s)",
+        },
+        {"name": "election", "p50_s": 0.07, "p95_s": 0.1, "max_s": 0.1, "share": 0.02, "set_by": None},
+    ]
+    sentence = action_sentence(action("kill-primary", phases=phases, steps=steps))
+    assert "phases after the fault, p50 (max): detected 4.30 s (4.99 s), writable 4.54 s (5.19 s)" in sentence
+    assert "first commit 4.60 s (5.20 s)" in sentence
+    assert "detection is 93% of the recovery to the first commit: Patroni's ttl (5 s)" in sentence
+    assert "phases" not in action_sentence(action("switchover")), "no phases reported, none shown"
