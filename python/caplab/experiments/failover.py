@@ -138,7 +138,12 @@ def phases_line(t: Timeline) -> str:
         for name in (*MANAGER_PHASES, "first_commit", "load_back")
         if (value := t.at(name)) is not None
     ]
-    return "phases after the fault: " + ", ".join(shown) if shown else "no phases seen"
+    if not shown:
+        return "no phases seen"
+    doubts = [] if t.ordered() else ["out of order: a clock stepped, or a phase was missed"]
+    if t.agrees() is False:
+        doubts.append("the clients committed before writable: the two readings disagree")
+    return "phases after the fault: " + ", ".join(shown) + "".join(f" ({d})" for d in doubts)
 
 
 def ledger_line(entry: dict[str, Any]) -> str:

@@ -90,8 +90,9 @@ def database_recovery_table(results: Results) -> Table | None:
     widths = {f["resolution_s"] for c in results["cells"] for f in c["failover"] if f["resolution_s"]}
     resolution = f" (± {max(widths):g} s, the interval series' resolution)" if widths else ""
     note = (
-        "Group writable: from the role change's start until a primary accepted writes again, as the "
-        "system reported it. Databases: from the fault until each database's first commit after its "
+        "Group writable: from the fault (the role change's start, or the instant it reported for its "
+        "fault) until a primary accepted writes again, as the system reported it. Databases: from the "
+        "fault until each database's first commit after its "
         f"outage, read from its own interval series{resolution}; p50 and p95 are nearest-rank over the "
         "databases that came back, max is the last of them (the paper's DB level). Verdict: every "
         "database back within the study's recovery SLO, and nothing acknowledged lost where the "

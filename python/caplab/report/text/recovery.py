@@ -73,7 +73,9 @@ def phases_text(a: ActionRecovery) -> str:
     ends = a.get("phases") or []
     if not ends:
         return ""
-    shown = ", ".join(f"{PHASE_NAMES.get(p['name'], p['name'])} {_s(p['p50_s'])} ({_s(p['max_s'])})" for p in ends)
+    shown = ", ".join(
+        f"{PHASE_NAMES.get(p['name'], p['name'])} {_s(p['p50_s'])} ({_s(p['max_s'])})" for p in ends
+    )
     said = f"phases after the fault, p50 (max): {shown}"
     most = dominant_text(a.get("steps") or [])
     return f"{said}; {most}" if most else said
