@@ -194,3 +194,7 @@ def test_an_action_with_its_managers_phases_says_which_step_dominates() -> None:
     assert "first commit 4.60 s (5.20 s)" in sentence
     assert "detection is 93% of the recovery to the first commit: Patroni's ttl (5 s)" in sentence
     assert "phases" not in action_sentence(action("switchover")), "no phases reported, none shown"
+    doc = document({"actions": [action("kill-primary", phases=phases, steps=steps)], "cells": [outage()]})
+    doc["observations"] = anomaly_observations(cast(Measured, doc))
+    [key] = [b for b in summary(cast(Results, doc)).blocks if isinstance(b, KeyFigures)]
+    assert {f.label: f.value for f in key.items}["kill-primary: detection"] == "93%", key

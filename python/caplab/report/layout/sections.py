@@ -57,7 +57,7 @@ from caplab.report.layout.usage import actions_table, cpu_per_user_table, per_us
 from caplab.report.model.scenario import goal_text
 from caplab.report.model.types import FailoverSummary, Observation, Results, Scenario
 from caplab.report.text.recommend import rated, sustained
-from caplab.report.text.recovery import action_sentence, recovery_lead
+from caplab.report.text.recovery import action_sentence, dominant_step, recovery_lead
 
 TOPICS = {
     "limit": "Limit",
@@ -144,6 +144,9 @@ def _failover_figures(results: Results, summary: FailoverSummary) -> KeyFigures:
         if a["database_max_s"] is not None:
             last = f"{a['database_max_s']:.2f} s"
             items.append(Figure(f"{a['action']}: last database back", last, "max over trials"))
+        if (top := dominant_step(a.get("steps") or [])) is not None:
+            share = u.pct(top["share"])
+            items.append(Figure(f"{a['action']}: {top['name']}", share, "of the recovery, its largest step"))
     ledgers = [a for a in summary["actions"] if a["lost"] is not None]
     if ledgers:
         lost = sum(a["lost"] or 0 for a in ledgers)

@@ -81,12 +81,17 @@ def phases_text(a: ActionRecovery) -> str:
     return f"{said}; {most}" if most else said
 
 
+def dominant_step(steps: list[PhaseSpread]) -> PhaseSpread | None:
+    """The step with the largest median share of the recovery: the one to tune first."""
+    known = [s for s in steps if s["share"] is not None]
+    return max(known, key=lambda s: s["share"] or 0.0) if known else None
+
+
 def dominant_text(steps: list[PhaseSpread]) -> str:
     """``detection is 78 % of recovery: Patroni's ttl (…)``: the step to tune first."""
-    known = [s for s in steps if s["share"] is not None]
-    if not known:
+    top = dominant_step(steps)
+    if top is None:
         return ""
-    top = max(known, key=lambda s: s["share"] or 0.0)
     why = f": {top['set_by']}" if top["set_by"] else ""
     return f"{top['name']} is {u.pct(top['share'])} of the recovery to the first commit{why}"
 
