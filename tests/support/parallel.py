@@ -221,6 +221,10 @@ ALONE: dict[str, str] = {
         "every database's probes see the fault: beside the other worker some databases' probes were "
         "late enough that no interval held a failed one"
     ),
+    "study/test_study_until.py": (
+        "the quiet server's replicates must agree within the interval `until` asks for: beside the "
+        "other worker its searches spread as widely as the noisy server's"
+    ),
     "study/test_study_miis.py": (
         "the cells' limits are the system's: beside the other worker caplab's generator was 96 % busy "
         "and (rightly) named itself the synchronisation's limit"
