@@ -38,6 +38,15 @@ def _factor_columns(results: Results) -> list[Column]:
     return [Column(n, all(u.is_number(v) for v in values[n])) for n in _factor_names(results)]
 
 
+def _cell_columns(results: Results) -> list[Column]:
+    """Each failover table's first columns: the cell's number, then its factors."""
+    return [Column("#", True), *_factor_columns(results)]
+
+
+def _cell_cells(results: Results, cell: CellResult) -> list[TableCell]:
+    return [num_cell(cell["index"], str(cell["index"])), *_factor_cells(results, cell)]
+
+
 def _seconds(value: float | None) -> TableCell:
     return num_cell(value, u.DASH if value is None else f"{value:.2f}")
 
@@ -57,8 +66,7 @@ def database_recovery_table(results: Results) -> Table | None:
             )
             rows.append(
                 [
-                    num_cell(c["index"], str(c["index"])),
-                    *_factor_cells(results, c),
+                    *_cell_cells(results, c),
                     num_cell(f["trial"] + 1, str(f["trial"] + 1)),  # stored 0-based, shown from 1
                     text_cell(f["action"]),
                     num_cell(f["databases"], u.num(f["databases"])),
@@ -74,8 +82,7 @@ def database_recovery_table(results: Results) -> Table | None:
     if not rows:
         return None
     columns = [
-        Column("#", True),
-        *_factor_columns(results),
+        *_cell_columns(results),
         Column("trial", True),
         Column("action"),
         Column("databases", True),
@@ -112,8 +119,7 @@ def success_table(results: Results) -> Table | None:
         tone = "good" if s["successes"] == s["trials"] else "bad"
         rows.append(
             [
-                num_cell(c["index"], str(c["index"])),
-                *_factor_cells(results, c),
+                *_cell_cells(results, c),
                 TableCell(s["text"], s["successes"] / s["trials"] if s["trials"] else None, tone),
                 text_cell(free(why)),
             ]
@@ -121,8 +127,7 @@ def success_table(results: Results) -> Table | None:
     if not rows:
         return None
     columns = [
-        Column("#", True),
-        *_factor_columns(results),
+        *_cell_columns(results),
         Column("success", True, "k/K"),
         Column("failures", wrap=True),
     ]
@@ -208,8 +213,7 @@ def replication_table(results: Results) -> Table | None:
             primary = m.get("primary")
             rows.append(
                 [
-                    num_cell(c["index"], str(c["index"])),
-                    *_factor_cells(results, c),
+                    *_cell_cells(results, c),
                     text_cell(scope.removeprefix("pg:")),
                     num_cell(primary, u.pct(primary)),
                     *(num_cell(m.get(k), u.num(m.get(k))) for k, _, _ in REPLICATION),
@@ -218,8 +222,7 @@ def replication_table(results: Results) -> Table | None:
     if not rows:
         return None
     columns = [
-        Column("#", True),
-        *_factor_columns(results),
+        *_cell_columns(results),
         Column("node"),
         Column("primary", True, "of the time"),
         *(Column(name, True, unit) for _, name, unit in REPLICATION),
@@ -261,8 +264,7 @@ def phases_table(results: Results) -> Table | None:
             reconnect = first - writable if writable is not None and first is not None else None
             rows.append(
                 [
-                    num_cell(c["index"], str(c["index"])),
-                    *_factor_cells(results, c),
+                    *_cell_cells(results, c),
                     num_cell(f["trial"] + 1, str(f["trial"] + 1)),
                     text_cell(f["action"]),
                     *(_seconds(pick(p)) for pick, _ in PHASE_COLUMNS),
@@ -272,8 +274,7 @@ def phases_table(results: Results) -> Table | None:
     if not rows:
         return None
     columns = [
-        Column("#", True),
-        *_factor_columns(results),
+        *_cell_columns(results),
         Column("trial", True),
         Column("action"),
         *(Column(name, True, "s") for _, name in PHASE_COLUMNS),
