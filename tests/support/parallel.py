@@ -221,6 +221,10 @@ ALONE: dict[str, str] = {
         "every database's probes see the fault: beside the other worker some databases' probes were "
         "late enough that no interval held a failed one"
     ),
+    "study/test_study_compare.py": (
+        "the known answer 400 µs against 200 µs per request, a ratio of about a half: beside the other "
+        "worker the two studies' searches met different neighbours and it read 0.35"
+    ),
     "study/test_study_until.py": (
         "the quiet server's replicates must agree within the interval `until` asks for: beside the "
         "other worker its searches spread as widely as the noisy server's"
