@@ -34,17 +34,17 @@ def cpu_bound(caplab_path: Path) -> SearchRun:
 
 @pytest.fixture(scope="module")
 def serial(caplab_path: Path) -> SearchRun:
-    # The band asserted is 80-100/s: a capacity above 1 / the sleep (100/s) is wrong, and with
-    # --max 100 a search whose trial at 100/s passes stops there, not found, and the test fails as
-    # it did on an answer over 100 (a trial at 100/s failing is what keeps an answer under it).
-    # --start 90 (1.5 s at 90/s is 135 latencies, enough for a p99: see test_analysis_probe)
-    # brackets 90 / 100 in two trials, then one bisection (95) at --precision 10 %: three search
+    # The band asserted is 80-100/s: a capacity above 1 / the sleep (100/s) is wrong. --start 90
+    # (1.5 s at 90/s is 135 latencies, enough for a p99: see test_analysis_probe) brackets 90 / 110
+    # (--max 110 caps the doubling), then bisects at --precision 10 %: 100, then 95 — four search
     # trials where 80 / 160 took six, two of them far overloaded (160, 120/s), their backlogs then
-    # draining. A slower server fails at 90 and the bracket halves down to 45 / 90, every load
-    # bisected from it below 90: an answer under 80 still fails the band.
+    # draining. A trial at exactly 100/s may pass, the queue's growth within its own noise (the
+    # no-backlog check's tolerance, analysis/backlog.py): the answer is then 100/s, in the band. With
+    # --max 100 such a pass ended the search "not found" (it did, once in four rehearsals). A slower
+    # server fails at 90 and the bracket halves down to 45 / 90: an answer under 80 fails the band.
     return find_capacity(
         ["--serial-sleep-ms", f"{SERIAL_SLEEP_MS:g}"],
-        ["--slo", "p99<=200ms", "--precision", "10%", "--start", "90", "--max", "100", *SHORT],
+        ["--slo", "p99<=200ms", "--precision", "10%", "--start", "90", "--max", "110", *SHORT],
     )
 
 
