@@ -38,8 +38,6 @@ from caplab.store.errors import StudyNotFound
 from caplab.store.repository import Store
 from caplab.studies.catalog import CATALOG, BuiltInStudy
 
-DEFAULT_DIR = Path("docs/studies/results")
-
 
 @dataclass(frozen=True)
 class Page:
