@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from caplab.analysis.cost import PricedRole, Prices, ProfilePrice, configuration_cost, per_capacity
+from caplab.analysis.cost import (
+    PricedRole,
+    Prices,
+    ProfilePrice,
+    configuration_cost,
+    per_capacity,
+    priced_roles,
+)
 from caplab.analysis.endurance import endurance, endurance_line
 
 
@@ -27,6 +34,26 @@ def test_a_configuration_is_priced_by_its_parts_and_its_cores() -> None:
     assert cost.unpriced == ["volume class hdd (role db)"]
     assert ("role hosts: profile hosts (4 CPUs)", 1500.0) in cost.parts
     assert per_capacity(cost.total, 2000.0) == pytest.approx(6720 / 2)  # per 1,000/s
+
+
+def test_a_device_holding_three_volumes_is_one_drive_and_a_volume_class_one_per_volume() -> None:
+    """``internal: {data: pair, log: pair, temp: pair}`` is one mirrored pair bought once;
+    ``{data: plain, log: plain}`` on a volume class is two throttled volumes, two drives."""
+
+    class Words:
+        def __init__(self, volumes: dict[str, str]) -> None:
+            self.cpus, self.memory, self.link, self.volumes = 2.0, None, None, volumes
+
+    profiles = {
+        "internal": Words({"data": "pair", "log": "pair", "temp": "pair"}),
+        "split": Words({"data": "plain", "log": "plain", "temp": "pair"}),
+    }
+    internal, split = priced_roles({"a": "internal", "b": "split"}, {}, profiles, devices={"pair"})
+    assert internal.volume_classes == ("pair",)
+    assert split.volume_classes == ("plain", "plain", "pair")
+    prices = Prices(volumes={"pair": 400.0, "plain": 100.0})
+    assert configuration_cost(prices, {}, [internal]).total == 400.0
+    assert configuration_cost(prices, {}, [split]).total == 600.0
 
 
 def test_a_whole_configuration_price_wins_over_its_parts() -> None:

@@ -225,6 +225,36 @@ def test_a_profile_puts_data_and_log_on_one_device_and_the_cell_removes_it(workd
     assert _traces(served) == []
 
 
+def test_a_devices_io_is_measured_as_the_volume_of_the_mounts_it_holds(workdir: Path) -> None:
+    """The collectors read a device as a volume named by what it holds (``data+log``), from its
+    loop device's counters: fio's 100 synchronous writes are there, each with its flush, and the
+    time they were held by the model is the device's busy time (100 × ~4–8 ms of an HDD's
+    rotation, not the microseconds the host path takes)."""
+    from caplab.collect import ProfileCollector
+    from caplab.study.hardware import profile_source
+
+    profile = Profile.build(
+        "internal", volumes={"data": "disk", "log": "disk"}, device_models={"disk": Hdd(size=GIB)}
+    )
+    with CellHardware(workdir, {"db": profile}) as hw:
+        collector = ProfileCollector("db", profile_source(hw, "db"))
+        collector.start()
+        started = time.monotonic()
+        target = hw.volume_paths["db/log"] / "wal"
+        subprocess.run(
+            ["fio", "--name=log", f"--filename={target}", "--rw=write", "--bs=4k", "--size=400k", "--sync=1"],
+            capture_output=True, check=True, timeout=60,
+        )  # fmt: skip
+        wall = time.monotonic() - started
+        got = {(s.scope, s.metric): s.value for s in collector.sample(wall)}
+    assert {scope for scope, _ in got} == {"volume:data+log"}
+    writes = got[("volume:data+log", "write_iops")] * wall
+    flushes = got[("volume:data+log", "flush_iops")] * wall
+    assert writes >= 100 and flushes >= 100  # ext4's own journal writes come on top
+    busy_s = got[("volume:data+log", "busy_percent")] / 100 * wall
+    assert busy_s >= 100 * 0.004  # at least half a turn each (8.3 ms a turn at 7,200 rpm)
+
+
 CRASHING_RUN = """
 import os, sys, time
 from pathlib import Path

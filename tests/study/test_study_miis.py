@@ -1,20 +1,17 @@
 """The built-in MIIS disk study's quick cut, end to end on real OpenLDAP and idsync: every cell
 stages and synchronises exactly the users seeded (idsync's own answers, against the count the study
-asked for), the store on the throttled internal mirror synchronises slower than on the external
-array, each phase of each cell has its limit named, and the report puts the paper's two tables
-beside ours, at every size either ran.
+asked for), the store on the internal mirror — one device holding data, log and temp — synchronises
+slower than on the external array, each phase of each cell has its limit named, and the report
+puts the paper's two tables beside ours, at every size either ran.
 
-The issue's check ("on a throttled hdd volume, staging is slower than on an unthrottled one, and
-the limit names that volume") does not hold for staging on this system, so it is not asserted:
-staging is bound by idsync's one thread reading slapd, not by the store's disks. Measured on the
-2-core test host (objects: internal mirror against external array, stage items/s): 2,000: 1,953 /
-2,279; 5,000: 2,527 / 2,081; 20,000 (two repeats): 2,323 / 2,128 — the mirror's data volume at
-33-42 % of its IOPS ceiling while staging, the limit cpu:host or software. Synchronising is where
-the mirror shows: 2,577 / 7,426, 2,803 / 7,971, 2,839 / 13,081 items/s, its data volume at 69-75 % of
-its ceiling against 17-29 % on the array — below the limit analysis's 80 % saturation mark, so the
-limit it names is the host's CPU (shared with the load of the other tests) or software, not the
-volume. What is asserted instead: sync is slower on the mirror, and there the mirror's data volume is
-far busier against its ceiling than while staging or than the array's while syncing."""
+On device models (a RAID 1 pair of 10,000 rpm disks with no cache, against RAID 0+1 sets behind a
+battery-backed cache), measured on the 2-core Xeon test host (objects: internal against external,
+items/s): staging 2,000: 1,860 / 2,745; 5,000: 2,143 / 3,008 — idsync's one thread waits for each
+of its commits' flushes on the mirror (busy 31-32 %), while on the array a flush returns at once;
+synchronising 3,755 / 10,265 and 4,476 / 14,648, the mirror busy 68-73 % against 10 % for the
+array's data set. Staging is asserted only in the findings (its margin, 1.4×, is within what a
+busy second test worker can take from one cell); synchronising, 2.7-3.3×, is asserted here, with
+the mirror far busier while syncing than while staging and than the array while syncing."""
 
 from __future__ import annotations
 
@@ -25,7 +22,8 @@ from typing import Any
 import pytest
 
 from caplab import studies
-from caplab.profiles import Profile, VolumeClass
+from caplab.profiles import Profile
+from caplab.profiles.device_models import Hdd
 from support.idsync import require_slapd
 from support.require import require_profiles
 from support.studies import caplab, json_out
@@ -35,7 +33,7 @@ pytestmark = pytest.mark.slow  # four cells of seeding, staging and syncing thou
 
 def test_the_quick_miis_study_stages_and_syncs_every_user(shared_dir: Path) -> None:
     require_slapd()
-    require_profiles(Profile.build("v", volumes={"d": "c"}, volume_classes={"c": VolumeClass(64 << 20)}))
+    require_profiles(Profile.build("v", volumes={"d": "c"}, device_models={"c": Hdd(64 << 20)}))
     path = studies.prepare("miis-disk", shared_dir) / "quick.yaml"
     done = caplab(
         "run", path, "--db", f"sqlite:///{shared_dir / 'c.db'}", "--json", "-o", shared_dir / "r", timeout=900
@@ -51,9 +49,9 @@ def test_the_quick_miis_study_stages_and_syncs_every_user(shared_dir: Path) -> N
 
 def _check_sync_slower_on_the_mirror(cells: list[dict[str, Any]]) -> None:
     """Every cell staged and synced exactly the users seeded, each phase's limit is named, and
-    syncing is slower on the internal mirror, whose data volume is then far busier."""
+    syncing is slower on the internal mirror, which is then far busier."""
     rates: dict[tuple[int, str], float] = {}
-    throttled: dict[tuple[int, str, str], float] = {}
+    busy: dict[tuple[int, str, str], float] = {}
     for cell in cells:
         objects, layout = cell["factors"]["objects"], cell["factors"]["layout"]
         phases = cell["metrics"]["job"]["phases"]
@@ -61,16 +59,20 @@ def _check_sync_slower_on_the_mirror(cells: list[dict[str, Any]]) -> None:
         assert json.loads(stage["output"].splitlines()[-1])["objects"] == objects
         assert json.loads(sync["output"].splitlines()[-1])["synced"] == objects
         rates[(objects, layout)] = phases["sync"]["items_per_s"]
-        assert {"volume:data", "volume:log", "volume:temp"} <= set(cell["resources"]), "disk use per volume"
+        # The mirror is one device, measured once under what it holds; the array, three.
+        store = "volume:data+log+temp" if layout == "internal" else "volume:data"
+        volumes = {r for r in cell["resources"] if r.startswith("volume:")}
+        expected = {store} if layout == "internal" else {"volume:data", "volume:log", "volume:temp"}
+        assert volumes == expected, "disk use per device"
         for name, phase in phases.items():
             limit = phase["limit"]
             assert limit["resource"] and limit["kind"] in ("hardware", "software"), (name, limit)
-            throttled[(objects, layout, name)] = phase["resources"]["volume:data"]["throttle_percent"]
+            busy[(objects, layout, name)] = phase["resources"][store]["busy_percent"]
     for objects in (2000, 5000):
         assert rates[(objects, "external")] > rates[(objects, "internal")], rates
-        mirror = throttled[(objects, "internal", "sync")]
-        assert mirror > throttled[(objects, "internal", "stage")], throttled
-        assert mirror > throttled[(objects, "external", "sync")], throttled
+        mirror = busy[(objects, "internal", "sync")]
+        assert mirror > busy[(objects, "internal", "stage")], busy
+        assert mirror > 2 * busy[(objects, "external", "sync")], busy
 
 
 def _check_paper_tables(results: dict[str, Any], report: str) -> None:
@@ -110,10 +112,10 @@ def _check_recommendation(results: dict[str, Any]) -> None:
         assert cheapest is None and "No priced configuration meets the goal" in rec["text"]
     chosen = [e for e in results["endurance"] if e["chosen"]]
     assert [e["volumes"] for e in chosen] == ([rec["endurance"]] if rec["endurance"] else [])
-    # Priced: external = a 6,000 server + two array volumes and a log volume; internal = the server
-    # and three volumes of the mirror (study's cost: section).
+    # Priced: external = a 6,000 server + the array's three sets (4 + 4 + 2 drives at 400); internal
+    # = the server and its one mirrored pair, bought once though it holds three volumes.
     costs = {c["factors"]["layout"]: c["cost"]["total"] for c in results["cells"]}
-    assert costs == {"internal": 6000 + 3 * 400, "external": 6000 + 2 * 2500 + 1500}
+    assert costs == {"internal": 6000 + 800, "external": 6000 + 1600 + 1600 + 800}
     assert all(r["cost_per_item_s"] is not None for r in results["jobs"]["rows"])
     worn = {w["label"]: w["volumes"] for w in results["jobs"]["endurance"]}
     assert worn and all(v["tb_per_day"] >= 0 for vs in worn.values() for v in vs)

@@ -10,7 +10,7 @@ and each link by its class. Prices are a purchase or per hour; caplab never mixe
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
@@ -111,11 +111,16 @@ class MachineWords(Protocol):
 
 
 def priced_roles(
-    role_profiles: Mapping[str, str], machines: Mapping[str, str], profiles: Mapping[str, MachineWords]
+    role_profiles: Mapping[str, str],
+    machines: Mapping[str, str],
+    profiles: Mapping[str, MachineWords],
+    devices: Collection[str] = (),
 ) -> list[PricedRole]:
     """Each machine the roles run on as it is priced (cores in profile CPUs): a role's own profile,
     or once for the roles that share one machine (``transport+access``). ``role_profiles`` maps a
-    role to its profile's name, ``machines`` a role to the machine it shares (if it does)."""
+    role to its profile's name, ``machines`` a role to the machine it shares (if it does).
+    A volume class is a drive per volume; a device (one of ``devices``) is one drive however many
+    of the profile's volumes it holds."""
     on: dict[str, tuple[list[str], str]] = {}
     for role, name in role_profiles.items():
         on.setdefault(machines.get(role, f"role:{role}"), ([], name))[0].append(role)
@@ -123,7 +128,9 @@ def priced_roles(
     for roles, name in on.values():
         p = profiles[name]
         memory = p.memory / 2**30 if p.memory is not None else None
-        out.append(PricedRole("+".join(roles), name, p.cpus, memory, tuple(p.volumes.values()), p.link))
+        drives = [c for c in p.volumes.values() if c not in devices]
+        drives += dict.fromkeys(c for c in p.volumes.values() if c in devices)
+        out.append(PricedRole("+".join(roles), name, p.cpus, memory, tuple(drives), p.link))
     return out
 
 

@@ -156,12 +156,13 @@ class ProfileCollector:
         return out
 
     def _volumes(self, now: RoleUsage, wall: float) -> list[Figure]:
-        """Each volume seen at both samples, under its label."""
+        """Each volume and device model seen at both samples, under its label: a device's figures
+        are a volume's (its loop device's counters), so the limit analysis weighs both alike."""
         out: list[Figure] = []
         for key, volume in now.items():
-            if not key.startswith("volume:") or key not in self._prev:
+            if not key.startswith(("volume:", "device:")) or key not in self._prev:
                 continue
-            name = key.removeprefix("volume:")
+            name = key.split(":", 1)[1]
             label = self.source.volume_labels.get(name, name)
             rates = self._volume_rates(name, self._prev[key], volume, wall)
             out += [(f"volume:{label}", metric, value) for metric, value in rates.items()]

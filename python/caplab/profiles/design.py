@@ -12,6 +12,19 @@ from caplab.profiles.device_design import DeviceWords, device_model
 from caplab.profiles.models import LinkClass, Profile, VolumeClass
 
 
+class RatingWords(Protocol):
+    """A drive's endurance as the study writes it, on a volume class or a device."""
+
+    @property
+    def size(self) -> int: ...
+    @property
+    def dwpd(self) -> float | None: ...
+    @property
+    def years(self) -> float | None: ...
+    @property
+    def tbw(self) -> float | None: ...
+
+
 class VolumeWords(Protocol):
     """A class of disk as the study writes it (``volumes:``): size, throttles, endurance."""
 
@@ -116,12 +129,17 @@ def role_hardware(cell: HardwareWords) -> dict[str, Profile]:
     return out
 
 
-def volume_ratings(cell: HardwareWords) -> dict[str, tuple[str, VolumeWords]]:
+def volume_ratings(cell: HardwareWords) -> dict[str, tuple[str, RatingWords]]:
     """``{volume name: (class, its words)}`` over the roles' profiles: the drives whose endurance
-    the report estimates."""
-    return {
-        volume: (vclass, cell.volumes[vclass])
-        for name in set(cell.role_profiles().values())
-        for volume, vclass in cell.profiles[name].volumes.items()
-        if vclass in cell.volumes
-    }
+    the report estimates. A device holding several volumes is rated once, under the name its
+    figures are measured by (``data+log``)."""
+    out: dict[str, tuple[str, RatingWords]] = {}
+    for name in set(cell.role_profiles().values()):
+        held: dict[str, list[str]] = {}
+        for volume, vclass in cell.profiles[name].volumes.items():
+            if vclass in cell.volumes:
+                out[volume] = (vclass, cell.volumes[vclass])
+            elif vclass in cell.devices:
+                held.setdefault(vclass, []).append(volume)
+        out |= {"+".join(volumes): (device, cell.devices[device]) for device, volumes in held.items()}
+    return out

@@ -25,6 +25,7 @@ from pathlib import Path
 from caplab.profiles.device_models import DeviceModel
 from caplab.profiles.errors import ProfileError, run_tool
 from caplab.profiles.resource import Usage
+from caplab.profiles.volumes import counted_since, read_block_stat
 
 READY_S = 15.0
 """How long the daemon may take to mount (an interpreter start, mostly)."""
@@ -57,6 +58,7 @@ class ModelDevice:
         self._fuse_mounted = False
         self._mounted = False
         self._stopping = False
+        self._baseline: dict[str, int] = {}
 
     @property
     def served_file(self) -> Path:
@@ -86,6 +88,7 @@ class ModelDevice:
             ["losetup", "--find", "--show", "--direct-io=on", str(self.served_file)], f"{what}: loop device"
         )
         self.loop = out.strip()
+        self._baseline = read_block_stat(self.loop)  # a loop device keeps its counters from earlier users
         dio = Path("/sys/block") / Path(self.loop).name / "loop" / "dio"
         if dio.exists() and dio.read_text().strip() != "1":
             raise ProfileError(
@@ -146,11 +149,14 @@ class ModelDevice:
         return f"{how}" + (f": {err[-1]}" if err else "")
 
     def usage(self) -> Usage:
-        """The loop device a disk collector reads, the daemon's CPU seconds so far (caplab's own
-        cost)."""
+        """The loop device's counters since the device was made (``/sys/block/loopN/stat``, as a
+        volume's), and the daemon's CPU seconds so far (caplab's own cost). The model holds each
+        request below the loop device, so the loop device's busy time and queue are the device's."""
         out: Usage = {"device": self.name, "model": self.model.describe(), "mount_path": str(self.mount_path)}
         if self.loop:
             out["loop"] = Path(self.loop).name
+            with contextlib.suppress(OSError):
+                out |= counted_since(self._baseline, read_block_stat(self.loop))
         if self._daemon and self._daemon.poll() is None:
             try:
                 fields = Path(f"/proc/{self._daemon.pid}/stat").read_text().rsplit(")", 1)[1].split()

@@ -187,6 +187,10 @@ class CellHardware:
                 paths |= {f"{r}/{v}": path for v, path in device.paths.items()}
         return paths
 
+    def device_mounts(self, role: str) -> dict[str, tuple[str, ...]]:
+        """``{device: (volume, …)}``: the volumes each of the role's device models holds."""
+        return {name: device.mounts for name, device in self._role(role).devices.items()}
+
     @property
     def addresses(self) -> dict[str, str]:
         """``{role: address}`` of every role on a profile, for ``{address.ROLE}``: its namespace's

@@ -17,7 +17,8 @@ def check_support(profiles: Iterable[Profile]) -> list[str]:
     """One line per missing mechanism (empty when everything the profiles use is there)."""
     profiles = list(profiles)
     wants_cgroups = any(p.cpus or p.memory for p in profiles)
-    wants_volumes = any(p.volumes for p in profiles)
+    wants_devices = any(p.devices for p in profiles)
+    wants_volumes = wants_devices or any(p.volumes for p in profiles)
     wants_links = any(p.link for p in profiles)
     if not (wants_cgroups or wants_volumes or wants_links):
         return []
@@ -30,6 +31,8 @@ def check_support(profiles: Iterable[Profile]) -> list[str]:
     problems += _cgroup_problems(profiles)
     if wants_volumes:
         problems += _volume_problems()
+    if wants_devices:
+        problems += _device_problems()
     if wants_links:
         problems += _link_problems(profiles)
     return problems
@@ -80,6 +83,12 @@ def _volume_problems() -> list[str]:
     elif not os.access("/dev/loop-control", os.R_OK | os.W_OK):
         problems.append("loop devices are not usable: /dev/loop-control is not writable")
     return problems + _missing_tools(["losetup", "mkfs.ext4", "mount", "umount"], "volumes")
+
+
+def _device_problems() -> list[str]:
+    """FUSE, which serves a device model's file to its loop device."""
+    problems = [] if Path("/dev/fuse").exists() else ["no /dev/fuse (device models are served through FUSE)"]
+    return problems + _missing_tools(["fusermount3"], "device models; apt-get install fuse3")
 
 
 def _link_problems(profiles: list[Profile]) -> list[str]:

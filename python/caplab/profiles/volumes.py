@@ -48,6 +48,19 @@ def clear_v1_rules(blkio_root: Path, maj_min: str) -> None:
             pass
 
 
+def read_block_stat(device: str) -> dict[str, int]:
+    """The counters of ``/sys/block/DEV/stat`` for ``/dev/loopN`` (or ``loopN``), by field name."""
+    values = (Path("/sys/block") / Path(device).name / "stat").read_text().split()
+    return {name: int(v) for name, v in zip(_STAT_FIELDS, values, strict=False)}
+
+
+def counted_since(baseline: dict[str, int], now: dict[str, int]) -> dict[str, int]:
+    """Counters since ``baseline`` (a loop device keeps its counters from earlier users); the
+    requests in flight are a level, not a count, and are kept as they are."""
+    cumulative = {k: v - baseline.get(k, 0) for k, v in now.items() if k != "in_flight"}
+    return cumulative | {"in_flight": now.get("in_flight", 0)}
+
+
 def device_of(loop_device: str) -> str:
     """``MAJ:MIN`` of ``/dev/loopN``."""
     return (Path("/sys/block") / Path(loop_device).name / "dev").read_text().strip()
@@ -137,15 +150,10 @@ class LoopVolume:
         if self.device is None:
             return out
         out |= {"device": Path(self.device).name, "maj_min": self.maj_min or ""}
-        now = self._read_stat()
-        cumulative = {k: v - self._baseline.get(k, 0) for k, v in now.items() if k != "in_flight"}
-        return out | cumulative | {"in_flight": now.get("in_flight", 0)}
+        return out | counted_since(self._baseline, self._read_stat())
 
     def _read_stat(self) -> dict[str, int]:
-        if self.device is None:
-            return {}
-        values = (Path("/sys/block") / Path(self.device).name / "stat").read_text().split()
-        return {name: int(v) for name, v in zip(_STAT_FIELDS, values, strict=False)}
+        return read_block_stat(self.device) if self.device is not None else {}
 
     def remove(self) -> None:
         errors: list[str] = []

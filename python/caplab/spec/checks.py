@@ -187,7 +187,7 @@ def _check_prices(config: StudyConfig, fail: Fail) -> None:
     """Prices name what the study defines, with or without a SUT to run them on."""
     for kind, priced, defined in (
         ("profiles", config.cost.profiles if config.cost else {}, config.profiles),
-        ("volumes", config.cost.volumes if config.cost else {}, config.volumes),
+        ("volumes", config.cost.volumes if config.cost else {}, {**config.volumes, **config.devices}),
         ("links", config.cost.links if config.cost else {}, config.links),
     ):
         for name in priced:

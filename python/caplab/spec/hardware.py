@@ -109,6 +109,10 @@ class DeviceSpec(Strict):
     read_bw: Size | None = None
     write_bw: Size | None = None
     latency_us: float | None = Field(default=None, ge=0)
+    dwpd: float | None = Field(default=None, gt=0)
+    """The drive's endurance rating, as a volume class's: the report ages it at the rate written."""
+    years: float | None = Field(default=None, gt=0)
+    tbw: float | None = Field(default=None, gt=0)
 
     @model_validator(mode="after")
     def _fields_of_its_kind(self) -> DeviceSpec:

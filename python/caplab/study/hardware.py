@@ -153,9 +153,13 @@ def launched_role(config: StudyConfig, profiles: Mapping[str, Profile]) -> str |
 
 def profile_source(hw: CellHardware, role: str) -> ProfileSource:
     """What the collectors read for a role; volume figures are named by the volume, or
-    ``ROLE.VOLUME`` when two roles have a volume of that name."""
+    ``ROLE.VOLUME`` when two roles have a volume of that name. A device model's figures are named
+    by the volumes it holds (``data+log``): the device is what they share."""
     names = [key.split("/", 1)[1] for key in hw.volume_paths]
     labels = {v: v if names.count(v) == 1 else f"{role}.{v}" for v in hw.profiles[role].volumes}
+    for device, mounts in hw.device_mounts(role).items():  # one device holding data and log: data+log
+        label = "+".join(mounts)
+        labels[device] = label if all(names.count(m) == 1 for m in mounts) else f"{role}.{label}"
     limits = {
         name: {
             figure: value if figure.endswith("iops") else value / 1e6  # bytes/s → MB/s, as collected

@@ -233,7 +233,7 @@ def _prices(config: StudyConfig, factors: Mapping[str, Any]) -> JsonDict:
     gives them: the report prices capacity and ages drives from these."""
     out: JsonDict = {}
     if config.cost is not None:
-        roles = priced_roles(config.role_profiles(), shared_machines(config), config.profiles)
+        roles = priced_roles(config.role_profiles(), shared_machines(config), config.profiles, config.devices)
         out["cost"] = configuration_cost(prices_of(config.cost), dict(factors), roles).as_dict()
     rated = {
         volume: {"class": vclass, "size": v.size, "dwpd": v.dwpd, "years": v.years, "tbw": v.tbw}
