@@ -60,7 +60,9 @@ endif
 # The quick cut of the BizTalk scale-out study (about 3 minutes); `make demo DEMO_ARGS=` runs the
 # whole study (about 40, each cell searched 3 times).
 DEMO_ARGS ?= --quick
+# Its MessageBox stores sit on a device model of the paper's SAN, served through FUSE (fuse3).
 demo: dev
+	@command -v fusermount3 >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fuse3; }
 	$(BIN)/caplab demo $(DEMO_ARGS)
 
 # Every built-in study in full, one after another, into results/caplab.db (hours: `caplab studies

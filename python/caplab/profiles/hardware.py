@@ -187,6 +187,18 @@ class CellHardware:
                 paths |= {f"{r}/{v}": path for v, path in device.paths.items()}
         return paths
 
+    @property
+    def storage_paths(self) -> dict[str, Path]:
+        """One path on each storage device of the cell, for a baseline measured once per device:
+        ``{"role/volume": mount}`` for a loop volume, ``{"role/data+log": a mount}`` for a device
+        model holding several volumes (named as its figures are)."""
+        paths = {
+            f"{r}/{v}": loop.mount_path for r, hw in self.roles.items() for v, loop in hw.volumes.items()
+        }
+        for r, hw in self.roles.items():
+            paths |= {f"{r}/{'+'.join(d.mounts)}": d.paths[d.mounts[0]] for d in hw.devices.values()}
+        return paths
+
     def device_mounts(self, role: str) -> dict[str, tuple[str, ...]]:
         """``{device: (volume, …)}``: the volumes each of the role's device models holds."""
         return {name: device.mounts for name, device in self._role(role).devices.items()}

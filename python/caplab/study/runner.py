@@ -263,12 +263,14 @@ class StudyRunner:
                 done.hardware = system.hardware_summary() or done.hardware
 
     def _volume_baseline(self, plan: CellPlan, hw: CellHardware) -> dict[str, dict[str, Any]]:
-        """With a storage baseline asked for, fio on each fresh volume before the system starts."""
+        """With a storage baseline asked for, fio on each fresh volume (once per device model,
+        whatever it holds) before the system starts."""
         spec = plan.hardware.storage_baseline
-        if spec is None or not hw.volume_paths:
+        paths = hw.storage_paths
+        if spec is None or not paths:
             return {}
-        roles = {name.split("/", 1)[0] for name in hw.volume_paths}
-        baseline = volume_baselines(spec, hw.volume_paths, {r: hw.launch_prefix(r) for r in roles})
+        roles = {name.split("/", 1)[0] for name in paths}
+        baseline = volume_baselines(spec, paths, {r: hw.launch_prefix(r) for r in roles})
         for name, figures in baseline.items():
             self.progress.note(baseline_line(figures, f"volume {name}"))
         return baseline
