@@ -199,6 +199,16 @@ class CellHardware:
             paths |= {f"{r}/{'+'.join(d.mounts)}": d.paths[d.mounts[0]] for d in hw.devices.values()}
         return paths
 
+    def device_failures(self) -> list[str]:
+        """Why each device model whose daemon died is gone (``device disk: the model's daemon
+        died (killed by signal 9)``): a cell on a dead device has lost its disk."""
+        return [
+            f"device {d.name}: the model's daemon died ({why})"
+            for hw in self.roles.values()
+            for d in hw.devices.values()
+            if (why := d.failure()) is not None
+        ]
+
     def device_mounts(self, role: str) -> dict[str, tuple[str, ...]]:
         """``{device: (volume, …)}``: the volumes each of the role's device models holds."""
         return {name: device.mounts for name, device in self._role(role).devices.items()}

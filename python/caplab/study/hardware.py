@@ -84,7 +84,15 @@ def cell_hardware(plan: HardwarePlan, workdir: Path) -> Iterator[CellHardware | 
         return
     try:
         with CellHardware(workdir, dict(plan.profiles), plan.cpu_scale, dict(plan.shared)) as hw:
-            yield hw
+            try:
+                yield hw
+            except Exception as failed:
+                # A device model's daemon that died took the disk with it: that is why the cell
+                # failed, whatever its system then said (an I/O error, a server that exited).
+                died = hw.device_failures()
+                if died:
+                    raise ProfileError("; ".join(died)) from failed
+                raise
     finally:
         for directory in (workdir / "volumes", workdir):  # volumes took their files
             with contextlib.suppress(OSError):
