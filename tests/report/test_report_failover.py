@@ -13,6 +13,7 @@ from caplab.report.layout.failover import (
     replication_table,
     success_table,
 )
+from caplab.report.layout.phase_chart import phases_chart
 from caplab.report.model.cells import failover_row
 from caplab.report.model.types import Results
 
@@ -137,3 +138,19 @@ def test_a_failover_with_its_managers_phases_is_a_row_of_phases_after_the_fault(
     assert shown == ("4.30", "4.54", "4.60", "4.80")
     assert row["reconnect"] == "0.06"
     assert table.note is not None and "± 0.02 s" in table.note and "± 0.1 s" in table.note
+    # The same failover on the timeline: a mark per phase at its seconds after the fault, on row 1.
+    chart = phases_chart(done)
+    assert chart is not None
+    marks = {s.name: (list(s.x), list(s.y)) for s in chart.panels[0].series}
+    assert list(marks) == [
+        "detected",
+        "elected",
+        "promoted",
+        "writable",
+        "first commit",
+        "last database",
+        "load back",
+    ]
+    assert marks["detected"] == ([4.30], [1.0]) and marks["load back"] == ([4.80], [1.0])
+    done["cells"][0]["failover"] = [failover_row(failover(1, 4, 4.0, True))]
+    assert phases_chart(done) is None, "no failover reported its phases: no timeline"

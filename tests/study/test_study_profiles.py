@@ -19,6 +19,7 @@ import pytest
 
 from caplab.analysis.cost import priced_roles
 from caplab.profiles import LinkClass, Profile, VolumeClass
+from caplab.profiles.device_models import Hdd
 from caplab.spec import SpecError, load_study
 from caplab.study.hardware import shared_machines
 from support.profiles import left_behind, leftovers, outweighing_the_neighbours
@@ -505,14 +506,15 @@ def test_a_server_across_a_far_link_is_bound_by_its_round_trips(tmp_path: Path) 
 
 
 def test_ctrl_c_mid_cell_removes_the_cells_hardware(tmp_path: Path) -> None:
-    """Ctrl-C during a trial: the study stops (exit 130) and the cell's cgroup, volume and
-    namespace are gone with it."""
+    """Ctrl-C during a trial: the study stops (exit 130) and the cell's cgroup, volume, device
+    model (its daemon, FUSE mount, loop device and filesystem) and namespace are gone with it."""
     port = free_port()
     study = {
         "name": "interrupted",
         "target": {"http": {"url": f"http://127.0.0.1:{port}/"}},
-        "profiles": {"box": {"cpus": 1, "memory": "128M", "volumes": {"data": "small"}}},
+        "profiles": {"box": {"cpus": 1, "memory": "128M", "volumes": {"data": "small", "log": "disk"}}},
         "volumes": {"small": {"size": "32M"}},
+        "devices": {"disk": {"model": "hdd", "size": "64M"}},
         "sut": {
             "start": f"exec {knownserver(port)}",
             "ready": {"port": port, "timeout": "20s"},
@@ -520,7 +522,16 @@ def test_ctrl_c_mid_cell_removes_the_cells_hardware(tmp_path: Path) -> None:
         },
         "load": {"rate": 20, "duration": "20s"},
     }
-    require(Profile.build("box", cpus=1, memory="128M", volumes={"data": "s"}, volume_classes={"s": _slow()}))
+    require(
+        Profile.build(
+            "box",
+            cpus=1,
+            memory="128M",
+            volumes={"data": "s", "log": "d"},
+            volume_classes={"s": _slow()},
+            device_models={"d": Hdd(64 << 20)},
+        )
+    )
     before = set(leftovers())
     path = write_study(tmp_path / "s.yaml", study)
     proc = subprocess.Popen(

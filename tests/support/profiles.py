@@ -22,6 +22,14 @@ def leftovers() -> list[str]:
         except FileNotFoundError:
             continue
         found += [f"{argv[0]}: {line}" for line in out.splitlines() if "caplab-" in line]
+    # A device model's mounts (its FUSE file and its ext4) and its daemon carry the run's pid.
+    mounts = Path("/proc/mounts").read_text().splitlines()
+    found += [f"mount: {line}" for line in mounts if re.search(r"caplab-\d+-", line)]
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            command = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            if "caplab.profiles.device" in command and re.search(r"caplab-\d+-", command):
+                found.append(f"daemon: {command.strip()}")
     return found
 
 

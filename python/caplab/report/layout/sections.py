@@ -34,6 +34,7 @@ from caplab.report.layout.findings import findings_section
 from caplab.report.layout.job_charts import job_chart
 from caplab.report.layout.methodology import methodology_section
 from caplab.report.layout.paper import paper_table
+from caplab.report.layout.phase_chart import phases_chart
 from caplab.report.layout.study_charts import summary_charts
 from caplab.report.layout.tables import (
     capacity_table,
@@ -349,7 +350,9 @@ def recovery_section(results: Results) -> Section | None:
         phases_table(results),
         steps_table(results),
     )
-    by_database = [t for t in tables if t is not None]
+    by_database: list[Block | Section] = [t for t in tables if t is not None]
+    if (chart := phases_chart(results)) is not None:
+        by_database.append(ChartBlock(chart))
     blocks: list[Block | Section] = [*by_database, *(Para(line) for line in recovery_fit_lines(results))]
     if (table := recovery_table(results)) is not None:
         blocks.append(table)
