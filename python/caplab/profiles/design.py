@@ -8,28 +8,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
-from caplab.profiles.device_design import DeviceWords, device_model
+from caplab.profiles.device_design import DeviceWords, RatingWords, device_model
 from caplab.profiles.models import LinkClass, Profile, VolumeClass
 
 
-class RatingWords(Protocol):
-    """A drive's endurance as the study writes it, on a volume class or a device."""
-
-    @property
-    def size(self) -> int: ...
-    @property
-    def dwpd(self) -> float | None: ...
-    @property
-    def years(self) -> float | None: ...
-    @property
-    def tbw(self) -> float | None: ...
-
-
-class VolumeWords(Protocol):
+class VolumeWords(RatingWords, Protocol):
     """A class of disk as the study writes it (``volumes:``): size, throttles, endurance."""
 
-    @property
-    def size(self) -> int: ...
     @property
     def read_iops(self) -> int | None: ...
     @property
@@ -38,12 +23,6 @@ class VolumeWords(Protocol):
     def read_bw(self) -> int | None: ...
     @property
     def write_bw(self) -> int | None: ...
-    @property
-    def dwpd(self) -> float | None: ...
-    @property
-    def years(self) -> float | None: ...
-    @property
-    def tbw(self) -> float | None: ...
 
 
 class LinkWords(Protocol):

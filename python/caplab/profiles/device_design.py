@@ -23,14 +23,25 @@ _SSD = (
 _THROTTLE = ("read_iops", "write_iops", "read_bw", "write_bw", "latency_us")
 
 
-class DeviceWords(Protocol):
-    """A device as the study writes it: ``model``, ``size``, ``cache`` and its kind's fields
-    (None where the study left the default)."""
+class RatingWords(Protocol):
+    """A drive's size and endurance as the study writes it, on a volume class or a device."""
+
+    @property
+    def size(self) -> int: ...
+    @property
+    def dwpd(self) -> float | None: ...
+    @property
+    def years(self) -> float | None: ...
+    @property
+    def tbw(self) -> float | None: ...
+
+
+class DeviceWords(RatingWords, Protocol):
+    """A device as the study writes it: ``model``, ``size``, ``cache``, its kind's fields (None
+    where the study left the default) and its endurance rating."""
 
     @property
     def model(self) -> str: ...
-    @property
-    def size(self) -> int: ...
     @property
     def cache(self) -> CacheMode | None: ...
     @property
@@ -41,12 +52,6 @@ class DeviceWords(Protocol):
     def disks(self) -> int | None: ...
     @property
     def stripe(self) -> int | None: ...
-    @property
-    def dwpd(self) -> float | None: ...
-    @property
-    def years(self) -> float | None: ...
-    @property
-    def tbw(self) -> float | None: ...
 
 
 def _given(words: DeviceWords, names: tuple[str, ...]) -> dict[str, object]:
