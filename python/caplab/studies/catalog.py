@@ -82,7 +82,7 @@ CATALOG: tuple[BuiltInStudy, ...] = (
         "pgpair (PostgreSQL)",
         "switchover and killed primary under tpcb, synchronous against asynchronous, writes lost",
         "40 s",
-        "not timed",
+        "3 min",
     ),
 )
 
