@@ -10,6 +10,7 @@ from typing import Any, cast
 import pytest
 
 from caplab.profiles import CellHardware
+from caplab.profiles.placement import plan_placement
 from caplab.spec import load_study
 from caplab.study.plan import plan_cell
 
@@ -64,3 +65,25 @@ def test_a_plan_cannot_change_and_is_bound_to_the_hardware_once_made(tmp_path: P
     assert bound.sut.spec is not None and bound.sut.spec.start == "./server --data /mnt/data"
     assert plan.sut.spec is not None and plan.sut.spec.start == "./server --data {volume.data}"
     assert bound.hardware is plan.hardware and bound.prices is plan.prices
+
+
+def test_a_profile_pinned_to_the_generators_cpu_shares_the_host_and_says_why(tmp_path: Path) -> None:
+    """The default placement gives the generator the first CPU and the system the rest; a role
+    whose profile pins it (``cpuset``) onto the generator's CPU would run beside the generator
+    whatever the placement said, so the cell shares the host and its note names the role."""
+    default = plan_placement(None)
+    if not default.isolated:
+        pytest.skip(f"this host cannot place the generator apart: {default.note}")
+    assert default.generator is not None
+    path = tmp_path / "study.yaml"
+    pinned = STUDY.replace("small: {cpus: 2,", f'small: {{cpus: 1, cpuset: "{default.generator}",')
+    path.write_text(pinned)
+    study = load_study(path)
+    placement = plan_cell(study, study.cells[0]).hardware.placement
+    assert not placement.isolated
+    assert placement.note == (
+        f"role app's profile pins it to CPUs {default.generator}, beyond the system's {default.system}"
+    )
+    path.write_text(STUDY.replace("small: {cpus: 2,", f'small: {{cpus: 1, cpuset: "{default.system}",'))
+    study = load_study(path)
+    assert plan_cell(study, study.cells[0]).hardware.placement.isolated, "pinned within the system's CPUs"

@@ -22,7 +22,7 @@ from caplab.collect import MetricsSource, RoleSpec
 from caplab.json_types import JsonDict, JsonObject
 from caplab.profiles import CellHardware, Profile
 from caplab.profiles.design import role_hardware, volume_ratings
-from caplab.profiles.placement import CpuPlacement, plan_placement
+from caplab.profiles.placement import CpuPlacement, format_cpus, parse_cpus, plan_placement
 from caplab.spec import Cell, JobSpec, StorageBaselineSpec, Study, StudyConfig, SutSpec
 from caplab.spec.study import IsolationSpec
 from caplab.study.hardware import bind, launched_role, shared_machines
@@ -174,10 +174,19 @@ def cell_placement(config: StudyConfig, profiles: Mapping[str, Profile]) -> CpuP
     room = placement.system_cpus
     if room is None:
         return placement
+    system = set(parse_cpus(placement.system or ""))
     for role, profile in profiles.items():
         wanted = profile.cpus.host_cpus(config.scale.cpu) if profile.cpus else 0.0
         if wanted > room:
             note = f"role {role}'s profile asks for {wanted:g} host CPUs, more than the system's {room}"
+            return CpuPlacement(None, None, note)
+        pinned = parse_cpus(profile.cpus.cpuset) if profile.cpus and profile.cpus.cpuset else []
+        if set(pinned) - system:
+            # Pinned beside the generator, the role would share its CPU whatever the placement said.
+            note = (
+                f"role {role}'s profile pins it to CPUs {format_cpus(pinned)}, beyond the system's "
+                f"{placement.system}"
+            )
             return CpuPlacement(None, None, note)
     return placement
 
