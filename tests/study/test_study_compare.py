@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from support.studies import caplab, free_port, json_out, knownserver, write_study
+from support.studies import caplab, free_port, json_out, knownserver_sut, write_study
 
 pytestmark = pytest.mark.slow  # two studies, three capacity searches each
 
@@ -21,11 +21,7 @@ def study(name: str, cpu_us: int) -> dict[str, Any]:
     return {
         "name": name,
         "target": {"http": {"url": f"http://127.0.0.1:{port}/"}},
-        "sut": {
-            "start": f"exec {knownserver(port, '--cpu-us', str(cpu_us))}",
-            "ready": {"port": port, "timeout": "20s"},
-            "roles": {"server": {"match": f"knownserver --port {port}"}},
-        },
+        "sut": knownserver_sut(port, "--cpu-us", str(cpu_us)),
         # Known answers about 5,000/s and 2,500/s (one core, 1 / the CPU per request): a search from
         # 1,500/s at 20 % precision takes four to six 0.4 s trials. Three replicates, so the
         # t-interval's 4.30 (two would give 12.7) leaves a halving well outside it.

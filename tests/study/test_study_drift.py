@@ -16,7 +16,7 @@ import pytest
 
 from caplab.report.document import load_results
 from caplab.store import Store
-from support.studies import caplab, free_port, write_study
+from support.studies import caplab, free_port, knownserver_sut, write_study
 
 pytestmark = pytest.mark.slow
 
@@ -40,11 +40,7 @@ def _drift_item(tmp_path: Path, slowed: bool) -> dict[str, Any]:
     study = {
         "name": "drift",
         "target": {"http": {"url": f"http://127.0.0.1:{port}/"}},
-        "sut": {
-            "start": _start(port, tmp_path / "starts", slowed),
-            "ready": {"port": port, "timeout": "20s"},
-            "roles": {"server": {"match": f"knownserver --port {port}"}},
-        },
+        "sut": knownserver_sut(port, start=_start(port, tmp_path / "starts", slowed)),
         # 100/s: the slowed server is half busy, so its median latency is about its 5 ms of work.
         "load": {"rate": 100, "duration": "500ms", "warmup": "200ms"},
         "replicates": REPLICATES,

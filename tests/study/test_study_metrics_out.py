@@ -12,7 +12,7 @@ import pytest
 
 from caplab.dashboards import grafana_dashboard
 from support.scrape import scrape_while
-from support.studies import CAPLAB, free_port, knownserver, write_study
+from support.studies import CAPLAB, free_port, knownserver_sut, write_study
 
 pytestmark = pytest.mark.slow  # a study of one three-second trial
 
@@ -22,11 +22,7 @@ def test_a_running_study_serves_its_intervals_and_resources(tmp_path: Path) -> N
     study = {
         "name": "live",
         "target": {"http": {"url": f"http://127.0.0.1:{port}/"}},
-        "sut": {
-            "start": f"exec {knownserver(port, '--cpu-us', '500')}",
-            "ready": {"port": port, "timeout": "20s"},
-            "roles": {"server": {"match": f"knownserver --port {port}"}},
-        },
+        "sut": knownserver_sut(port, "--cpu-us", "500"),
         "load": {"rate": 100, "duration": "3s"},
     }
     path = write_study(tmp_path / "s.yaml", study)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from caplab.units import interval, num
-from support.studies import caplab, free_port, json_out, knownserver, write_study
+from support.studies import caplab, free_port, json_out, knownserver_sut, write_study
 
 pytestmark = pytest.mark.slow
 
@@ -24,11 +24,7 @@ def test_a_replicated_study_gives_each_capacity_an_interval_from_its_replicates(
     study = {
         "name": "replicated",
         "target": {"http": {"url": f"http://127.0.0.1:{port}/"}},
-        "sut": {
-            "start": f"exec {knownserver(port, '--cpu-us', '2000')}",
-            "ready": {"port": port, "timeout": "20s"},
-            "roles": {"server": {"match": f"knownserver --port {port}"}},
-        },
+        "sut": knownserver_sut(port, "--cpu-us", "2000"),
         "factors": {"copy": ["a", "b"]},
         # No assertion reads the capacity itself, only how the replicates make its interval: the
         # coarsest precision (50 %) stops a trial sooner than 30 % did (200, 400, 800, 600 on a
@@ -88,11 +84,7 @@ def test_a_fixed_load_run_as_replicates_gives_each_figure_an_interval_over_them(
     study = {
         "name": "fixed-replicated",
         "target": {"http": {"url": f"http://127.0.0.1:{port}/"}},
-        "sut": {
-            "start": f"exec {knownserver(port, '--cpu-us', '500')}",
-            "ready": {"port": port, "timeout": "20s"},
-            "roles": {"server": {"match": f"knownserver --port {port}"}},
-        },
+        "sut": knownserver_sut(port, "--cpu-us", "500"),
         "factors": {"copy": ["a", "b"]},
         "load": {"rate": 200, "duration": "1s", "warmup": "300ms"},
         "replicates": FIXED_REPLICATES,

@@ -11,7 +11,7 @@ import pytest
 from caplab.engine import build_plan
 from caplab.spec import SpecError, load_study
 from caplab.study.load import load_spec_for
-from support.studies import caplab, free_port, json_out, knownserver, write_study
+from support.studies import caplab, free_port, json_out, knownserver_sut, write_study
 
 STUDY = """name: channels
 target:
@@ -55,11 +55,7 @@ def test_a_software_limit_over_more_targets_than_requests_in_flight_is_kept(tmp_
     study = {
         "name": "serial channels",
         "target": {"http": {"url": url, "also": [url] * 7}},
-        "sut": {
-            "start": f"exec {knownserver(port, '--serial-sleep-ms', '10')}",
-            "ready": {"port": port, "timeout": "20s"},
-            "roles": {"server": {"match": f"knownserver --port {port}"}},
-        },
+        "sut": knownserver_sut(port, "--serial-sleep-ms", "10"),
         "load": {"duration": "2s", "warmup": "500ms"},
         "slo": ["p99<=60ms"],
         # The server's ceiling is 100/s (10 ms a request on one thread): from 80/s, one step up to

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from support.studies import caplab, free_port, json_out, knownserver, write_study
+from support.studies import caplab, free_port, json_out, knownserver, knownserver_sut, write_study
 
 pytestmark = pytest.mark.slow  # seven to nine capacity searches
 
@@ -29,11 +29,7 @@ def study(port: int, starts: Path) -> dict[str, Any]:
     return {
         "name": "until",
         "target": {"http": {"url": f"http://127.0.0.1:{port}/"}},
-        "sut": {
-            "start": start,
-            "ready": {"port": port, "timeout": "20s"},
-            "roles": {"server": {"match": f"knownserver --port {port}"}},
-        },
+        "sut": knownserver_sut(port, start=start),
         "factors": {"noisy": [0, 1]},
         # 20 % precision: a search's bracket is ±10 %, under the 40 % the quiet cell must reach (the
         # interval is never narrower than the brackets' mean); 0.4 s trials, four to six a search.

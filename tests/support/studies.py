@@ -71,6 +71,16 @@ def knownserver(port: int, *args: str) -> str:
     return shlex.join([sys.executable, "-m", "caplab.systems.knownserver", "--port", str(port), *args])
 
 
+def knownserver_sut(port: int, *args: str, start: str | None = None) -> dict[str, Any]:
+    """A study's ``sut:`` running knownserver on ``port`` (``start`` in its place when the test
+    wraps it): ready once it listens, its processes the role ``server``."""
+    return {
+        "start": start if start is not None else f"exec {knownserver(port, *args)}",
+        "ready": {"port": port, "timeout": "20s"},
+        "roles": {"server": {"match": f"knownserver --port {port}"}},
+    }
+
+
 def write_study(path: Path, study: dict[str, Any]) -> Path:
     """Writes a study dict as YAML (keys in the order given) and returns its path."""
     path.write_text(yaml.safe_dump(study, sort_keys=False))
