@@ -176,12 +176,14 @@ class CellHardware:
 
     # --- what the cell's processes see ---------------------------------------------------------
 
+    def _loop_paths(self) -> dict[str, Path]:
+        """``{"role/volume": mount path}`` of the loop volumes."""
+        return {f"{r}/{v}": loop.mount_path for r, hw in self.roles.items() for v, loop in hw.volumes.items()}
+
     @property
     def volume_paths(self) -> dict[str, Path]:
         """``{"role/volume": mount path}`` for the start command's ``{volume.NAME}``."""
-        paths = {
-            f"{r}/{v}": loop.mount_path for r, hw in self.roles.items() for v, loop in hw.volumes.items()
-        }
+        paths = self._loop_paths()
         for r, hw in self.roles.items():
             for device in hw.devices.values():
                 paths |= {f"{r}/{v}": path for v, path in device.paths.items()}
@@ -192,9 +194,7 @@ class CellHardware:
         """One path on each storage device of the cell, for a baseline measured once per device:
         ``{"role/volume": mount}`` for a loop volume, ``{"role/data+log": a mount}`` for a device
         model holding several volumes (named as its figures are)."""
-        paths = {
-            f"{r}/{v}": loop.mount_path for r, hw in self.roles.items() for v, loop in hw.volumes.items()
-        }
+        paths = self._loop_paths()
         for r, hw in self.roles.items():
             paths |= {f"{r}/{'+'.join(d.mounts)}": d.paths[d.mounts[0]] for d in hw.devices.values()}
         return paths

@@ -25,19 +25,17 @@ def phases_chart(results: Results) -> Chart | None:
         return None
     series = []
     for i, (_, name) in enumerate(PHASE_COLUMNS):
-        marks = [(n, where, at[i]) for n, (where, at) in enumerate(rows, start=1) if at[i] is not None]
-        if not marks:
-            continue
-        series.append(
-            Series(
-                name,
-                [at for _, _, at in marks if at is not None],
-                [float(n) for n, _, _ in marks],
-                "markers",
-                i,
-                hover=[f"{where}: {name} {at:.2f} s after the fault" for _, where, at in marks],
-            )
-        )
+        xs: list[float] = []
+        ys: list[float | None] = []
+        hover: list[str] = []
+        for n, (where, at) in enumerate(rows, start=1):
+            value = at[i]
+            if value is not None:
+                xs.append(value)
+                ys.append(float(n))
+                hover.append(f"{where}: {name} {value:.2f} s after the fault")
+        if xs:
+            series.append(Series(name, xs, ys, "markers", i, hover=hover))
     return Chart(
         "failover-phases",
         "Failover phases: seconds after the fault",
