@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from caplab.analysis.limit import demands, find_limit
+from caplab.analysis.limit_kind import LimitKind
 
 KEYS = {"resource", "kind", "utilization", "bound_rps", "evidence", "summary"}
 
@@ -59,7 +60,10 @@ def test_roles_placed_on_cpus_of_their_own_are_judged_together_on_those_cpus() -
         f"role:{r}": {"cpu_percent": use, "cpus": 1.0} for r, use in roles.items()
     }
     limit = find_limit(350.0, scopes, list(roles))
-    assert limit["kind"] == "hardware" and limit["resource"] == "cpu:host", limit
+    # Named by the roles that share the CPU, as roles on one machine are: not the host's.
+    assert limit["kind"] == "hardware", limit
+    assert limit["resource"] == "cpu:processing+messagebox+receive+sink", limit
+    assert LimitKind.of(limit) == LimitKind.CPU
     assert limit["utilization"] == pytest.approx(0.98)
     assert "1 of 2 CPUs placed for the system" in limit["summary"]
     # Shared with the generator (each role on both CPUs), the host is all processes' again.

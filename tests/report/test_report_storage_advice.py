@@ -93,3 +93,15 @@ def test_a_host_disk_gets_neutral_advice() -> None:
     [line] = advised([plain], [capacity(0, 100)])
     assert line.startswith("The disk sda is the limit: a faster device, or another")
     assert not any(words in line for words in PAPERS_LESSON), line
+
+
+def test_roles_placed_apart_from_the_generator_get_their_own_cpu_advice() -> None:
+    """With the generator on a CPU of its own the busy host is partly the generator's: the roles'
+    CPUs together (``cpu:engine+db``) are the ceiling, and the advice says so, not the host's."""
+    placed = cell(0, "ssd", {"data": "ssd"}, "cpu:engine+db")
+    placed["resources"] = {"host": {"cpu_util_percent": 97.0}}
+    [line] = advised([placed], [capacity(0, 1200)])
+    assert line.startswith("engine and db together are CPU-bound"), line
+    shared = cell(0, "ssd", {"data": "ssd"}, "cpu:host") | {"resources": {"host": {"cpu_util_percent": 97.0}}}
+    [line] = advised([shared], [capacity(0, 1200)])
+    assert line.startswith("The host's CPU is the ceiling"), line

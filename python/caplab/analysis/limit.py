@@ -216,12 +216,14 @@ def demands(
     out = [d for role in roles if (d := _role_cpu(role, scopes.get(role_scope(role), {}), cores, throughput))]
     host = scopes.get("host", {})
     placed = _placed_cpus(scopes, roles, cores)
-    if placed is not None:
+    present = [r for r in roles if "cpu_percent" in scopes.get(role_scope(r), {})]
+    if placed is not None and len(present) > 1:
         # Placed on CPUs of its own, the system's roles share those and nothing else: together they
-        # are its machine's CPU, the generator's CPUs apart.
-        used = sum(scopes.get(role_scope(r), {}).get("cpu_percent", 0.0) for r in roles) / (100.0 * placed)
+        # are its machine's CPU, named by the roles (``cpu:engine+db``) as roles sharing one
+        # machine are, so no reader takes it for the host's, whose other CPUs ran the generator.
+        used = sum(scopes[role_scope(r)]["cpu_percent"] for r in present) / (100.0 * placed)
         note = f"its roles together on the {placed:g} of {cores:g} CPUs placed for the system"
-        out.append(_demand(HOST_CPU.format(), used, throughput, note))
+        out.append(_demand(ResourceScope(ScopeKind.CPU, "+".join(present)).format(), used, throughput, note))
     elif "cpu_percent" in host and roles:
         # The whole machine's CPU: the SUT competes with everything else here, the generator included.
         used = host["cpu_percent"] / (100.0 * cores)
@@ -424,10 +426,10 @@ def find_limit(
             "summary": f"{memory['resource']}: " + "; ".join(memory["evidence"]),
         }
     top = _top(table, above, ceiling)
-    # The host's CPU of a placed system is its roles' alone: no share of it is the generator's.
-    placed = _placed_cpus(scopes, roles, max(scopes.get("host", {}).get("cores", 1.0), 1.0)) is not None
+    # A placed system has no host CPU demand (its roles' CPUs are named instead): a host CPU on top
+    # is one the generator shared.
     host_top = top is not None and top.resource == HOST_CPU.format()
-    if top is not None and host_top and not placed and _saturated(top, above, ceiling):
+    if top is not None and host_top and _saturated(top, above, ceiling):
         shared = host_not_the_systems(*cpu_shares(scopes, roles, "role:{}"), others=False)
         if shared is not None:
             return _host_shared(top, shared, evidence)

@@ -332,7 +332,12 @@ def _advice_for(
 def _cpu_advice(kind: LimitKind, role: str, host_util: float | None) -> str:
     """A CPU limit's advice: the host's when the host's CPU is the limit or was near saturation
     anyway (a role's cores are then the host's), else the role's — one busy thread (more
-    processes help only where the host had idle cores) or all its cores."""
+    processes help only where the host had idle cores) or all its cores. Roles judged together
+    (``engine+db``: one machine's, or the CPUs placed for the system) share their own cores, not
+    the host's, whose others may be the generator's."""
+    if "+" in role and kind == LimitKind.CPU:
+        together = " and ".join(role.split("+"))
+        return f"{together} together are CPU-bound on their cores: more or faster cores raise their ceiling."
     if kind == LimitKind.HOST_CPU or (u.is_number(host_util) and host_util >= 100 * NEAR_SATURATION):
         return HOST_CPU_ADVICE
     if kind == LimitKind.CPU_THREAD:
