@@ -427,3 +427,22 @@ fn users_log_on_during_the_warm_up_and_the_window_sees_sessions_in_use() {
     // In the window each user acts at its think rate only: 200 × 0.6 s / 100 s ≈ 1.2 requests.
     assert!(r.sent < 10, "{} sent in the window", r.sent);
 }
+
+#[test]
+fn a_wake_up_carries_about_twenty_sends_and_moves_no_arrival_more_than_a_millisecond() {
+    assert_eq!(default_slack_us(3_999.0), 0.0, "below the batching rate every send is exact");
+    assert_eq!(default_slack_us(4_000.0), 1_000.0, "20 arrivals would be 5 ms: held to 1 ms");
+    assert_eq!(default_slack_us(20_000.0), 1_000.0);
+    assert!((default_slack_us(40_000.0) - 500.0).abs() < 1e-9, "20 arrivals' time");
+    assert_eq!(default_slack_us(200_000.0), 250.0, "never under 250 µs");
+    // A plan's own slack wins, and the rate is a thread's share.
+    let plan = |extra: &str| {
+        Plan::from_json(&format!(
+            r#"{{"target": {{"url": "http://127.0.0.1:9/"}}, "duration_s": 1,
+                "load": {{"model": "open", "profile": [{{"duration_s": 1, "rate_start": 40000, "rate_end": 40000}}]}}{extra}}}"#
+        ))
+        .unwrap()
+    };
+    assert_eq!(send_slack(&plan(""), 2), Duration::from_micros(1_000), "20,000/s a thread");
+    assert_eq!(send_slack(&plan(r#", "send_slack_us": 50"#), 1), Duration::from_micros(50));
+}

@@ -24,12 +24,13 @@ from caplab.cli.web import start_live, web_option
 from caplab.engine import DEFAULT_INTERVAL_S, LoadSpec, OpenLoad, Plan, PlanError, TargetUnreachable
 from caplab.experiments.actions import TrialActions, recoveries, recovery_text
 from caplab.experiments.alongside import run_alongside
-from caplab.spec import ActionSpec, SpecError
+from caplab.spec.errors import SpecError
 from caplab.units import parse_duration
 from caplab.workloads.postgres import DatabaseProblem
 
 if TYPE_CHECKING:
     from caplab.live import LiveServer
+    from caplab.spec import ActionSpec
 
 LOAD_EPILOG = """
 \b
@@ -263,6 +264,8 @@ def parse_action(text: str, ends_s: float) -> ActionSpec:
         raise click.BadParameter(
             f"{text!r}: {at} is after the load ends ({ends_s:g}s)", param_hint="--action"
         )
+    from caplab.spec import ActionSpec  # the study file's models: only for a run with actions
+
     shown = command.strip()
     return ActionSpec(at=seconds, run=shown, name=shown if len(shown) <= 40 else shown[:39] + "…")
 

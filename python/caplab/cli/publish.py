@@ -9,12 +9,12 @@ the run lasts.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
-
-from caplab.collect.base import ResourceSample
 from caplab.engine import IntervalSnapshot, OpenLoad, Plan
+
+if TYPE_CHECKING:
+    from caplab.collect.base import ResourceSample
 
 PERCENTILES = {"p50": "0.5", "p90": "0.9", "p99": "0.99", "max": "1"}
 
@@ -23,6 +23,9 @@ class IntervalPublisher:
     """Holds the latest interval's figures for the scraper; counters add every interval's counts."""
 
     def __init__(self, port: int, address: str = "127.0.0.1") -> None:
+        # Imported here: every `caplab load` imports this module, few publish (40 ms of start-up).
+        from prometheus_client import CollectorRegistry, Counter, Gauge
+
         self.registry = CollectorRegistry()
         r = self.registry
         self.sent = Counter("caplab_requests_sent", "Requests sent (warm-up included)", registry=r)
@@ -50,6 +53,8 @@ class IntervalPublisher:
 
     def start(self) -> None:
         """Starts serving; raises OSError when the port cannot be had."""
+        from prometheus_client import start_http_server
+
         self.server, _ = start_http_server(self.port, self.address, registry=self.registry)
 
     def update(

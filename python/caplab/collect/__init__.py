@@ -10,16 +10,16 @@ failing collector costs its own figures, never the trial.
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from caplab.collect.base import Collector, ResourceSample
 from caplab.collect.disks import DiskCollector
 from caplab.collect.generator import GeneratorCollector
 from caplab.collect.host import HostCollector
 from caplab.collect.network import NetworkCollector
-from caplab.collect.node_exporter import NodeExporterCollector
-from caplab.collect.postgres import PostgresCollector
 from caplab.collect.proctable import ProcessTable
 from caplab.collect.profile import ProfileCollector, ProfileSource
 from caplab.collect.prometheus import MetricsSource, PrometheusCollector
@@ -47,7 +47,24 @@ __all__ = [
     "summarize",
 ]
 
+if TYPE_CHECKING:
+    from caplab.collect.node_exporter import NodeExporterCollector
+    from caplab.collect.postgres import PostgresCollector
+
 log = logging.getLogger(__name__)
+
+_WHERE = {
+    "PostgresCollector": "caplab.collect.postgres",
+    "NodeExporterCollector": "caplab.collect.node_exporter",
+}
+"""Collectors whose libraries load only where they are used (psycopg, the node_exporter's
+parser): every `caplab load` imports this package, and they were 140 ms of its start-up."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(importlib.import_module(_WHERE[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class CollectorSet:
@@ -124,6 +141,9 @@ def default_collectors(
     """Host, disks, network, the generator, one collector per SUT role (and per role's hardware
     profile), the SUT's own counters, given its nodes' URLs what PostgreSQL counts, and each remote
     host's node_exporter (``{name: url}``) with the roles placed on it."""
+    from caplab.collect.node_exporter import NodeExporterCollector
+    from caplab.collect.postgres import PostgresCollector
+
     roles = list(roles)
     base: list[Collector] = [HostCollector(), DiskCollector(), NetworkCollector(), GeneratorCollector()]
     app: list[Collector] = [PrometheusCollector(metrics)] if metrics is not None else []

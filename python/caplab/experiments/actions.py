@@ -23,14 +23,16 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from caplab.analysis.phases import ManagerPhases
 from caplab.analysis.recovery import Interval, Recovery, recovery, recovery_line
 from caplab.analysis.trigger import Figure, Trigger, trigger_for
 from caplab.engine import IntervalSnapshot, RunResult
-from caplab.spec import ActionSpec
 from caplab.units import scrub
+
+if TYPE_CHECKING:
+    from caplab.spec import ActionSpec
 
 OUTPUT_LINES = 5
 """The last lines of an action's output kept with its outcome (what a failed switchover said)."""

@@ -15,38 +15,102 @@ cross-field checks, the error wording and the loader beside them. This package r
 rest of caplab imports.
 """
 
-from caplab.spec.actions import ActionSpec, RecoverySpec
-from caplab.spec.cost import ConfigurationPriceSpec, CostSpec, ProfilePriceSpec
-from caplab.spec.errors import SpecError
-from caplab.spec.factors import substitute
-from caplab.spec.fields import Scalar, Strict
-from caplab.spec.findings import Finding
-from caplab.spec.hardware import (
-    ConsolidationSpec,
-    DeviceSpec,
-    LinkSpec,
-    ProfileSpec,
-    ScaleSpec,
-    StorageBaselineSpec,
-    VolumeSpec,
-)
-from caplab.spec.job import CounterItems, JobSpec, PhaseSpec
-from caplab.spec.load import LoadSection, UsageActionSpec, UsageSpec
-from caplab.spec.loader import load_study, load_usage
-from caplab.spec.replicates import Order, ReplicatesSpec
-from caplab.spec.search import GoalSpec, SearchSpec
-from caplab.spec.study import Cell, Study, StudyConfig
-from caplab.spec.sut import RESERVED_ROLES, MetricsSpec, ReadySpec, RoleSpecModel, SutSpec
-from caplab.spec.target import (
-    DATABASE_INDEX,
-    DatabaseListSpec,
-    HttpTarget,
-    MailTargetSpec,
-    PostgresTargetSpec,
-    TargetSpec,
-    TcpTarget,
-    spread,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from caplab.spec.actions import ActionSpec, RecoverySpec
+    from caplab.spec.cost import ConfigurationPriceSpec, CostSpec, ProfilePriceSpec
+    from caplab.spec.errors import SpecError
+    from caplab.spec.factors import substitute
+    from caplab.spec.fields import Scalar, Strict
+    from caplab.spec.findings import Finding
+    from caplab.spec.hardware import (
+        ConsolidationSpec,
+        DeviceSpec,
+        LinkSpec,
+        ProfileSpec,
+        ScaleSpec,
+        StorageBaselineSpec,
+        VolumeSpec,
+    )
+    from caplab.spec.job import CounterItems, JobSpec, PhaseSpec
+    from caplab.spec.load import LoadSection, UsageActionSpec, UsageSpec
+    from caplab.spec.loader import load_study, load_usage
+    from caplab.spec.replicates import Order, ReplicatesSpec
+    from caplab.spec.search import GoalSpec, SearchSpec
+    from caplab.spec.study import Cell, Study, StudyConfig
+    from caplab.spec.sut import RESERVED_ROLES, MetricsSpec, ReadySpec, RoleSpecModel, SutSpec
+    from caplab.spec.target import (
+        DATABASE_INDEX,
+        DatabaseListSpec,
+        HttpTarget,
+        MailTargetSpec,
+        PostgresTargetSpec,
+        TargetSpec,
+        TcpTarget,
+        spread,
+    )
+
+_WHERE = {
+    "ActionSpec": "caplab.spec.actions",
+    "RecoverySpec": "caplab.spec.actions",
+    "ConfigurationPriceSpec": "caplab.spec.cost",
+    "CostSpec": "caplab.spec.cost",
+    "ProfilePriceSpec": "caplab.spec.cost",
+    "SpecError": "caplab.spec.errors",
+    "substitute": "caplab.spec.factors",
+    "Scalar": "caplab.spec.fields",
+    "Strict": "caplab.spec.fields",
+    "Finding": "caplab.spec.findings",
+    "ConsolidationSpec": "caplab.spec.hardware",
+    "DeviceSpec": "caplab.spec.hardware",
+    "LinkSpec": "caplab.spec.hardware",
+    "ProfileSpec": "caplab.spec.hardware",
+    "ScaleSpec": "caplab.spec.hardware",
+    "StorageBaselineSpec": "caplab.spec.hardware",
+    "VolumeSpec": "caplab.spec.hardware",
+    "CounterItems": "caplab.spec.job",
+    "JobSpec": "caplab.spec.job",
+    "PhaseSpec": "caplab.spec.job",
+    "LoadSection": "caplab.spec.load",
+    "UsageActionSpec": "caplab.spec.load",
+    "UsageSpec": "caplab.spec.load",
+    "load_study": "caplab.spec.loader",
+    "load_usage": "caplab.spec.loader",
+    "Order": "caplab.spec.replicates",
+    "ReplicatesSpec": "caplab.spec.replicates",
+    "GoalSpec": "caplab.spec.search",
+    "SearchSpec": "caplab.spec.search",
+    "Cell": "caplab.spec.study",
+    "Study": "caplab.spec.study",
+    "StudyConfig": "caplab.spec.study",
+    "MetricsSpec": "caplab.spec.sut",
+    "RESERVED_ROLES": "caplab.spec.sut",
+    "ReadySpec": "caplab.spec.sut",
+    "RoleSpecModel": "caplab.spec.sut",
+    "SutSpec": "caplab.spec.sut",
+    "DATABASE_INDEX": "caplab.spec.target",
+    "DatabaseListSpec": "caplab.spec.target",
+    "HttpTarget": "caplab.spec.target",
+    "MailTargetSpec": "caplab.spec.target",
+    "PostgresTargetSpec": "caplab.spec.target",
+    "TargetSpec": "caplab.spec.target",
+    "TcpTarget": "caplab.spec.target",
+    "spread": "caplab.spec.target",
+}
+"""Where each name lives. The package loads a module on first use of one of its names: the CLI
+imports ``SpecError`` on every `caplab load`, and the models (pydantic) were 140 ms of its
+start-up. ``tests/spec/test_spec_exports.py`` checks this table against ``__all__``."""
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_WHERE[name]), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DATABASE_INDEX",

@@ -7,6 +7,9 @@ database is a one-line message before any load starts, libpq finds the password 
 (the URL, ``PGPASSWORD``, ``~/.pgpass``), and the scale of pgbench's tables is read from the
 database. The engine gets the password beside a URL that no longer holds it: what caplab prints
 and stores never does.
+
+psycopg is imported where a database is touched: every `caplab load` imports this module (for
+``DatabaseProblem``), and psycopg was about 100 ms of its start-up.
 """
 
 from __future__ import annotations
@@ -14,9 +17,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import psycopg
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
+if TYPE_CHECKING:
+    import psycopg
 
 TPCB = """\
 \\set aid random(1, 100000 * :scale)
@@ -92,6 +96,9 @@ def prepare(
 ) -> PostgresTarget:
     """Tries the target once, finds the password libpq would use (in ``passfile`` too) and the
     pgbench scale; with ``ledger``, makes the ledger table and adds its row to the transaction."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
     name, script = script_for(workload, sql_file)
     try:
         params = conninfo_to_dict(url)
@@ -138,6 +145,9 @@ def ledger_rows(url: str, passfile: Path | None = None, wait_s: float = 60.0, em
     """Rows in the ledger, read from a node that accepts writes (after a failover, the new primary:
     waited for, bounded, so a promotion still under way is not read as data lost); ``empty``
     empties it afterwards, for the next trial."""
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
     extra = {"passfile": str(passfile)} if passfile is not None else {}
     deadline = time.monotonic() + wait_s
     while True:
@@ -156,6 +166,8 @@ def ledger_rows(url: str, passfile: Path | None = None, wait_s: float = 60.0, em
 
 def _scale(conn: psycopg.Connection[tuple[object, ...]], where: str) -> int:
     """pgbench's scale factor: its branches table has one row per unit of scale."""
+    import psycopg
+
     try:
         row = conn.execute("SELECT count(*) FROM pgbench_branches").fetchone()
     except psycopg.errors.UndefinedTable:
@@ -175,6 +187,9 @@ def _first_line(e: Exception) -> str:
 def with_passfile_under(url: str, directory: Path) -> str:
     """The URL with a relative ``passfile=`` made absolute under ``directory`` (the study's), so it
     means the same file whatever directory caplab runs from."""
+    import psycopg
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
     try:
         params = conninfo_to_dict(url)
     except psycopg.ProgrammingError:
