@@ -142,6 +142,7 @@ fmt: dev
 bench: dev
 	bash bench/install.sh
 	-$(PY) bench/run.py --caplab $(BIN)/caplab --out bench/RESULTS.md
+	$(PY) bench/goals.py --caplab $(BIN)/caplab --out bench/RESULTS.md
 	$(PY) bench/capacity.py --caplab $(BIN)/caplab --out bench/RESULTS.md
 	$(PY) bench/cluster.py --out bench/RESULTS.md
 	$(PY) bench/pgbench.py --caplab $(BIN)/caplab --out bench/RESULTS.md
