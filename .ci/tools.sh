@@ -6,7 +6,9 @@
 # the tests start their own on a loopback port), fuse3 (fusermount3: device models are served
 # through FUSE), Postfix and Dovecot (the mail reference system starts its own instances with their
 # own configuration, never the system's), and Patroni and etcd (pgha starts its own, as ordinary
-# processes; policy-rc.d keeps Debian's etcd service from starting at install). Idempotent.
+# processes; policy-rc.d keeps Debian's etcd service from starting at install), and nginx (a test
+starts its own worker as a server cheaper than the generator; its service is kept from starting
+the same way). Idempotent.
 missing=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v pgbench >/dev/null || missing+=(postgresql-contrib)
@@ -29,6 +31,7 @@ command -v prometheus-node-exporter >/dev/null || missing+=(prometheus-node-expo
 [ -e /usr/lib/dovecot/pop3 ] || missing+=(dovecot-pop3d)
 [ -x /usr/bin/patroni ] || missing+=(patroni)  # pgha: its own Patroni per node, never the service
 [ -x /usr/bin/etcd ] || missing+=(etcd-server)  # pgha's consensus store, its own instance
+[ -x /usr/sbin/nginx ] || missing+=(nginx-light)  # a server cheaper than the generator, its own worker
 if [ ${#missing[@]} -gt 0 ]; then
     # The packages must not start or create system services: the tests run their own servers.
     mkdir -p /etc/postgresql-common
@@ -52,3 +55,4 @@ export CAPLAB_REQUIRE_SLAPD=1
 export CAPLAB_REQUIRE_MAIL=1
 export CAPLAB_REQUIRE_PATRONI=1  # patroni and etcd-server, installed above
 export CAPLAB_REQUIRE_TOOLS=1  # strace and fio, installed above
+export CAPLAB_REQUIRE_NGINX=1  # nginx-light, installed above

@@ -24,6 +24,9 @@ MAIL = "CAPLAB_REQUIRE_MAIL"
 """Postfix and Dovecot, and root for Postfix's master (the mail reference system)."""
 PATRONI = "CAPLAB_REQUIRE_PATRONI"
 """Patroni and etcd (Debian's patroni, etcd-server), for the pgha reference system."""
+NGINX = "CAPLAB_REQUIRE_NGINX"
+"""nginx (Debian's nginx-light): a server far cheaper than the generator, for the shared-host
+search; tests start their own worker with their own configuration."""
 TOOLS = "CAPLAB_REQUIRE_TOOLS"
 """Command-line tools a test watches or drives caplab with (strace, fio), which .ci/tools.sh
 installs."""
