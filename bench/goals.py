@@ -123,13 +123,13 @@ def machine_key(machine: dict[str, str]) -> str:
     return f"{machine['CPU']}, {machine['CPUs (nproc)']} CPUs"
 
 
-def summary(rounds: list[Round], machine: dict[str, str], engine: str) -> dict[str, object]:
+def summary(rounds: list[Round], machine: dict[str, str], commit: str) -> dict[str, object]:
     """The figures a row shows: medians over the rounds, and how many rounds met each goal."""
     ratios = [r.cpu_ratio for r in rounds if r.cpu_ratio is not None]
     p99s = [r.p99_ms for r in rounds if r.p99_ms is not None]
     return {
         "date": machine["date"],
-        "engine": engine,
+        "commit": commit,
         "rounds": len(rounds),
         "disturbed": sum(r.disturbed for r in rounds),
         "wrk_rps": statistics.median(r.wrk_rps for r in rounds),
@@ -173,7 +173,7 @@ def render(history: dict[str, dict[str, object]], invocation: str) -> str:
         assert isinstance(span, list)
         met = ", ".join(n for n, ok in (("open model", held_all), ("CPU per request", cpu_met)) if ok)
         rows.append(
-            f"| {machine} | {s['date']} | {s['engine']} | {s['rounds']} ({s['disturbed']}) "
+            f"| {machine} | {s['date']} | {s['commit']} | {s['rounds']} ({s['disturbed']}) "
             f"| {_num(s['wrk_rps'], ',.0f')} | {s['held']} of {s['rounds']}, "
             f"{_num(s['held_share'], '.3f')}, {_num(s['p99_ms'], '.2f')}, "
             f"{_num(s['connections'], ',.0f')} / {_num(s['needed'], ',.0f')} "

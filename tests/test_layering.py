@@ -18,6 +18,7 @@ PACKAGE = Path(caplab.__file__).parent
 MAY_IMPORT: dict[str, frozenset[str]] = {
     "_engine": frozenset(),
     "units": frozenset(),
+    "lazy": frozenset(),  # a package's names loaded on first use (PEP 562)
     # JSON's type names: a leaf, so experiments (which write outcomes) and store (which reads them)
     # share them without importing each other.
     "json_types": frozenset(),
@@ -25,8 +26,8 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "engine": frozenset({"_engine", "units"}),
     "cluster": frozenset({"engine", "units"}),
     "analysis": frozenset({"engine", "grammar", "units"}),
-    "spec": frozenset({"grammar", "profiles", "units"}),
-    "collect": frozenset({"engine", "units"}),
+    "spec": frozenset({"grammar", "lazy", "profiles", "units"}),
+    "collect": frozenset({"engine", "lazy", "units"}),
     "store": frozenset({"collect", "engine", "json_types", "units"}),
     "results": frozenset({"store"}),
     "experiments": frozenset(

@@ -10,10 +10,9 @@ failing collector costs its own figures, never the trial.
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from caplab.collect.base import Collector, ResourceSample
 from caplab.collect.disks import DiskCollector
@@ -25,6 +24,7 @@ from caplab.collect.profile import ProfileCollector, ProfileSource
 from caplab.collect.prometheus import MetricsSource, PrometheusCollector
 from caplab.collect.roles import RoleCollector, RoleSpec
 from caplab.collect.summary import cell_resources, summarize
+from caplab.lazy import on_first_use
 
 __all__ = [
     "Collector",
@@ -57,14 +57,11 @@ _WHERE = {
     "PostgresCollector": "caplab.collect.postgres",
     "NodeExporterCollector": "caplab.collect.node_exporter",
 }
-"""Collectors whose libraries load only where they are used (psycopg, the node_exporter's
+"""Collectors whose libraries load on first use (caplab/lazy.py: psycopg, the node_exporter's
 parser): every `caplab load` imports this package, and they were 140 ms of its start-up."""
 
 
-def __getattr__(name: str) -> Any:
-    if name in _WHERE:
-        return getattr(importlib.import_module(_WHERE[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = on_first_use(__name__, _WHERE)
 
 
 class CollectorSet:

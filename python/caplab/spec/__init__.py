@@ -15,8 +15,9 @@ cross-field checks, the error wording and the loader beside them. This package r
 rest of caplab imports.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from caplab.lazy import on_first_use
 
 if TYPE_CHECKING:
     from caplab.spec.actions import ActionSpec, RecoverySpec
@@ -99,17 +100,12 @@ _WHERE = {
     "TcpTarget": "caplab.spec.target",
     "spread": "caplab.spec.target",
 }
-"""Where each name lives. The package loads a module on first use of one of its names: the CLI
-imports ``SpecError`` on every `caplab load`, and the models (pydantic) were 140 ms of its
-start-up. ``tests/spec/test_spec_exports.py`` checks this table against ``__all__``."""
+"""Where each name lives, loaded on first use (caplab/lazy.py): the CLI imports ``SpecError`` on
+every `caplab load`, and the models (pydantic) were 140 ms of its start-up.
+``tests/test_cli_startup.py`` checks this table against ``__all__``."""
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(_WHERE[name]), name)
-    globals()[name] = value
-    return value
+__getattr__ = on_first_use(__name__, _WHERE)
 
 
 __all__ = [
