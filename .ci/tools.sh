@@ -7,8 +7,8 @@
 # through FUSE), Postfix and Dovecot (the mail reference system starts its own instances with their
 # own configuration, never the system's), and Patroni and etcd (pgha starts its own, as ordinary
 # processes; policy-rc.d keeps Debian's etcd service from starting at install), and nginx (a test
-starts its own worker as a server cheaper than the generator; its service is kept from starting
-the same way). Idempotent.
+# starts its own worker as a server cheaper than the generator; its service is kept from starting
+# the same way). Idempotent.
 missing=()
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 command -v pgbench >/dev/null || missing+=(postgresql-contrib)
