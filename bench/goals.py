@@ -188,14 +188,16 @@ def render(history: dict[str, dict[str, object]], invocation: str) -> str:
 
 
 def engine_version() -> str:
-    """The checkout's commit (with "+changes" when its tree differs): the engine that was built."""
+    """The checkout's commit, with "+changes" when the engine's source differs from it: the engine
+    that was built (a changed doc is not a different engine)."""
 
     def git(*args: str) -> str:
         done = subprocess.run(["git", *args], cwd=HISTORY.parent, capture_output=True, text=True)
         return done.stdout.strip()
 
     commit = git("rev-parse", "--short", "HEAD") or "unknown"
-    return commit + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", "engine")
+    return commit + ("+changes" if changed else "")
 
 
 def main(argv: list[str] | None = None) -> int:
