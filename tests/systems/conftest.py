@@ -17,6 +17,7 @@ from caplab.systems import hl7, msgbus
 from caplab.systems.msgbus import RunningMsgbus
 from caplab.systems.pgpair import Pair, PairSettings, ServerError
 from support.msgbus_client import Start
+from support.pgha import StartCluster, cluster_factory
 
 
 @pytest.fixture
@@ -84,3 +85,11 @@ def start_hl7(tmp_path: Path) -> Iterator[Callable[..., hl7.RunningHl7]]:
     yield start
     for running in started:
         running.stop()
+
+
+@pytest.fixture
+def start_cluster() -> Iterator[StartCluster]:
+    """``start_cluster(**settings)``: a pgha cluster on free ports (support/pgha.py), stopped and
+    deleted — namespaces too — at teardown."""
+    with cluster_factory() as start:
+        yield start

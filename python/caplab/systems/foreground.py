@@ -131,7 +131,7 @@ def start(
     meant_to_run: Callable[[], bool],
     temporary: Path | None,
 ) -> int:
-    """Builds (or resumes) the set, prints ``listening 127.0.0.1:PORT`` (the port of the node
+    """Builds (or resumes) the set, prints ``listening HOST:PORT`` (the address of the node
     that ``status()[leader]`` names) and ``NAME {status json}``; detached, returns at once.
     Otherwise waits until a signal or until ``meant_to_run()`` is false (``stop`` from
     elsewhere), then stops the set and removes ``temporary`` (a directory made for this run)."""
@@ -141,7 +141,7 @@ def start(
         servers = build()
         status = servers.status()
         first = next(n for n in status["nodes"] if n["name"] == status[leader])
-        print(f"listening 127.0.0.1:{first['port']}", flush=True)
+        print(f"listening {first.get('host', '127.0.0.1')}:{first['port']}", flush=True)
         print(f"{name} {json.dumps(status)}", flush=True)
         if detach:
             return 0

@@ -9,6 +9,8 @@
 - ``kill-primary [--rejoin]`` SIGKILLs the leader's Patroni and postmaster and prints the phases
   Patroni went through; ``switchover [--candidate NODE]`` asks Patroni's REST API; ``rejoin``
   starts a killed node's Patroni again (it rewinds and follows the new leader).
+- ``isolate --seconds S`` (a cluster started with ``--netns``) cuts the leader's link for S seconds,
+  then heals it, and prints the phases and what the isolated side acknowledged and lost.
 - ``stop [--remove]`` stops everything (and deletes the cluster's files).
 
 The password comes from ``$PGHA_PASSWORD`` (start: otherwise a random one); clients find it in the
@@ -26,7 +28,7 @@ from pathlib import Path
 import psycopg
 
 from caplab.systems import foreground
-from caplab.systems.pgha import failover
+from caplab.systems.pgha import failover, partition
 from caplab.systems.pgha.cluster import STATE_FILE, Cluster
 from caplab.systems.pgha.settings import ETCD_PORT, PG_PORT, REST_PORT, HaSettings
 from caplab.systems.pgpair.server import ServerError
@@ -35,6 +37,7 @@ ACTIONS: dict[str, foreground.Action[Cluster]] = {
     "switchover": lambda cluster, options: failover.switchover(cluster, options.candidate),
     "kill-primary": lambda cluster, options: failover.kill_primary(cluster, then_rejoin=options.rejoin),
     "rejoin": lambda cluster, _: {"action": "rejoin", "rejoined_after_s": round(failover.rejoin(cluster), 3)},
+    "isolate": lambda cluster, options: partition.isolate(cluster, options.seconds),
 }
 """The commands of a cluster beyond start, status and stop: each prints what it did as JSON."""
 
@@ -67,6 +70,12 @@ def _start_options(start: argparse.ArgumentParser) -> None:
     )
     start.add_argument("--jobs", type=int, default=0, help="databases seeded at once (0: 2 × cores)")
     start.add_argument("--max-connections", type=int, default=200)
+    start.add_argument(
+        "--netns",
+        metavar="SUBNET",
+        help="each node in a network namespace of its own on this /24 (auto: a free one of "
+        "10.204.0.0/16), so that `isolate` can partition it (default: all on 127.0.0.1)",
+    )
 
 
 def _action_options(name: str, sub: argparse.ArgumentParser) -> None:
@@ -74,6 +83,10 @@ def _action_options(name: str, sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--rejoin", action="store_true", help="then restart the old leader's Patroni")
     if name == "switchover":
         sub.add_argument("--candidate", help="the node to lead (default: Patroni chooses)")
+    if name == "isolate":
+        sub.add_argument(
+            "--seconds", type=float, default=30.0, help="how long the leader stays cut off (default 30)"
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -129,5 +142,6 @@ def _build_or_resume(data_dir: Path, options: argparse.Namespace) -> Cluster:
         rest_port=options.rest_port,
         etcd_port=options.etcd_port,
         max_connections=options.max_connections,
+        netns=options.netns,
     )
     return Cluster.create(settings, jobs=options.jobs)

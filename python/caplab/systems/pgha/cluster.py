@@ -20,6 +20,7 @@ from typing import Any
 
 from caplab.systems.pgha.etcd import Etcd
 from caplab.systems.pgha.members import Members
+from caplab.systems.pgha.netns import NodeNet, choose_subnet
 from caplab.systems.pgha.patroni import SUPERUSER, Node
 from caplab.systems.pgha.settings import HaError, HaSettings
 from caplab.systems.pgpair import seed
@@ -58,6 +59,8 @@ class HaState:
     server_user: str
     bin: str
     running: bool = True
+    subnet: str | None = None
+    """The /24 of the nodes' namespaces, or None: every node on 127.0.0.1."""
 
 
 class Cluster:
@@ -68,9 +71,12 @@ class Cluster:
         self.state = state
         self.password = password
         self.user = ServerUser.for_servers(state.server_user)
-        self.etcd = Etcd(data_dir, state.etcd_port)
+        subnet = state.subnet
+        count = len(state.pg_ports)
+        self.nets = tuple(NodeNet(state.scope, i, subnet) for i in range(count)) if subnet else ()
+        self.etcd = Etcd(data_dir, state.etcd_port, tuple(n.host_address for n in self.nets))
         self.nodes = tuple(
-            Node(f"node{i}", data_dir, pg, rest, self.user, Path(state.bin))
+            Node(f"node{i}", data_dir, pg, rest, self.user, Path(state.bin), self.nets[i] if subnet else None)
             for i, (pg, rest) in enumerate(zip(state.pg_ports, state.rest_ports, strict=True))
         )
 
@@ -88,7 +94,9 @@ class Cluster:
         user = new_data_dir(data_dir, HaError)
         user.own(data_dir)
         cluster = cls(data_dir, _state(settings, user), password or secrets.token_urlsafe(24))
-        write_passfile(cluster.passfile, user, SUPERUSER, cluster.password)
+        # in namespaces the nodes have addresses of their own: the file serves every host
+        hosts = "*" if cluster.nets else "127.0.0.1"
+        write_passfile(cluster.passfile, user, SUPERUSER, cluster.password, hosts)
         cluster.save()
         try:
             cluster._build(jobs)
@@ -102,9 +110,10 @@ class Cluster:
 
     def _build(self, jobs: int) -> None:
         env = self.env()
+        self._create_nets()
         self.etcd.start(self.user, env)
         for node in self.nodes:
-            node.write_config(self.state.scope, self.etcd.url, self.password, self._bootstrap())
+            node.write_config(self.state.scope, self.etcd_url(node), self.password, self._bootstrap())
         first = self.nodes[0]
         first.start(env)
         self.members().wait_leader(READY_TIMEOUT_S)
@@ -189,9 +198,13 @@ class Cluster:
     def database_names(self) -> list[str]:
         return seed.names(self.state.databases)
 
+    def etcd_url(self, node: Node) -> str:
+        """Where ``node`` reaches etcd: loopback, or the host's end of its veth."""
+        return f"http://{node.net.host_address}:{self.etcd.port}" if node.net else self.etcd.url
+
     def url(self, database: str = "postgres") -> str:
         """A libpq URL naming every node, read-write: whichever leads (no password in it)."""
-        hosts = ",".join(f"127.0.0.1:{n.port}" for n in self.nodes)
+        hosts = ",".join(f"{n.host}:{n.port}" for n in self.nodes)
         return f"postgresql://{SUPERUSER}@{hosts}/{database}?target_session_attrs=read-write"
 
     def status(self) -> dict[str, Any]:
@@ -209,11 +222,13 @@ class Cluster:
             "nodes": [
                 {
                     "name": n.name,
+                    "host": n.host,
                     "port": n.port,
                     "rest": n.rest_url,
                     "patroni_pid": n.patroni_pid(),
                     "postmaster_pid": n.server.postmaster_pid(),
                     "log": str(n.daemon.log_file),
+                    **({"namespace": n.net.namespace, "isolated": n.net.isolated()} if n.net else {}),
                 }
                 for n in self.nodes
             ],
@@ -244,6 +259,7 @@ class Cluster:
     def resume(self) -> None:
         """Starts a stopped cluster again: etcd, then every node (Patroni elects a leader)."""
         env = self.env()
+        self._create_nets()
         if self.etcd.daemon.pid() is None:
             self.etcd.start(self.user, env)
         for node in self.nodes:
@@ -266,6 +282,21 @@ class Cluster:
                 node.server.kill()
                 node.server.wait_gone()
         self.etcd.stop()
+        self._remove_nets()
+
+    def _create_nets(self) -> None:
+        """The nodes' namespaces (those missing: a stopped cluster has none)."""
+        try:
+            for net in self.nets:
+                if not net.exists():
+                    net.create()
+        except BaseException:
+            self._remove_nets()
+            raise
+
+    def _remove_nets(self) -> None:
+        for net in self.nets:
+            net.remove()
 
     def remove(self) -> None:
         """Deletes the cluster's directory (after ``stop``)."""
@@ -292,6 +323,7 @@ def _state(settings: HaSettings, user: ServerUser) -> HaState:
         max_connections=settings.max_connections,
         server_user=user.name,
         bin=str(bin_dir()),
+        subnet=choose_subnet(settings.netns) if settings.netns else None,
     )
 
 

@@ -27,13 +27,14 @@ class Daemon:
     log_file: Path
     marker: str
 
-    def spawn(self, cmd: list[str], user: ServerUser, env: dict[str, str]) -> int:
-        """Starts ``cmd`` as ``user`` in a session of its own; returns its pid."""
+    def spawn(self, cmd: list[str], user: ServerUser, env: dict[str, str], *, switch: bool = True) -> int:
+        """Starts ``cmd`` as ``user`` in a session of its own; returns its pid. ``switch=False``:
+        ``cmd`` switches to the user itself (``nsenter --setuid``, which must enter as root)."""
         if self.pid() is not None:
             raise ServerError(f"{self.name} is running already (pid {self.pid()})")
         self.log_file.touch(exist_ok=True)
         user.own(self.log_file)
-        switch = user.uid is not None
+        switch = switch and user.uid is not None
         with self.log_file.open("ab") as log:
             try:
                 proc = subprocess.Popen(

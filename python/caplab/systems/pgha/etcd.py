@@ -20,12 +20,14 @@ HTTP_TIMEOUT_S = 1.0
 
 
 class Etcd:
-    """etcd in ``directory`` (``etcd/`` data, ``etcd.log``, ``etcd.pid``), serving ``port`` and
-    talking to itself on ``port + 1``."""
+    """etcd in ``directory`` (``etcd/`` data, ``etcd.log``, ``etcd.pid``), serving ``port`` on
+    loopback and on each of ``hosts`` (where nodes in namespaces reach it), and talking to itself
+    on ``port + 1``."""
 
-    def __init__(self, directory: Path, port: int) -> None:
+    def __init__(self, directory: Path, port: int, hosts: tuple[str, ...] = ()) -> None:
         self.data_dir = directory / "etcd"
         self.port = port
+        self.hosts = hosts
         self.daemon = Daemon("etcd", directory / "etcd.pid", directory / "etcd.log", str(self.data_dir))
 
     @property
@@ -35,6 +37,7 @@ class Etcd:
     def start(self, user: ServerUser, env: dict[str, str], timeout_s: float = 30.0) -> None:
         """Starts etcd and waits until it answers healthy."""
         peer = f"http://127.0.0.1:{self.port + 1}"
+        clients = ",".join([self.url, *(f"http://{h}:{self.port}" for h in self.hosts)])
         self.data_dir.mkdir(mode=0o700, exist_ok=True)
         user.own(self.data_dir)
         self.daemon.spawn(
@@ -42,7 +45,7 @@ class Etcd:
                 ETCD,
                 "--name=caplab",
                 f"--data-dir={self.data_dir}",
-                f"--listen-client-urls={self.url}",
+                f"--listen-client-urls={clients}",
                 f"--advertise-client-urls={self.url}",
                 f"--listen-peer-urls={peer}",
                 f"--initial-advertise-peer-urls={peer}",

@@ -22,7 +22,7 @@ MARGIN_S = 30.0
 """Time allowed beyond ttl + loop_wait + retry_timeout before a failover counts as stuck."""
 
 
-def _leader(cluster: Cluster) -> tuple[Node, int]:
+def leader_and_timeline(cluster: Cluster) -> tuple[Node, int]:
     """The leader and its timeline; HaError unless every node is in the cluster."""
     view = cluster.members().cluster()
     members = view.get("members", [])
@@ -36,7 +36,7 @@ def _leader(cluster: Cluster) -> tuple[Node, int]:
 def kill_primary(cluster: Cluster, *, then_rejoin: bool = False) -> dict[str, Any]:
     """Kills the leader node; returns who took over and the phases (and, with ``then_rejoin``,
     how long until the old leader streamed again)."""
-    old, timeline = _leader(cluster)
+    old, timeline = leader_and_timeline(cluster)
     s = cluster.state
     bound = s.ttl + s.loop_wait + s.retry_timeout + MARGIN_S
     with phases.LeaderWatch(cluster.etcd, s.scope, old.name) as watch:
@@ -74,7 +74,7 @@ def kill_primary(cluster: Cluster, *, then_rejoin: bool = False) -> dict[str, An
 def switchover(cluster: Cluster, candidate: str | None = None) -> dict[str, Any]:
     """Patroni's switchover to ``candidate`` (by default any healthy replica); returns when the
     old leader streams from the new one again."""
-    old, _ = _leader(cluster)
+    old, _ = leader_and_timeline(cluster)
     cluster.members().wait_healthy(READY_TIMEOUT_S, sync=cluster.state.sync)
     started = time.time()
     body = {"leader": old.name, **({"candidate": candidate} if candidate else {})}

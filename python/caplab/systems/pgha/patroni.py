@@ -1,5 +1,6 @@
 """One node: a Patroni daemon (Debian's, run by the system Python) managing one PostgreSQL data
-directory, with its configuration file (JSON, which is YAML too) and its REST API on loopback."""
+directory, with its configuration file (JSON, which is YAML too) and its REST API on loopback (or,
+with a namespace of its own, on the node's address there)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from caplab.systems.pgha.daemon import Daemon
+from caplab.systems.pgha.netns import NodeNet
 from caplab.systems.pgpair.server import Server, ServerUser
 
 PATRONI = "/usr/bin/patroni"
@@ -34,7 +36,8 @@ class RestAnswer:
 @dataclass(frozen=True)
 class Node:
     """``nodeI`` in ``directory``: ``nodeI/`` (the data directory), ``nodeI.yml``, ``nodeI.log``
-    (Patroni's), ``nodeI.pid``; PostgreSQL on ``port``, the REST API on ``rest_port``."""
+    (Patroni's), ``nodeI.pid``; PostgreSQL on ``port``, the REST API on ``rest_port``, both on
+    127.0.0.1 or, with ``net``, on the node's address in its namespace."""
 
     name: str
     directory: Path
@@ -42,6 +45,12 @@ class Node:
     rest_port: int
     user: ServerUser
     bin: Path
+    net: NodeNet | None = None
+
+    @property
+    def host(self) -> str:
+        """Where the node's PostgreSQL and REST API listen."""
+        return self.net.address if self.net is not None else "127.0.0.1"
 
     @property
     def config_file(self) -> Path:
@@ -59,28 +68,36 @@ class Node:
     @property
     def server(self) -> Server:
         """The PostgreSQL server Patroni runs (pgpair's view of one: pids, kill, wait_gone)."""
-        return Server(self.name, self.directory / self.name, self.port, self.user, self.bin)
+        return Server(self.name, self.directory / self.name, self.port, self.user, self.bin, self.host)
+
+    @property
+    def socket_dir(self) -> Path:
+        """Where PostgreSQL's Unix socket is: reachable from this side of any partition."""
+        return self.directory
 
     @property
     def rest_url(self) -> str:
-        return f"http://127.0.0.1:{self.rest_port}"
+        return f"http://{self.host}:{self.rest_port}"
 
     def write_config(self, scope: str, etcd_url: str, password: str, bootstrap: dict[str, Any]) -> None:
         """The node's Patroni configuration, mode 0600 (it holds the password)."""
         credentials = {"username": SUPERUSER, "password": password}
+        clients = "127.0.0.1/32" if self.net is None else self.net.subnet
         config = {
             "scope": scope,
             "name": self.name,
             "log": {"level": "INFO", "format": "%(asctime)s %(levelname)s: %(message)s"},
             "restapi": {
-                "listen": f"127.0.0.1:{self.rest_port}",
-                "connect_address": f"127.0.0.1:{self.rest_port}",
+                "listen": f"{self.host}:{self.rest_port}",
+                "connect_address": f"{self.host}:{self.rest_port}",
             },
-            "etcd3": {"hosts": [etcd_url.removeprefix("http://")], "protocol": "http"},
+            # use_proxies: no discovery of etcd's members, whose advertised address (loopback) a
+            # node in a namespace cannot reach: it talks to the host it was given, only
+            "etcd3": {"hosts": [etcd_url.removeprefix("http://")], "protocol": "http", "use_proxies": True},
             "bootstrap": bootstrap,
             "postgresql": {
-                "listen": f"127.0.0.1:{self.port}",
-                "connect_address": f"127.0.0.1:{self.port}",
+                "listen": f"{self.host}:{self.port}",
+                "connect_address": f"{self.host}:{self.port}",
                 "data_dir": str(self.server.data_dir),
                 "bin_dir": str(self.bin),
                 "pgpass": str(self.directory / f".{self.name}.pgpass"),
@@ -93,8 +110,9 @@ class Node:
                 # a clone waits for the leader's checkpoint: a spread one takes minutes
                 "basebackup": [{"checkpoint": "fast"}, "no-sync"],
                 "pg_hba": [
-                    "host all all 127.0.0.1/32 scram-sha-256",
-                    "host replication all 127.0.0.1/32 scram-sha-256",
+                    "local all all scram-sha-256",  # a client on the node's side of a partition
+                    f"host all all {clients} scram-sha-256",
+                    f"host replication all {clients} scram-sha-256",
                 ],
             },
         }
@@ -105,8 +123,12 @@ class Node:
         self.user.own(path)
 
     def start(self, env: dict[str, str]) -> int:
-        """Starts this node's Patroni (which starts, bootstraps or clones PostgreSQL)."""
-        return self.daemon.spawn([PATRONI, str(self.config_file)], self.user, env)
+        """Starts this node's Patroni (which starts, bootstraps or clones PostgreSQL), inside the
+        node's namespace when it has one."""
+        if self.net is None:
+            return self.daemon.spawn([PATRONI, str(self.config_file)], self.user, env)
+        enter = self.net.enter(self.user.uid, self.user.gid)
+        return self.daemon.spawn([*enter, PATRONI, str(self.config_file)], self.user, env, switch=False)
 
     def patroni_pid(self) -> int | None:
         return self.daemon.pid()

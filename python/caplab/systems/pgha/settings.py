@@ -43,6 +43,9 @@ class HaSettings:
     etcd_port: int = ETCD_PORT
     """0 for any of the ports: free ports chosen at build time."""
     max_connections: int = 200
+    netns: str | None = None
+    """Each node in a network namespace of its own on this /24 (``auto``: a free one of
+    10.204.0.0/16), so that ``isolate`` can partition it; None: every node on 127.0.0.1."""
 
     def check(self) -> None:
         if not 1 <= self.nodes <= 9:

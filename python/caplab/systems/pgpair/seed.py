@@ -69,7 +69,7 @@ def seed(primary: Server, superuser: str, passfile: Path, count: int, scale: int
 
 
 def _connection(primary: Server, superuser: str) -> list[str]:
-    return ["-h", "127.0.0.1", "-p", str(primary.port), "-U", superuser]
+    return ["-h", primary.host, "-p", str(primary.port), "-U", superuser]
 
 
 def _one(primary: Server, superuser: str, env: dict[str, str], name: str, scale: int) -> None:

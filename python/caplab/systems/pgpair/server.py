@@ -148,11 +148,12 @@ def free_port() -> int:
     return port
 
 
-def write_passfile(path: Path, user: ServerUser, role: str, password: str) -> None:
-    """A libpq password file for ``role`` on any loopback port and database, mode 0600."""
+def write_passfile(path: Path, user: ServerUser, role: str, password: str, host: str = "127.0.0.1") -> None:
+    """A libpq password file for ``role`` on ``host`` (``*``: any), any port and database, mode
+    0600."""
     path.touch(mode=0o600)
     os.chmod(path, 0o600)
-    path.write_text(f"127.0.0.1:*:*:{role}:{_pgpass_escape(password)}\n")
+    path.write_text(f"{host}:*:*:{role}:{_pgpass_escape(password)}\n")
     user.own(path)
 
 
@@ -202,13 +203,14 @@ def new_data_dir(data_dir: Path, error: type[ServerError]) -> ServerUser:
 
 @dataclass(frozen=True)
 class Server:
-    """One data directory and the port its postmaster listens on."""
+    """One data directory and the address and port its postmaster listens on."""
 
     name: str
     data_dir: Path
     port: int
     user: ServerUser
     bin: Path
+    host: str = "127.0.0.1"
 
     @property
     def log_file(self) -> Path:
