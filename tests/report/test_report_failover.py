@@ -13,8 +13,10 @@ from caplab.report.layout.failover import (
     replication_table,
     success_table,
 )
+from caplab.report.layout.paper import paper_recovery_table
 from caplab.report.layout.phase_chart import phases_chart
 from caplab.report.model.cells import failover_row
+from caplab.report.model.paper_recovery import paper_recovery
 from caplab.report.model.types import Results
 
 
@@ -154,3 +156,31 @@ def test_a_failover_with_its_managers_phases_is_a_row_of_phases_after_the_fault(
     assert marks["detected"] == ([4.30], [1.0]) and marks["load back"] == ([4.80], [1.0])
     done["cells"][0]["failover"] = [failover_row(failover(1, 4, 4.0, True))]
     assert phases_chart(done) is None, "no failover reported its phases: no timeline"
+
+
+def test_the_papers_recovery_times_stand_beside_ours_from_the_cells_it_names() -> None:
+    done = results([50, 100])
+    for cell in done["cells"]:
+        cell["factors"]["traffic"] = "0%"
+    loaded = cast(dict[str, Any], dict(done["cells"][1]))
+    loaded["factors"] = {"databases": 100, "traffic": "10%"}
+    loaded["failover"] = [failover_row(failover(0, 100, 99.0, True))]  # not the paper's condition
+    done["cells"].append(cast(Any, loaded))
+    spec = {
+        "paper": {
+            "source": "seed 004, its hardware",
+            "cells": {"traffic": "0%"},
+            "databases": {50: 200, 100: 400},
+            "recovery": {"switchover": {50: [0.8, 2], 100: [1, 35]}, "kill-primary": {50: [0.8, 5]}},
+        }
+    }
+    done["paper_recovery"] = paper_recovery(spec, done["cells"])
+    table = paper_recovery_table(done)
+    assert table is not None and len(table.rows) == 3
+    rows = [[c.text for c in row] for row in table.rows]
+    # ours: the median of the two trials' last database (0.01 × n and 0.012 × n), never the 10 % cell
+    assert rows[0] == ["switchover", "50", "0.8", "0.6", "2", "200", "0.8", "2.0"]
+    assert rows[1] == ["switchover", "100", "0.8", "1.1", "2", "400", "1.0", "35.0"]
+    assert rows[2][:5] == ["kill-primary", "50", "—", "—", "0"], "no trial of ours: shown as none"
+    assert table.note is not None and "seed 004, its hardware" in table.note and "traffic 0%" in table.note
+    assert paper_recovery({"paper": {"capacity": {}}}, done["cells"]) is None

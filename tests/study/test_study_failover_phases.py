@@ -16,24 +16,12 @@ from caplab import studies
 from caplab.analysis.phases import AGREE_S
 from caplab.systems.pgha.patroni import PATRONI as PATRONI_BIN
 from support.require import PATRONI, require
-from support.studies import caplab, free_ports, json_out
+from support.studies import caplab, json_out, on_free_ports
 
 pytestmark = pytest.mark.slow  # a Patroni cluster built, its leader killed twice under load
 
 PORTS = {"pg": (7610, 7611), "rest": (7620, 7621), "etcd": (7630,)}
 """The study file's fixed ports, each moved to a free run of its own."""
-
-
-def _on_free_ports(text: str) -> str:
-    bases: dict[str, int] = {}
-    for name in PORTS:  # etcd takes two ports too (its peer port: + 1)
-        bases[name] = next(
-            b for b in iter(lambda: free_ports(2), None) if all(abs(b - o) > 1 for o in bases.values())
-        )
-    for name, fixed in PORTS.items():
-        for k, port in enumerate(fixed):
-            text = text.replace(str(port), str(bases[name] + k))
-    return text
 
 
 def test_a_killed_primary_is_recovered_by_patroni_in_phases_the_clients_agree_with(shared_dir: Path) -> None:
@@ -44,7 +32,7 @@ def test_a_killed_primary_is_recovered_by_patroni_in_phases_the_clients_agree_wi
     )
     shipped = (studies.study_folder("availability-groups") / "pgha.yaml").read_text()
     path = shared_dir / "pgha.yaml"
-    path.write_text(_on_free_ports(shipped))
+    path.write_text(on_free_ports(shipped, PORTS))
     done = caplab(
         "run", path, "--db", f"sqlite:///{shared_dir / 'c.db'}", "--json", "-o", shared_dir / "r", timeout=300
     )

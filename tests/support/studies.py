@@ -87,6 +87,21 @@ def write_study(path: Path, study: dict[str, Any]) -> Path:
     return path
 
 
+def on_free_ports(text: str, fixed: dict[str, tuple[int, ...]]) -> str:
+    """A study file's fixed ports moved to free ones: each group (``{"pg": (7610, 7611), "etcd":
+    (7630,)}``) to a free run of its own, two ports apart from the others (etcd's peer port is its
+    client port + 1)."""
+    bases: dict[str, int] = {}
+    for name in fixed:
+        bases[name] = next(
+            b for b in iter(lambda: free_ports(2), None) if all(abs(b - o) > 1 for o in bases.values())
+        )
+    for name, ports in fixed.items():
+        for k, port in enumerate(ports):
+            text = text.replace(str(port), str(bases[name] + k))
+    return text
+
+
 def caplab(
     *args: str | Path, timeout: float = RUN_TIMEOUT_S, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:

@@ -116,11 +116,42 @@ class Verdict:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class IsolatedSide:
+    """What a partition's isolated side did, as the action reported it (pgha's ``isolate``): the
+    writes it acknowledged and lost, those it acknowledged while another node led (a split brain),
+    and when it was demoted."""
+
+    lost: int
+    split_brain_writes: int
+    demoted_after_s: float | None
+
+    @classmethod
+    def from_reported(cls, reported: dict[str, float]) -> IsolatedSide | None:
+        if "isolated_lost" not in reported or "split_brain_writes" not in reported:
+            return None
+        return cls(
+            int(reported["isolated_lost"]),
+            int(reported["split_brain_writes"]),
+            reported.get("isolated_demoted_after_s"),
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 def judge(
-    recovery: GroupRecovery | None, within_s: float, lost: int | None, lossless: bool, action_ok: bool = True
+    recovery: GroupRecovery | None,
+    within_s: float,
+    lost: int | None,
+    lossless: bool,
+    action_ok: bool = True,
+    isolated: IsolatedSide | None = None,
 ) -> Verdict:
     """A trial's failover: every database back within ``within_s`` of the fault, and — when the
-    replication mode promises no loss (``lossless``) — no acknowledged transaction lost."""
+    replication mode promises no loss (``lossless``) — no acknowledged transaction lost. After a
+    partition, also: no write taken on the isolated side while another node led, and none it
+    acknowledged lost where the mode promises none."""
     reasons = []
     if not action_ok:
         reasons.append("the failover action itself failed")
@@ -141,6 +172,15 @@ def judge(
             )
     if lossless and lost:
         reasons.append(f"{lost:,} acknowledged transaction(s) lost where the mode promises none")
+    if isolated is not None and isolated.split_brain_writes:
+        reasons.append(
+            f"split brain: {isolated.split_brain_writes:,} write(s) acknowledged on the isolated side "
+            "while another node led"
+        )
+    if isolated is not None and lossless and isolated.lost:
+        reasons.append(
+            f"{isolated.lost:,} write(s) acknowledged on the isolated side lost where the mode promises none"
+        )
     return Verdict(not reasons, reasons)
 
 

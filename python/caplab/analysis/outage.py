@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from caplab.analysis.failover import percentile
+from caplab.analysis.failover import IsolatedSide, percentile
 from caplab.analysis.phases import PhaseSpread, Timeline, ends, steps
 from caplab.analysis.steady import MIN_INTERVALS, Rating, rate
 
@@ -46,6 +46,8 @@ class TrialRecovery:
     """Requests (transactions) that failed in the outage."""
     timeline: Timeline | None = None
     """The HA manager's phases beside the clients' (analysis/phases.py), where it reported them."""
+    isolated: IsolatedSide | None = None
+    """After a partition: what the isolated side acknowledged, lost and when it was demoted."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,31 @@ class ActionRecovery:
     """Each phase's end after the fault over the trials that reported the manager's phases."""
     steps: list[PhaseSpread] = field(default_factory=list)
     """Each step's length and share of the recovery over those trials."""
+    isolated: IsolatedOver | None = None
+    """Over the trials that partitioned a node (None: none did)."""
+
+
+@dataclass(frozen=True)
+class IsolatedOver:
+    """The isolated sides of an action's partitions: writes taken while another node led and
+    acknowledged writes lost, summed, and the latest demotion after the cut (None: one never was)."""
+
+    trials: int
+    split_brain_writes: int
+    lost: int
+    demoted_max_s: float | None
+
+    @classmethod
+    def over(cls, sides: Sequence[IsolatedSide]) -> IsolatedOver | None:
+        if not sides:
+            return None
+        demoted = [s.demoted_after_s for s in sides]
+        return cls(
+            len(sides),
+            sum(s.split_brain_writes for s in sides),
+            sum(s.lost for s in sides),
+            None if None in demoted else max(d for d in demoted if d is not None),
+        )
 
 
 def _total(values: Iterable[int | None]) -> int | None:
@@ -118,6 +145,7 @@ def summarise_actions(trials: Sequence[TrialRecovery]) -> list[ActionRecovery]:
                 failed=sum(t.failed for t in mine),
                 phases=ends(timelines := [t.timeline for t in mine if t.timeline is not None]),
                 steps=steps(timelines),
+                isolated=IsolatedOver.over([t.isolated for t in mine if t.isolated is not None]),
             )
         )
     return out

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from caplab.analysis.failover import GroupRecovery, group_recovery, judge, reported_seconds
+from caplab.analysis.failover import GroupRecovery, IsolatedSide, group_recovery, judge, reported_seconds
 from caplab.analysis.phases import MANAGER_PHASES, Timeline, timeline
 from caplab.analysis.recovery import Interval
 from caplab.engine import RunResult
@@ -87,6 +87,9 @@ def judged_failover(
         return None
     recovery: GroupRecovery = group_recovery(series, ran.fault_s, reported_seconds(ran.reported))
     entry: dict[str, Any] = {"trial": trial, "action": ran.name, "recovery": recovery.as_dict()}
+    isolated = IsolatedSide.from_reported(ran.reported)
+    if isolated is not None:
+        entry["isolated"] = isolated.as_dict()
     if ran.phases is not None:
         back = [d.recovery_s for d in recovery.databases if d.recovery_s is not None]
         entry["phases"] = timeline(
@@ -94,7 +97,7 @@ def judged_failover(
         ).as_dict()
     if spec is not None:
         lost = ledger.get("lost") if ledger else None
-        entry["verdict"] = judge(recovery, spec.within, lost, spec.lossless, ran.ok).as_dict()
+        entry["verdict"] = judge(recovery, spec.within, lost, spec.lossless, ran.ok, isolated).as_dict()
     return entry
 
 
@@ -127,7 +130,19 @@ def failover_line(entry: dict[str, Any]) -> str:
     phases = f"; {phases_line(Timeline.from_dict(entry['phases']))}" if "phases" in entry else ""
     return (
         f"{entry['action']}: {group}{spread} (± {r['resolution_s']:g} s, {count} databases){missing}"
-        f"{phases}{judged}"
+        f"{phases}{isolated_line(entry.get('isolated'))}{judged}"
+    )
+
+
+def isolated_line(isolated: dict[str, Any] | None) -> str:
+    """``; isolated side: demoted after 4.2 s, 0 writes taken while another led, 0 lost``."""
+    if isolated is None:
+        return ""
+    demoted = isolated.get("demoted_after_s")
+    when = f"demoted after {demoted:.1f} s" if demoted is not None else "never demoted"
+    return (
+        f"; isolated side: {when}, {isolated['split_brain_writes']:,} write(s) taken while another led, "
+        f"{isolated['lost']:,} acknowledged lost"
     )
 
 

@@ -69,12 +69,12 @@ CATALOG: tuple[BuiltInStudy, ...] = (
     BuiltInStudy(
         "availability-groups",
         "004 SQL Server availability groups",
-        "pgpair (PostgreSQL)",
-        "each database's recovery from a switchover and a killed primary, k/K against a 30 s SLO; "
-        "on pgha, Patroni's failover in phases",
+        "pgha (PostgreSQL under Patroni); the quick cut on pgpair",
+        "each database's recovery from a switchover and a killed primary, k/K against a 30 s SLO, "
+        "Patroni's failover in phases; a partitioned leader; recovery against Patroni's ttl",
         "1.5 min",
         "not timed",
-        ("pgha.yaml",),
+        ("pgha.yaml", "partition.yaml", "ttl.yaml"),
     ),
     BuiltInStudy(
         "pg-failover",

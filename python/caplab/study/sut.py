@@ -228,5 +228,13 @@ def _check(ready: ReadySpec, cwd: Path) -> bool:
         except OSError:
             return False
     assert ready.command is not None
-    done = subprocess.run(ready.command, shell=True, cwd=cwd, capture_output=True, timeout=30, check=False)
+    done = subprocess.run(
+        ready.command,
+        shell=True,
+        cwd=cwd,
+        env=sut_environment(),  # as the start command's: `python -m …` is this install's
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
     return done.returncode == 0

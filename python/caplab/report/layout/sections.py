@@ -33,7 +33,7 @@ from caplab.report.layout.failover import (
 from caplab.report.layout.findings import findings_section
 from caplab.report.layout.job_charts import job_chart
 from caplab.report.layout.methodology import methodology_section
-from caplab.report.layout.paper import paper_table
+from caplab.report.layout.paper import paper_recovery_table, paper_table
 from caplab.report.layout.phase_chart import phases_chart
 from caplab.report.layout.study_charts import summary_charts
 from caplab.report.layout.tables import (
@@ -347,6 +347,7 @@ def recovery_section(results: Results) -> Section | None:
     tables = (
         success_table(results),
         database_recovery_table(results),
+        paper_recovery_table(results),
         phases_table(results),
         steps_table(results),
     )

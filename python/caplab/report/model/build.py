@@ -12,6 +12,7 @@ from caplab.report.model.jobs import job_entries
 from caplab.report.model.matrix import capacity_entries, matrix, scaling_entries
 from caplab.report.model.outage import failover_summary
 from caplab.report.model.paper import paper_comparison
+from caplab.report.model.paper_recovery import paper_recovery
 from caplab.report.model.scenario import goal_of, naming_factors, scenario, study_spec
 from caplab.report.model.series import cell_series
 from caplab.report.model.types import Environment, Event, Measured, StudyInfo
@@ -79,5 +80,6 @@ def build_measured(
         "consolidation": consolidation_entries(spec, raw_cells, samples),
         "jobs": jobs,
         "paper": paper_comparison(spec, cells),
+        "paper_recovery": paper_recovery(spec, cells),
         "failover": failover_summary(raw_cells, cells, jobs is not None),
     }

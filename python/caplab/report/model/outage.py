@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from caplab.analysis import outage as analysed
 from caplab.analysis import phases as phased
+from caplab.analysis.failover import IsolatedSide
 from caplab.analysis.outage import (
     NO_REQUESTS,
     Outage,
@@ -72,6 +73,7 @@ def _trials(raw: CellRecord, cell: CellResult) -> list[TrialRecovery]:
                 after_ratio=load["after_ratio"] if load else None,
                 failed=max(row["failed"], (load["failed"] or 0) if load else 0),
                 timeline=Timeline.from_dict(phases) if (phases := row.get("phases")) else None,
+                isolated=_isolated(entry),
             )
         )
     return out
@@ -127,8 +129,18 @@ def _cell_outage(raw: CellRecord, cell: CellResult) -> CellOutage:
     }
 
 
+def _isolated(raw: JsonObject) -> IsolatedSide | None:
+    """The isolated side a partition's action reported (experiments/failover.py keeps it)."""
+    side = member(raw, "isolated")
+    if not side:
+        return None
+    return IsolatedSide(
+        integer(side, "lost") or 0, integer(side, "split_brain_writes") or 0, number(side, "demoted_after_s")
+    )
+
+
 def _action(a: analysed.ActionRecovery) -> ActionRecovery:
-    return {
+    out: ActionRecovery = {
         "action": a.action,
         "trials": a.trials,
         "databases": a.databases,
@@ -150,6 +162,14 @@ def _action(a: analysed.ActionRecovery) -> ActionRecovery:
         "phases": [_spread(p) for p in a.phases],
         "steps": [_spread(p) for p in a.steps],
     }
+    if (i := a.isolated) is not None:
+        out["isolated"] = {
+            "trials": i.trials,
+            "split_brain_writes": i.split_brain_writes,
+            "lost": i.lost,
+            "demoted_max_s": i.demoted_max_s,
+        }
+    return out
 
 
 def _spread(p: phased.PhaseSpread) -> PhaseSpread:

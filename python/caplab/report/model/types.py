@@ -818,6 +818,32 @@ class PaperComparison(TypedDict):
     """The configuration the paper recommends, in its words (``paper.recommendation``)."""
 
 
+class PaperRecoveryRow(TypedDict):
+    """One action at one of our database counts: the paper's group- and database-level recovery at
+    the count ours stands for, beside ours (medians over the trials of the selected cells)."""
+
+    action: str
+    databases: int
+    paper_databases: int | None
+    paper_group_s: float | None
+    paper_database_s: float | None
+    group_s: float | None
+    """Ours: fault → a primary writable, the median over the trials."""
+    database_s: float | None
+    """Ours: fault → the last database's first commit (the paper's DB level), median over trials."""
+    trials: int
+
+
+class PaperRecovery(TypedDict):
+    """A seed paper's failover times (``paper: {recovery:}``) beside ours: its hardware and its
+    mechanism (an availability group recovers database by database), not ours — compare shapes."""
+
+    source: str
+    cells: dict[str, str]
+    """The cells ours are read from (``paper.cells``: the paper's conditions, e.g. no traffic)."""
+    rows: list[PaperRecoveryRow]
+
+
 class ActionRecovery(TypedDict):
     """One failover action over every trial that ran it (analysis/outage.py): recovery at group
     level (a primary writable, as the system reported it) and database level (each database's
@@ -851,6 +877,18 @@ class ActionRecovery(TypedDict):
     """Each phase's end after the fault over the trials whose action reported its HA manager's."""
     steps: NotRequired[list[PhaseSpread]]
     """Each step's length (detection, election, …, reconnect) and its median share of the recovery."""
+    isolated: NotRequired[IsolatedSides]
+    """Where the action partitioned a node: what its isolated side did, over those trials."""
+
+
+class IsolatedSides(TypedDict):
+    """A partition's isolated sides over an action's trials (analysis/outage.py): writes taken
+    there while another node led (a split brain), acknowledged writes lost, the latest demotion."""
+
+    trials: int
+    split_brain_writes: int
+    lost: int
+    demoted_max_s: float | None
 
 
 class PhaseSpread(TypedDict):
@@ -910,6 +948,8 @@ class Measured(TypedDict):
     consolidation: list[ConsolidationEntry]
     jobs: Jobs | None
     paper: NotRequired[PaperComparison | None]
+    paper_recovery: NotRequired[PaperRecovery | None]
+    """A failover paper's recovery times beside ours (``paper: {recovery:}``); null for any other."""
     failover: NotRequired[FailoverSummary | None]
     """A failover study's recovery per action and outages per configuration; null for any other."""
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from caplab import units as u
-from caplab.report.model.types import ActionRecovery, FailoverSummary, PhaseSpread
+from caplab.report.model.types import ActionRecovery, FailoverSummary, IsolatedSides, PhaseSpread
 
 PHASE_NAMES = {
     "detected": "detected",
@@ -58,6 +58,8 @@ def action_sentence(a: ActionRecovery) -> str:
         parts.append(f"{u.num(a['lost'])} of {u.num(a['acknowledged'])} acknowledged transactions lost")
     else:
         parts.append("acknowledged transactions not checked (no ledger)")
+    if isolated := a.get("isolated"):
+        parts.append(isolated_text(isolated))
     if a["successes"] is not None:
         parts.append(f"{a['successes']}/{a['judged']} met the recovery SLO")
     if a["after_p50"] is not None:
@@ -65,6 +67,20 @@ def action_sentence(a: ActionRecovery) -> str:
         parts.append(f"throughput after {u.pct(a['after_p50'])} of before{lowest}")
     parts.append(f"{_count(a['failed'], 'request', 'requests')} failed in the outages")
     return f"{a['action']} ({where}): " + "; ".join(parts) + "."
+
+
+def isolated_text(i: IsolatedSides) -> str:
+    """The isolated side of a partition: when it stopped taking writes, whether it took any while
+    another node led (a split brain), and what it acknowledged and lost."""
+    demoted = (
+        f"demoted within {_s(i['demoted_max_s'])} of the cut"
+        if i["demoted_max_s"] is not None
+        else "not demoted in some trial"
+    )
+    return (
+        f"the isolated side {demoted}, with {_count(i['split_brain_writes'], 'write', 'writes')} taken "
+        f"while another node led and {_count(i['lost'], 'acknowledged write', 'acknowledged writes')} lost"
+    )
 
 
 def phases_text(a: ActionRecovery) -> str:

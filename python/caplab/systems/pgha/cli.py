@@ -9,6 +9,9 @@
 - ``kill-primary [--rejoin]`` SIGKILLs the leader's Patroni and postmaster and prints the phases
   Patroni went through; ``switchover [--candidate NODE]`` asks Patroni's REST API; ``rejoin``
   starts a killed node's Patroni again (it rewinds and follows the new leader).
+- ``ready`` exits 0 once the cluster is whole (a writable leader, every replica streaming), 1
+  before: a study's readiness check that sends nothing to a node's address before its namespace
+  exists (where that address would be routed off the machine).
 - ``isolate --seconds S`` (a cluster started with ``--netns``) cuts the leader's link for S seconds,
   then heals it, and prints the phases and what the isolated side acknowledged and lost.
 - ``stop [--remove]`` stops everything (and deletes the cluster's files).
@@ -30,7 +33,7 @@ import psycopg
 from caplab.systems import foreground
 from caplab.systems.pgha import failover, partition
 from caplab.systems.pgha.cluster import STATE_FILE, Cluster
-from caplab.systems.pgha.settings import ETCD_PORT, PG_PORT, REST_PORT, HaSettings
+from caplab.systems.pgha.settings import ETCD_PORT, PG_PORT, REST_PORT, HaError, HaSettings
 from caplab.systems.pgpair.server import ServerError
 
 ACTIONS: dict[str, foreground.Action[Cluster]] = {
@@ -38,8 +41,17 @@ ACTIONS: dict[str, foreground.Action[Cluster]] = {
     "kill-primary": lambda cluster, options: failover.kill_primary(cluster, then_rejoin=options.rejoin),
     "rejoin": lambda cluster, _: {"action": "rejoin", "rejoined_after_s": round(failover.rejoin(cluster), 3)},
     "isolate": lambda cluster, options: partition.isolate(cluster, options.seconds),
+    "ready": lambda cluster, _: _ready(cluster),
 }
 """The commands of a cluster beyond start, status and stop: each prints what it did as JSON."""
+
+
+def _ready(cluster: Cluster) -> dict[str, object]:
+    if not all(net.exists() for net in cluster.nets):
+        raise HaError("not ready: the nodes' namespaces are not there yet")
+    if not cluster.members().healthy(cluster.state.sync):
+        raise HaError("not ready: the cluster is not whole yet")
+    return {"ready": True, "leader": cluster.members().leader_name()}
 
 
 def parser() -> argparse.ArgumentParser:

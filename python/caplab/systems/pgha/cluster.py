@@ -272,17 +272,19 @@ class Cluster:
         """Stops the replicas' Patroni (each stops its PostgreSQL), then the leader's — so no
         failover starts — then etcd; whatever outlives that is killed."""
         self.mark(False)
-        leader = self.members().leader_name()
-        replicas = [n for n in self.nodes if n.name != leader]
-        for group in (replicas, [n for n in self.nodes if n.name == leader]):
-            for node in group:  # all at once: each Patroni takes seconds to stop
-                node.daemon.signal(signal.SIGTERM)
-            for node in group:
-                node.daemon.stop(STOP_TIMEOUT_S)
-                node.server.kill()
-                node.server.wait_gone()
-        self.etcd.stop()
-        self._remove_nets()
+        try:
+            leader = self.members().leader_name()
+            replicas = [n for n in self.nodes if n.name != leader]
+            for group in (replicas, [n for n in self.nodes if n.name == leader]):
+                for node in group:  # all at once: each Patroni takes seconds to stop
+                    node.daemon.signal(signal.SIGTERM)
+                for node in group:
+                    node.daemon.stop(STOP_TIMEOUT_S)
+                    node.server.kill()
+                    node.server.wait_gone()
+            self.etcd.stop()
+        finally:
+            self._remove_nets()  # whatever failed above: a namespace kills what is left in it
 
     def _create_nets(self) -> None:
         """The nodes' namespaces (those missing: a stopped cluster has none)."""

@@ -64,14 +64,16 @@ class Members:
         one of them synchronously, and Patroni has recorded it as the sync standby: a switchover
         is refused until then)."""
         deadline = time.monotonic() + timeout_s
-        while not self._healthy(sync):
+        while not self.healthy(sync):
             if time.monotonic() > deadline:
                 raise HaError(
                     f"the cluster was not whole within {timeout_s:.0f} s: {self.cluster()}{self._logs()}"
                 )
             time.sleep(POLL_S * 4)
 
-    def _healthy(self, sync: bool) -> bool:
+    def healthy(self, sync: bool = False) -> bool:
+        """A writable leader, every other node streaming from it (with ``sync``: one
+        synchronously, and recorded so by Patroni)."""
         leader = self.writable()
         if leader is None:
             return False

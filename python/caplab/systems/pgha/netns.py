@@ -3,7 +3,7 @@ Patroni and PostgreSQL see only their own address, and every packet to or from t
 cluster crosses one veth pair that ``isolate`` can cut.
 
     host ns: etcd on 127.0.0.1 and on each veth's host end (10.204.S.4i+1)
-      └─ veth ── ns ``<scope>-nodeI``: Patroni + PostgreSQL on 10.204.S.4i+2
+      └─ veth ── ns ``pgha-<scope>-nodeI``: Patroni + PostgreSQL on 10.204.S.4i+2
 
 Node i gets the i-th /30 of the cluster's /24 (host end .4i+1, node end .4i+2). The namespace
 routes the /24 through the host, which forwards between the cluster's veths only (forwarding is
@@ -81,7 +81,9 @@ class NodeNet:
 
     @property
     def namespace(self) -> str:
-        return f"{self.scope}-node{self.index}"
+        # not caplab-…: caplab's sweep takes ``caplab-<pid>-…`` for its own, and a scope of
+        # digits alone would read as a pid
+        return f"pgha-{self.scope.removeprefix('caplab-')}-node{self.index}"
 
     @property
     def host_iface(self) -> str:

@@ -192,6 +192,7 @@ def isolate(cluster: Cluster, seconds: float) -> dict[str, Any]:
         # the figures a study keeps (an action's top-level numbers)
         "isolated_lost": lost,
         "split_brain_writes": while_another_led,
+        **({"isolated_demoted_after_s": demoted_after} if demoted_after is not None else {}),
         "healed_after_s": round(healed_at - fault_at, 3),
         "rejoined_after_s": round(rejoined_at - fault_at, 3),
     }

@@ -134,10 +134,10 @@ class Node:
         return self.daemon.pid()
 
     def kill(self) -> tuple[int | None, int | None]:
-        """SIGKILLs Patroni, then the postmaster (a crash of the whole node: nobody restarts
-        PostgreSQL); returns both pids."""
+        """SIGKILLs Patroni, then PostgreSQL's every process (a crash of the whole node: nobody
+        restarts PostgreSQL, and no backend lingers to commit); returns both pids."""
         patroni = self.daemon.signal(signal.SIGKILL)
-        postmaster = self.server.kill()
+        postmaster = self.server.kill_all()
         return patroni, postmaster
 
     def rest(

@@ -335,6 +335,16 @@ class Server:
             os.kill(pid, signal.SIGKILL)
         return pid
 
+    def kill_all(self) -> int | None:
+        """SIGKILLs the postmaster and every process it started, at once, as a machine that
+        loses power: no backend outlives it to finish a commit its clients were waiting for (after
+        ``kill`` alone a busy backend can). Returns the postmaster's pid."""
+        pid = self.postmaster_pid()
+        for each in process_tree(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(each, signal.SIGKILL)
+        return pid
+
     def processes(self) -> list[psutil.Process]:
         """Every live process of this server, postmaster or child, found by their working
         directory (every PostgreSQL process works in its data directory)."""
