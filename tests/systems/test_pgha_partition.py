@@ -11,7 +11,9 @@ the rows in the new leader, and the namespaces gone after the cluster is removed
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import sys
 import time
 
 import psycopg
@@ -19,6 +21,7 @@ import pytest
 
 from caplab.systems.pgha import HaError, partition
 from caplab.systems.pgha.netns import NETNS_DIR, choose_subnet
+from support.foreground import read_started
 from support.pgha import FAST, StartCluster, Writer, held_ids, require_patroni
 from support.require import PROFILES, require
 
@@ -114,3 +117,38 @@ def test_isolate_needs_namespaces_and_a_free_subnet(start_cluster: StartCluster)
     with pytest.raises(HaError, match="already has addresses"):
         choose_subnet("127.0.0.0/24")
     assert choose_subnet("auto").startswith("10.204.")
+
+
+def test_ctrl_c_removes_the_nodes_namespaces_and_veths() -> None:
+    command = [sys.executable, "-m", "caplab.systems.pgha", "start", "--port", "0", "--rest-port", "0"]
+    command += [
+        "--etcd-port",
+        "0",
+        "--ttl",
+        "10",
+        "--loop-wait",
+        "2",
+        "--retry-timeout",
+        "4",
+        "--netns",
+        "auto",
+    ]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        port, status = read_started(proc, "pgha")
+        namespaces = [n["namespace"] for n in status["nodes"]]
+        hosts = [n["host"] for n in status["nodes"]]
+        assert all((NETNS_DIR / ns).exists() for ns in namespaces) and status["nodes"][0]["port"] == port
+        assert all(h.startswith("10.204.") for h in hosts), hosts
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""
+        assert not any((NETNS_DIR / ns).exists() for ns in namespaces)
+        addresses = subprocess.run(
+            ["ip", "-4", "-o", "addr"], capture_output=True, text=True, check=True
+        ).stdout
+        subnet = hosts[0].rsplit(".", 1)[0] + "."
+        assert subnet not in addresses, "a veth's host end outlived its cluster"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -40,8 +40,7 @@ def kill_primary(cluster: Cluster, *, then_rejoin: bool = False) -> dict[str, An
     s = cluster.state
     bound = s.ttl + s.loop_wait + s.retry_timeout + MARGIN_S
     with phases.LeaderWatch(cluster.etcd, s.scope, old.name) as watch:
-        fault_at = time.time()
-        patroni_pid, postmaster_pid = old.kill()
+        patroni_pid, postmaster_pid, fault_at = old.kill()
         new = cluster.node(watch.wait_elected(bound))
     writable_at = phases.wait_writable(new, bound)
     promoted_at, new_timeline = phases.promotion_time(new, timeline, bound)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import os
+import random
 import re
 import subprocess
 from dataclasses import dataclass
@@ -29,8 +30,8 @@ from caplab.systems.pgha.settings import HaError
 
 NETNS_DIR = Path("/run/netns")
 NODE_IFACE = "eth0"
-DEFAULT_SUPERNET = ipaddress.ip_network("10.204.0.0/16")
-"""Where ``--netns auto`` looks for a free /24 (caplab's links use 10.203.0.0/16)."""
+DEFAULT_SUPERNET = ipaddress.IPv4Network("10.204.0.0/16")
+"""Where ``--netns auto`` picks a free /24 (caplab's links use 10.203.0.0/16)."""
 DROP_RULES = (("INPUT", "-i"), ("OUTPUT", "-o"))
 """A partition's two rules: what enters and what leaves the node's interface."""
 
@@ -52,7 +53,7 @@ def host_networks() -> list[ipaddress.IPv4Network]:
 
 
 def choose_subnet(asked: str) -> str:
-    """``asked`` (a /24, checked free) or, for ``auto``, the first free /24 of 10.204.0.0/16."""
+    """``asked`` (a /24, checked free) or, for ``auto``, a free /24 of 10.204.0.0/16."""
     used = host_networks()
     if asked != "auto":
         try:
@@ -64,7 +65,11 @@ def choose_subnet(asked: str) -> str:
         if any(subnet.overlaps(n) for n in used):
             raise HaError(f"--netns {asked}: the host already has addresses in it (another cluster?)")
         return str(subnet)
-    for candidate in DEFAULT_SUPERNET.subnets(new_prefix=24):
+    # In random order: two clusters built at once (test workers) would both take the first free one
+    # before either had addressed it.
+    candidates: list[ipaddress.IPv4Network] = list(DEFAULT_SUPERNET.subnets(new_prefix=24))
+    random.shuffle(candidates)
+    for candidate in candidates:
         if not any(candidate.overlaps(n) for n in used):
             return str(candidate)
     raise HaError(f"every /24 of {DEFAULT_SUPERNET} is in use")

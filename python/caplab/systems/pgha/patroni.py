@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -133,12 +134,16 @@ class Node:
     def patroni_pid(self) -> int | None:
         return self.daemon.pid()
 
-    def kill(self) -> tuple[int | None, int | None]:
-        """SIGKILLs Patroni, then PostgreSQL's every process (a crash of the whole node: nobody
-        restarts PostgreSQL, and no backend lingers to commit); returns both pids."""
+    def kill(self) -> tuple[int | None, int | None, float]:
+        """SIGKILLs Patroni and PostgreSQL's every process (a crash of the whole node: nobody
+        restarts PostgreSQL, and no backend lingers to commit); returns both pids and the instant
+        of the kill (epoch seconds). The processes are listed first: on a busy host with hundreds
+        of backends that takes a while, and the node serves until the signals go out together."""
+        tree = self.server.pids()
+        at = time.time()
         patroni = self.daemon.signal(signal.SIGKILL)
-        postmaster = self.server.kill_all()
-        return patroni, postmaster
+        postmaster = self.server.kill_all(tree)
+        return patroni, postmaster, at
 
     def rest(
         self,

@@ -335,15 +335,16 @@ class Server:
             os.kill(pid, signal.SIGKILL)
         return pid
 
-    def kill_all(self) -> int | None:
-        """SIGKILLs the postmaster and every process it started, at once, as a machine that
-        loses power: no backend outlives it to finish a commit its clients were waiting for (after
-        ``kill`` alone a busy backend can). Returns the postmaster's pid."""
-        pid = self.postmaster_pid()
-        for each in process_tree(pid):
+    def kill_all(self, tree: Sequence[int] | None = None) -> int | None:
+        """SIGKILLs the postmaster and every process it started (``tree``, when listed before),
+        at once, as a machine that loses power: no backend outlives it to finish a commit its
+        clients were waiting for (after ``kill`` alone a busy backend can). Returns the
+        postmaster's pid."""
+        pids = list(tree) if tree is not None else process_tree(self.postmaster_pid())
+        for each in pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(each, signal.SIGKILL)
-        return pid
+        return pids[0] if pids else None
 
     def processes(self) -> list[psutil.Process]:
         """Every live process of this server, postmaster or child, found by their working
