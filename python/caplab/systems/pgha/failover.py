@@ -42,16 +42,8 @@ def kill_primary(cluster: Cluster, *, then_rejoin: bool = False) -> dict[str, An
     with phases.LeaderWatch(cluster.etcd, s.scope, old.name) as watch:
         patroni_pid, postmaster_pid, fault_at = old.kill()
         new = cluster.node(watch.wait_elected(bound))
-    writable_at = phases.wait_writable(new, bound)
-    promoted_at, new_timeline = phases.promotion_time(new, timeline, bound)
-    assert watch.detected_at is not None and watch.elected_at is not None
-    timeline_phases = phases.Phases(
-        fault_at,
-        watch.detected_at,
-        watch.elected_at,
-        promoted_at,
-        writable_at,
-        set_by=phases.set_by(s.ttl, s.loop_wait),
+    timeline_phases, new_timeline = phases.taken_over(
+        watch, new, fault_at, timeline, bound, s.ttl, s.loop_wait
     )
     old.server.wait_gone()
     result: dict[str, Any] = {
@@ -61,7 +53,7 @@ def kill_primary(cluster: Cluster, *, then_rejoin: bool = False) -> dict[str, An
         "killed": {"patroni": patroni_pid, "postmaster": postmaster_pid},
         "timeline": new_timeline,
         "phases": timeline_phases.as_dict(),
-        "writable_after_s": round(writable_at - fault_at, 3),
+        "writable_after_s": round(timeline_phases.writable_at - fault_at, 3),
         "rejoined_after_s": None,
     }
     if then_rejoin:

@@ -150,27 +150,20 @@ def isolate(cluster: Cluster, seconds: float) -> dict[str, Any]:
                 fault_at = time.time()
                 old.net.isolate()
                 new = cluster.node(watch.wait_elected(bound))
-            writable_at = phases.wait_writable(new, bound)
-            promoted_at, new_timeline = phases.promotion_time(new, timeline, bound)
+            timeline_phases, new_timeline = phases.taken_over(
+                watch, new, fault_at, timeline, bound, s.ttl, s.loop_wait
+            )
             time.sleep(max(0.0, fault_at + seconds - time.time()))
         finally:
             old.net.heal()
         healed_at = time.time()
     cluster.members().wait_healthy(READY_TIMEOUT_S, sync=s.sync)
     rejoined_at = time.time()
-    assert watch.detected_at is not None and watch.elected_at is not None
-    timeline_phases = phases.Phases(
-        fault_at,
-        watch.detected_at,
-        watch.elected_at,
-        promoted_at,
-        writable_at,
-        set_by=phases.set_by(s.ttl, s.loop_wait),
-    )
+    elected_at = timeline_phases.elected_at
     acked = side.acked
     lost = len(acked) - len(_held(cluster, [i for i, _ in acked]))
     after_fault = [t for _, t in acked if t > fault_at]
-    while_another_led = sum(1 for t in after_fault if t >= watch.elected_at)
+    while_another_led = sum(1 for t in after_fault if t >= elected_at)
     demoted_after = round(side.demoted_at - fault_at, 3) if side.demoted_at is not None else None
     return {
         "action": "isolate",
@@ -178,7 +171,7 @@ def isolate(cluster: Cluster, seconds: float) -> dict[str, Any]:
         "new_primary": new.name,
         "timeline": new_timeline,
         "phases": timeline_phases.as_dict(),
-        "writable_after_s": round(writable_at - fault_at, 3),
+        "writable_after_s": round(timeline_phases.writable_at - fault_at, 3),
         "isolated_side": {
             "acknowledged": len(acked),
             "acknowledged_after_fault": len(after_fault),

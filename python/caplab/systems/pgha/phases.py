@@ -135,3 +135,28 @@ def promotion_time(node: Node, old_timeline: int, timeout_s: float) -> tuple[flo
         if time.monotonic() > deadline:
             raise HaError(f"{node.name}'s /history shows no timeline after {old_timeline}: {entries}")
         time.sleep(WATCH_INTERVAL_S * 5)
+
+
+def taken_over(
+    watch: LeaderWatch,
+    new: Node,
+    fault_at: float,
+    old_timeline: int,
+    bound_s: float,
+    ttl: int,
+    loop_wait: int,
+) -> tuple[Phases, int]:
+    """Once ``watch`` saw ``new`` elected: waits until it takes writes and its promotion is on
+    record, and returns the failover's phases from ``fault_at`` and the new timeline."""
+    writable_at = wait_writable(new, bound_s)
+    promoted_at, new_timeline = promotion_time(new, old_timeline, bound_s)
+    assert watch.detected_at is not None and watch.elected_at is not None
+    found = Phases(
+        fault_at,
+        watch.detected_at,
+        watch.elected_at,
+        promoted_at,
+        writable_at,
+        set_by=set_by(ttl, loop_wait),
+    )
+    return found, new_timeline
