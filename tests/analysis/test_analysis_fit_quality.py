@@ -77,3 +77,19 @@ def test_a_fit_that_fits_keeps_its_model_and_its_predictions() -> None:
     assert max(p["n"] for p in entry["fit"]["predictions"]) == 8.0
     assert entry["peak"] == {"n": 4.0, "throughput": 3800.0}
     assert "λ=" in scaling_line(entry)
+
+
+def test_a_failover_studys_throughput_is_no_scaling_series() -> None:
+    cells = [
+        {
+            "index": i,
+            "status": "complete",
+            "factors": {"ttl": ttl},
+            "metrics": {"achieved_rps": 40.0 - ttl / 2, "failover": [{"trial": 0, "action": "kill-primary"}]},
+        }
+        for i, ttl in enumerate((10, 20, 30))
+    ]
+    assert study_scaling({"cells": cells}) == [], "throughput that falls with a longer outage is not a law"
+    for c in cells:
+        c["metrics"].pop("failover")
+    assert len(study_scaling({"cells": cells})) == 1, "the same cells without failovers are a series"

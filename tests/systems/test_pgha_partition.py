@@ -22,14 +22,16 @@ import pytest
 from caplab.systems.pgha import HaError, partition
 from caplab.systems.pgha.netns import NETNS_DIR, choose_subnet
 from support.foreground import read_started
-from support.pgha import FAST, StartCluster, Writer, held_ids, require_patroni
+from support.pgha import StartCluster, Writer, held_ids, require_patroni
 from support.require import PROFILES, require
 
 pytestmark = pytest.mark.slow  # a real cluster built and partitioned per test
 
 MARGIN_S = 3.0
-CUT_S = 16.0
-"""Longer than ttl + loop_wait (12 s): the majority side elects a leader while the cut lasts."""
+QUICK = {"ttl": 6, "loop_wait": 1, "retry_timeout": 2}
+"""Patroni's settings cut short (its rule: ttl ≥ loop_wait + 2 × retry_timeout) for short cuts."""
+CUT_S = 9.0
+"""Longer than ttl + loop_wait (7 s): the majority side elects a leader while the cut lasts."""
 
 
 @pytest.fixture(autouse=True)
@@ -53,7 +55,7 @@ def _agrees(side: dict[str, object], held: int) -> bool:
 
 
 def test_an_isolated_leader_under_synchronous_mode_loses_nothing(start_cluster: StartCluster) -> None:
-    cluster = start_cluster(nodes=2, sync=True, netns="auto", **FAST)
+    cluster = start_cluster(nodes=2, sync=True, netns="auto", **QUICK)
     namespaces = [n.net.namespace for n in cluster.nodes if n.net is not None]
     assert len(namespaces) == 2 and all((NETNS_DIR / ns).exists() for ns in namespaces)
     old = cluster.status()["leader"]
@@ -95,7 +97,7 @@ def test_an_isolated_leader_under_synchronous_mode_loses_nothing(start_cluster: 
 def test_an_isolated_asynchronous_leader_acknowledges_writes_that_are_lost(
     start_cluster: StartCluster,
 ) -> None:
-    cluster = start_cluster(nodes=2, sync=False, netns="auto", **FAST)
+    cluster = start_cluster(nodes=2, sync=False, netns="auto", **QUICK)
     result = partition.isolate(cluster, CUT_S)
     side = result["isolated_side"]
     # until Patroni demotes it, the cut-off leader commits locally: those rows never reached the
@@ -109,7 +111,7 @@ def test_an_isolated_asynchronous_leader_acknowledges_writes_that_are_lost(
 
 
 def test_isolate_needs_namespaces_and_a_free_subnet(start_cluster: StartCluster) -> None:
-    cluster = start_cluster(nodes=2, **FAST)
+    cluster = start_cluster(nodes=2, **QUICK)
     with pytest.raises(HaError, match="--netns"):
         partition.isolate(cluster, CUT_S)
     with pytest.raises(HaError, match="private IPv4 /24"):

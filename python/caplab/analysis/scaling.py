@@ -35,11 +35,14 @@ def _point_values(cell: dict[str, Any]) -> tuple[str, list[float]]:
 
 def study_scaling(document: dict[str, Any]) -> list[dict[str, Any]]:
     # A job's cells have no throughput to scale: its rate against its size is a shape, fitted
-    # apart (size_fit.py), not a scalability law.
+    # apart (size_fit.py), not a scalability law. Nor has a failover's: its throughput holds the
+    # outages it measured (longer with a longer ttl), not what more of a resource carries.
     cells = [
         c
         for c in document.get("cells", [])
-        if c.get("status") == "complete" and "job" not in (c.get("metrics") or {})
+        if c.get("status") == "complete"
+        and "job" not in (c.get("metrics") or {})
+        and not (c.get("metrics") or {}).get("failover")
     ]
     if not cells:
         return []

@@ -388,7 +388,14 @@ def capacity(results: Results, charts: dict[str, Chart]) -> Section:
 def scaling(results: Results, charts: dict[str, Chart]) -> Section:
     section = Section("Scaling", "scaling")
     texts = [o["text"] for o in results["observations"] if o["topic"] == "scaling"]
-    if not results["scaling"]:
+    if not results["scaling"] and results.get("failover"):
+        section.blocks.append(
+            Para(
+                "No scaling fit: a failover study's throughput holds the outages it measured, not what "
+                "more of a resource carries."
+            )
+        )
+    elif not results["scaling"]:
         section.blocks.append(
             Para(
                 "No scaling fit: it needs a numeric factor with three or more values among the "
