@@ -56,6 +56,8 @@ class SideWriter:
         )
         self.acked: list[tuple[int, float]] = []
         self.demoted_at: float | None = None
+        self.cut_at = float("inf")
+        """The prober notes a demotion only from here on (set just before the cut)."""
         self._next = first_id
         self._done = threading.Event()
         # daemon threads: a commit waiting for a standby that cannot answer never returns
@@ -108,8 +110,9 @@ class SideWriter:
                 taking_writes = row is not None and not row[0]
             except psycopg.Error:
                 taking_writes = False
-            if not taking_writes:
-                self.demoted_at = time.time()
+            now = time.time()
+            if not taking_writes and now >= self.cut_at:
+                self.demoted_at = now
             self._done.wait(PROBE_EVERY_S)
 
 
@@ -147,7 +150,7 @@ def isolate(cluster: Cluster, seconds: float) -> dict[str, Any]:
         side.wait_acked(FIRST_WRITES, 10.0)
         try:
             with phases.LeaderWatch(cluster.etcd, s.scope, old.name) as watch:
-                fault_at = time.time()
+                fault_at = side.cut_at = time.time()
                 old.net.isolate()
                 new = cluster.node(watch.wait_elected(bound))
             timeline_phases, new_timeline = phases.taken_over(
