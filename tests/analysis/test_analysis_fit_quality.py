@@ -80,16 +80,15 @@ def test_a_fit_that_fits_keeps_its_model_and_its_predictions() -> None:
 
 
 def test_a_failover_studys_throughput_is_no_scaling_series() -> None:
+    metrics: list[dict[str, Any]] = [
+        {"achieved_rps": 40.0 - ttl / 2, "failover": [{"trial": 0, "action": "kill-primary"}]}
+        for ttl in (10, 20, 30)
+    ]
     cells = [
-        {
-            "index": i,
-            "status": "complete",
-            "factors": {"ttl": ttl},
-            "metrics": {"achieved_rps": 40.0 - ttl / 2, "failover": [{"trial": 0, "action": "kill-primary"}]},
-        }
-        for i, ttl in enumerate((10, 20, 30))
+        {"index": i, "status": "complete", "factors": {"ttl": ttl}, "metrics": m}
+        for i, (ttl, m) in enumerate(zip((10, 20, 30), metrics, strict=True))
     ]
     assert study_scaling({"cells": cells}) == [], "throughput that falls with a longer outage is not a law"
-    for c in cells:
-        c["metrics"].pop("failover")
+    for m in metrics:
+        m.pop("failover")
     assert len(study_scaling({"cells": cells})) == 1, "the same cells without failovers are a series"
