@@ -38,7 +38,7 @@ CATALOG: tuple[BuiltInStudy, ...] = (
         "msgbus",
         "capacity per processing hosts × message stores × flow, the limiting tier, the USL scale-out",
         "3 min",
-        "35-40 min",
+        "30 min",
     ),
     BuiltInStudy(
         "miis-disk",
