@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from caplab.analysis.failover import (
+    IsolatedSide,
     Verdict,
     database_recovery,
     group_recovery,
@@ -89,6 +90,23 @@ def test_a_trial_succeeds_only_with_every_database_back_in_time_and_nothing_prom
     assert judge(stuck, within_s=5.0, lost=0, lossless=True).reasons == [
         "1 database(s) not back by the end of the trial: ag_1"
     ]
+
+
+def test_a_partition_fails_on_a_split_brain_always_and_on_its_loss_where_none_is_promised() -> None:
+    group = group_recovery({f"ag_{k}": outage(k * 10 + 1) for k in range(3)}, 1.0)
+    said = {"isolated_lost": 147.0, "split_brain_writes": 0.0, "isolated_demoted_after_s": 3.2}
+    side = IsolatedSide.from_reported(said)
+    assert side == IsolatedSide(147, 0, 3.2)
+    assert judge(group, 5.0, 0, lossless=False, isolated=side).success, "asynchronous: counted, allowed"
+    assert judge(group, 5.0, 0, lossless=True, isolated=side).reasons == [
+        "147 write(s) acknowledged on the isolated side lost where the mode promises none"
+    ]
+    brain = IsolatedSide.from_reported({"isolated_lost": 0.0, "split_brain_writes": 2.0})
+    assert brain is not None and brain.demoted_after_s is None
+    assert judge(group, 5.0, 0, lossless=False, isolated=brain).reasons == [
+        "split brain: 2 write(s) acknowledged on the isolated side while another node led"
+    ]
+    assert IsolatedSide.from_reported({"writable_after_s": 9.8}) is None, "a kill reports no isolated side"
 
 
 def test_k_of_k_carries_each_failures_reasons() -> None:

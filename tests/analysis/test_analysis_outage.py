@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import pytest
 
+from caplab.analysis.failover import IsolatedSide
 from caplab.analysis.outage import (
     Around,
+    IsolatedOver,
     Outage,
     Slot,
     TrialRecovery,
@@ -113,3 +115,12 @@ def test_after_an_outage_that_never_ended_consistency_is_not_claimed() -> None:
     assert around.before == "good" and around.after is None and around.after_cv is None
     both = pooled([Around(0.1, None), Around(0.3, 0.2)])
     assert both.before_cv == pytest.approx(0.2) and both.after_cv == pytest.approx(0.2)
+
+
+def test_the_isolated_sides_of_an_actions_partitions_are_summed_and_the_latest_demotion_kept() -> None:
+    sides = [IsolatedSide(147, 0, 3.2), IsolatedSide(383, 1, 8.4)]
+    assert IsolatedOver.over(sides) == IsolatedOver(2, 1, 530, 8.4)
+    assert IsolatedOver.over([*sides, IsolatedSide(0, 0, None)]) == IsolatedOver(3, 1, 530, None), (
+        "a side never demoted leaves no latest demotion to quote"
+    )
+    assert IsolatedOver.over([]) is None
