@@ -71,11 +71,12 @@ PORT_BLOCKS: tuple[Block, ...] = (
     ),
     Block(
         "pgpair-7600",
-        (7600, 7601, 7610, 7611, 7620, 7621, 7630, 7631),
+        (7600, 7601, 7610, 7611, 7620, 7621, 7630, 7631, 7640, 7641, 7650, 7651, 7660, 7661),
         "pg-failover/quick.yaml, availability-groups/quick.yaml, hl7-hardware/mirroring.yaml; the "
-        "observer's own client connects to both. 7610-7631: availability-groups/pgha.yaml (pgha's "
-        "nodes, Patroni's REST APIs, etcd), in the folder the availability-groups test copies; its "
-        "own test runs it on free ports",
+        "observer's own client connects to both. 7610-7631: availability-groups/pgha.yaml, ttl.yaml "
+        "and partition.yaml (pgha's nodes, Patroni's REST APIs, etcd), 7640-7661: its study.yaml, in "
+        "the folder the availability-groups test copies; pgha.yaml's and partition.yaml's own tests "
+        "run them on free ports",
         (
             "study/test_study_failover.py",
             "study/test_study_availability_groups.py",
