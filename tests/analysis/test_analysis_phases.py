@@ -6,7 +6,15 @@ from __future__ import annotations
 
 import pytest
 
-from caplab.analysis.phases import ManagerPhases, Timeline, dominant, ends, steps, timeline
+from caplab.analysis.phases import (
+    ManagerPhases,
+    Timeline,
+    dominant,
+    ends,
+    merged_set_by,
+    steps,
+    timeline,
+)
 
 FAULT_AT = 1_700_000_000.0
 PRINTED = {
@@ -91,3 +99,20 @@ def test_detection_dominates_a_recovery_that_waits_for_the_leader_key_to_expire(
     ]
     assert [by_name["writable"].p50_s, by_name["writable"].max_s] == pytest.approx([4.54, 5.54])
     assert dominant([]) is None
+
+
+def test_a_step_over_cells_of_different_settings_names_each_value_not_the_first() -> None:
+    def run(ttl: int) -> Timeline:
+        manager = _manager()
+        said = {"detected": f"Patroni's ttl ({ttl} s; the leader renews its key every loop_wait, 2 s)"}
+        return timeline(ManagerPhases(manager.fault_at, manager.at, 0.02, said), 0.0, [4.6], 4.8, 0.1)
+
+    top = dominant(steps([run(10), run(20), run(20), run(30)]))
+    assert top is not None and top.set_by == "Patroni's ttl (10 s, 20 s or 30 s by cell)"
+    same = dominant(steps([run(10), run(10)]))
+    assert (
+        same is not None
+        and same.set_by == "Patroni's ttl (10 s; the leader renews its key every loop_wait, 2 s)"
+    )
+    assert merged_set_by([None, None]) is None
+    assert merged_set_by(["a (1)", "b (2)"]) == "a (1); b (2)", "different settings: both said whole"

@@ -39,6 +39,16 @@ def test_one_good_interval_between_bad_ones_is_not_a_recovery() -> None:
     assert found.failed == 15
 
 
+def test_a_dip_before_the_outage_is_not_its_end() -> None:
+    # A switchover at 50 databases (study 1's first trial, 10 per 0.1 s here): commits slowed by its
+    # checkpoint 1 s after the action, two normal intervals, then 0.8 s with nothing but errors.
+    counts = [(100, 0)] * 10 + [(100, 0)] * 10 + [(60, 0), (130, 0), (100, 0), (60, 1)]
+    counts += [(0, 30)] * 8 + [(150, 0)] + [(100, 0)] * 6
+    found = recovery(series(counts), 1.0)
+    assert found.recovery_s == pytest.approx(2.2), "back at 3.2 s, not at the dip's end (1.1 s)"
+    assert found.failed == 1 + 8 * 30 and found.unavailable_s == pytest.approx(0.8)
+
+
 def test_a_load_that_never_comes_back_says_so_and_a_quiet_fault_is_no_disruption() -> None:
     down = recovery(series([(100, 0)] * 10 + [(0, 3)] * 5), 1.0)
     assert down.recovery_s is None and down.after_rps is None and down.failed == 15

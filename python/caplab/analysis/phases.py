@@ -19,6 +19,7 @@ time after the fault — the manager's and the clients' — is measured from the
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -241,7 +242,9 @@ def steps(timelines: Sequence[Timeline]) -> list[PhaseSpread]:
     """Each step's length over ``timelines`` (in the steps' order, those seen at least once)."""
     out = []
     for name, _, _ in STEPS:
-        lengths, shares, said = [], [], None
+        lengths: list[float] = []
+        shares: list[float] = []
+        said: list[str | None] = []
         for t in timelines:
             length = dict(t.steps()).get(name)
             if length is None:
@@ -250,7 +253,7 @@ def steps(timelines: Sequence[Timeline]) -> list[PhaseSpread]:
             total = t.recovery_s
             if total:
                 shares.append(length / total)
-            said = said or t.set_by.get(SET_BY_STEP.get(name, ""))
+            said.append(t.set_by.get(SET_BY_STEP.get(name, "")))
         if lengths:
             out.append(
                 PhaseSpread(
@@ -259,10 +262,25 @@ def steps(timelines: Sequence[Timeline]) -> list[PhaseSpread]:
                     percentile(lengths, 0.95),
                     max(lengths),
                     percentile(shares, 0.5),
-                    said,
+                    merged_set_by(said),
                 )
             )
     return out
+
+
+def merged_set_by(said: Sequence[str | None]) -> str | None:
+    """What sets a step over trials whose settings may differ: the one text where all agree, else
+    the setting's name with each trial's value (``Patroni's ttl (10 s, 20 s or 30 s by cell)``),
+    so a study over the setting never quotes its first cell's value for all of them."""
+    texts = list(dict.fromkeys(s for s in said if s))
+    if len(texts) <= 1:
+        return texts[0] if texts else None
+    names = {t.split(" (", 1)[0] for t in texts}
+    values = [m.group(1) for t in texts if (m := re.search(r"\(([^;)]*)", t))]
+    if len(names) > 1 or len(values) < len(texts):
+        return "; ".join(texts)
+    shown = ", ".join(values[:-1]) + f" or {values[-1]}"
+    return f"{names.pop()} ({shown} by cell)"
 
 
 def dominant(spread: Sequence[PhaseSpread]) -> PhaseSpread | None:
