@@ -76,6 +76,15 @@ def test_a_group_spreads_its_databases_and_names_those_that_never_came_back() ->
     assert group.group_s == 0.05 and group.resolution_s == pytest.approx(0.1)
 
 
+def test_a_database_probed_more_slowly_than_the_interval_is_known_to_its_probes_gap() -> None:
+    # 400 databases at 1.25 probes a second each: one request every eighth 0.1 s interval, so a
+    # commit 0.8 s after the fault may mean the database was back at any time in between.
+    sparse = series(([(1, 0)] + [(0, 0)] * 7) * 5)
+    group = group_recovery({"ag_0": sparse, "ag_1": outage(2, after=30)}, 1.0)
+    assert group.resolution_s == pytest.approx(0.8)
+    assert group_recovery({"ag_1": outage(2, after=30)}, 1.0).resolution_s == pytest.approx(0.1)
+
+
 def test_a_trial_succeeds_only_with_every_database_back_in_time_and_nothing_promised_lost() -> None:
     group = group_recovery({f"ag_{k}": outage(k * 10 + 1) for k in range(3)}, 1.0)  # 0.1, 1.1, 2.1 s
     assert judge(group, within_s=5.0, lost=0, lossless=True) == Verdict(True, [])
