@@ -79,6 +79,16 @@ def test_each_failover_trial_is_a_row_with_its_spread_and_verdict() -> None:
     assert row["trial"] == "2", "stored 0-based, shown from 1 as the Recovery table does"
     assert row["databases"] == "50" and row["max"] == "0.60" and row["never back"] == "1"
     assert "never recovered" in row["verdict"]
+    assert table.note is not None and "(± 0.1 s, the interval series' resolution)" in table.note
+
+
+def test_databases_probed_more_slowly_give_the_note_a_range_of_resolutions() -> None:
+    probed = results([50, 400])
+    for entry in probed["cells"][1]["failover"]:
+        entry["resolution_s"] = 0.8  # 1.25 probes a second per database
+    table = database_recovery_table(probed)
+    assert table is not None and table.note is not None
+    assert "(± 0.1–0.8 s: the interval series' resolution, or a database's gap" in table.note
 
 
 def test_recovery_growing_with_the_database_count_is_fitted_not_eyeballed() -> None:

@@ -129,7 +129,7 @@ def failover_line(entry: dict[str, Any]) -> str:
     )
     phases = f"; {phases_line(Timeline.from_dict(entry['phases']))}" if "phases" in entry else ""
     return (
-        f"{entry['action']}: {group}{spread} (± {r['resolution_s']:g} s, {count} databases){missing}"
+        f"{entry['action']}: {group}{spread} (± {r['resolution_s']:.2g} s, {count} databases){missing}"
         f"{phases}{isolated_line(entry.get('isolated'))}{judged}"
     )
 

@@ -95,7 +95,14 @@ def database_recovery_table(results: Results) -> Table | None:
         Column("verdict", wrap=True),
     ]
     widths = {f["resolution_s"] for c in results["cells"] for f in c["failover"] if f["resolution_s"]}
-    resolution = f" (± {max(widths):g} s, the interval series' resolution)" if widths else ""
+    resolution = (
+        f" (± {min(widths):.2g}–{max(widths):.2g} s: the interval series' resolution, or a database's "
+        "gap between requests where longer)"
+        if len(widths) > 1
+        else f" (± {max(widths):.2g} s, the interval series' resolution)"
+        if widths
+        else ""
+    )
     note = (
         "Group writable: from the fault (the role change's start, or the instant it reported for its "
         "fault) until a primary accepted writes again, as the system reported it. Databases: from the "

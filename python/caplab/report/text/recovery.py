@@ -47,7 +47,7 @@ def action_sentence(a: ActionRecovery) -> str:
         parts.append(
             "each database's first commit after "
             + _spread(a["database_p50_s"], a["database_p95_s"], a["database_max_s"])
-            + (f" (± {a['resolution_s']:.2g} s, the series' resolution)" if a["resolution_s"] else "")
+            + (f" (± {a['resolution_s']:.2g} s, the resolution)" if a["resolution_s"] else "")
         )
     if phases := phases_text(a):
         parts.append(phases)
