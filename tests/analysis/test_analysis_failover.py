@@ -83,6 +83,8 @@ def test_a_database_probed_more_slowly_than_the_interval_is_known_to_its_probes_
     group = group_recovery({"ag_0": sparse, "ag_1": outage(2, after=30)}, 1.0)
     assert group.resolution_s == pytest.approx(0.8)
     assert group_recovery({"ag_1": outage(2, after=30)}, 1.0).resolution_s == pytest.approx(0.1)
+    edges = series([(1, 0)] * 119 + [(0, 0)])  # 10 a second for 12 s, one request short at the end
+    assert group_recovery({"ag_0": edges}, 1.0).resolution_s == pytest.approx(0.1), "not 0.1008"
 
 
 def test_a_trial_succeeds_only_with_every_database_back_in_time_and_nothing_promised_lost() -> None:

@@ -113,7 +113,10 @@ def _request_gap(intervals: Sequence[Interval]) -> float:
     sent = sum(i.completed + i.errors for i in intervals)
     if not sent:
         return 0.0
-    return (max(i.end_s for i in intervals) - min(i.start_s for i in intervals)) / sent
+    gap = (max(i.end_s for i in intervals) - min(i.start_s for i in intervals)) / sent
+    # an estimate from counts (one request fewer at the trial's edges reads 0.1008 s for 0.1 s):
+    # to two significant digits, as it is shown
+    return float(f"{gap:.2g}")
 
 
 @dataclass(frozen=True)
