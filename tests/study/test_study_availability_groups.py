@@ -44,7 +44,9 @@ def test_every_database_recovery_is_measured_and_the_failovers_rated_k_of_k(shar
             assert all(d["recovery_s"] is not None for d in r["databases"]), r["not_recovered"]
             assert r["p50_s"] <= r["p95_s"] <= r["max_s"]
             assert r["group_s"] is not None and r["group_s"] > 0, "pgpair's own group-level time"
-            assert r["resolution_s"] == pytest.approx(0.1)
+            # the 0.1 s interval, or a database's gap between probes where longer (10 a second
+            # asked; an outage's unsent requests widen it a little)
+            assert 0.1 - 1e-9 <= r["resolution_s"] <= 0.15, r["resolution_s"]
         success = metrics["success"]
         assert success["trials"] == REPEATS and success["text"] == f"{success['successes']}/{REPEATS}"
         assert len(success["failures"]) == REPEATS - success["successes"]
