@@ -51,6 +51,19 @@ def _seconds(value: float | None) -> TableCell:
     return num_cell(value, u.DASH if value is None else f"{value:.2f}")
 
 
+def _resolution_note(widths: set[float]) -> str:
+    """What the databases' times are known to: the interval, or a range where some databases were
+    probed more slowly than it (their gap between requests is their resolution)."""
+    if not widths:
+        return ""
+    if len(widths) == 1:
+        return f" (± {max(widths):.2g} s, the interval series' resolution)"
+    return (
+        f" (± {min(widths):.2g}–{max(widths):.2g} s: the interval series' resolution, or a database's "
+        "gap between requests where longer)"
+    )
+
+
 def database_recovery_table(results: Results) -> Table | None:
     """One row per failover trial read database by database."""
     rows = []
@@ -95,14 +108,7 @@ def database_recovery_table(results: Results) -> Table | None:
         Column("verdict", wrap=True),
     ]
     widths = {f["resolution_s"] for c in results["cells"] for f in c["failover"] if f["resolution_s"]}
-    resolution = (
-        f" (± {min(widths):.2g}–{max(widths):.2g} s: the interval series' resolution, or a database's "
-        "gap between requests where longer)"
-        if len(widths) > 1
-        else f" (± {max(widths):.2g} s, the interval series' resolution)"
-        if widths
-        else ""
-    )
+    resolution = _resolution_note(widths)
     note = (
         "Group writable: from the fault (the role change's start, or the instant it reported for its "
         "fault) until a primary accepted writes again, as the system reported it. Databases: from the "
