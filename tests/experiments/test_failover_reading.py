@@ -20,9 +20,10 @@ NONE = LatencySummary(0, None, None, None, None, None, None, None)
 URL = "postgresql://caplab@127.0.0.1:7600,127.0.0.1:7601/ag_0?target_session_attrs=read-write"
 
 
-def trial(failing: bool = False) -> TrialRecord:
+def trial(failing: bool = False, interrupted: bool = False) -> TrialRecord:
     """2 s at 10 completions per 0.1 s interval, none from 0.5 s to 0.8 s (the outage; ``failing``:
-    its requests fail, as a killed primary's do, rather than wait)."""
+    its requests fail, as a killed primary's do, rather than wait; ``interrupted``: stopped by
+    Ctrl-C)."""
     snapshots = [
         IntervalSnapshot(
             k, k / 10, (k + 1) / 10, False, 10, 0 if 5 <= k < 8 else 10, 10 if failing and 5 <= k < 8 else 0,
@@ -33,7 +34,7 @@ def trial(failing: bool = False) -> TrialRecord:
     figures = GeneratorFigures(1, 0.0, None, None, None, 0.0, 1, False, None)
     result = RunResult(
         "open", 100.0, None, 2.0, 0.0, 0, 0, 0, 0, 0, 0.0, NONE, NONE, {},
-        snapshots, figures, None, False, {},
+        snapshots, figures, None, interrupted, {},
     )  # fmt: skip
     return TrialRecord(result)
 
@@ -62,6 +63,16 @@ def test_the_failover_entry_is_numbered_as_the_recovery_entry() -> None:
     assert recovered["trial"] == judged["trial"] == 0
     assert judged["verdict"]["success"], judged
     assert [n.split(":")[0] for n in notes] == ["trial 1", "trial 1"]
+
+
+def test_an_interrupted_trial_is_read_but_not_judged() -> None:
+    """Ctrl-C stopped the action and the clients: no verdict (a "failed" would blame the system)."""
+    notes: list[str] = []
+    interrupted = ActionOutcome("switchover", "true", 0.5, started_s=0.5, ended_s=0.6, exit_code=-2)
+    entries = reading(PostgresTargetSpec(url=URL), notes, []).read(trial(interrupted=True), [interrupted], 0)
+    [judged] = entries["failover"]
+    assert "verdict" not in judged and judged["recovery"]["databases"]
+    assert notes[-1].endswith("; interrupted, not judged") and "failed" not in notes[-1], notes[-1]
 
 
 def test_a_trial_without_actions_adds_nothing_without_a_ledger() -> None:

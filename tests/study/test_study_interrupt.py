@@ -3,6 +3,7 @@ then completes the same study without running the finished cells again."""
 
 from __future__ import annotations
 
+import os
 import queue
 import signal
 import subprocess
@@ -189,3 +190,52 @@ def test_resume_with_nothing_to_resume_starts_a_new_study(
     assert again.returncode == 0, again.stderr
     assert "already complete" not in again.stderr
     assert json_out(again)["study"]["id"] == json_out(first)["study"]["id"] + 1
+
+
+@pytest.mark.slow
+def test_a_second_ctrl_c_waits_for_the_system_to_stop(tmp_path: Path, db_url: str) -> None:
+    """Ctrl-C pressed again while the SUT's stop command runs (a large cluster takes minutes) is held
+    until the system has stopped, then delivered: the stop command finishes, the server is gone,
+    exit 130. Sent to caplab's process group, as a terminal sends it, so the stop command would
+    get it too if it ran in caplab's group."""
+    port = free_port()
+    stopping, stopped = tmp_path / "stopping", tmp_path / "stopped"
+    study = {
+        "name": "slow-stop",
+        "target": {"http": {"url": f"http://127.0.0.1:{port}/"}},
+        "sut": {
+            "start": knownserver(port),
+            "stop": f"touch {stopping} && sleep 1.5 && touch {stopped}",
+            "ready": {"port": port, "timeout": "20s"},
+        },
+        "load": {"rate": 20, "duration": "20s"},
+    }
+    path = write_study(tmp_path / "study.yaml", study)
+    proc = subprocess.Popen(
+        [str(CAPLAB), "run", str(path), "--db", db_url, "--no-report"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_sigint,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + RUN_TIMEOUT_S
+        while not listening(port) and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+        time.sleep(0.5)  # into the trial
+        os.killpg(proc.pid, signal.SIGINT)
+        while not stopping.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.02)
+        assert stopping.exists(), "the stop command never ran"
+        os.killpg(proc.pid, signal.SIGINT)  # the second Ctrl-C, while the stop command sleeps
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=10)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and "Aborted" not in stderr
+    assert stopped.exists(), "the second Ctrl-C cut the stop command short"
+    assert not listening(port), "the server was left running"

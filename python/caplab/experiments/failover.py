@@ -196,9 +196,12 @@ class FailoverReading:
             series = database_series(record.result, self.postgres.urls()[0])
             ledger = self._ledger(self.postgres, series, index)
             back = load_back(entries["recovery"])
-            judged = judged_failover(self.recovery, series, outcomes, ledger, index, back)
+            # An interrupted trial stopped its action and its clients mid-way: read, not judged.
+            cut = record.result.interrupted
+            judged = judged_failover(None if cut else self.recovery, series, outcomes, ledger, index, back)
             if judged is not None:
-                self.note(f"trial {index + 1}: {failover_line(judged)}")
+                after = "; interrupted, not judged" if cut and self.recovery is not None else ""
+                self.note(f"trial {index + 1}: {failover_line(judged)}{after}")
             entries |= {"ledger": [ledger] if ledger else [], "failover": [judged] if judged else []}
         return {key: found for key, found in entries.items() if found}
 

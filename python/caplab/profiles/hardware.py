@@ -163,7 +163,7 @@ class CellHardware:
         """Remove everything, role by role in reverse; every step runs even if one fails, and the
         failures are raised together at the end."""
         errors: list[str] = []
-        with _interrupts_deferred():
+        with interrupts_deferred():
             for hw in reversed(list({id(h): h for h in self.roles.values()}.values())):
                 if hw.group is not None:  # processes go first: a busy mount or namespace stays
                     _collect(errors, hw.group.remove)
@@ -327,7 +327,7 @@ def _collect(errors: list[str], step: Callable[[], None]) -> None:
 
 
 @contextlib.contextmanager
-def _interrupts_deferred() -> Iterator[None]:
+def interrupts_deferred() -> Iterator[None]:
     """Hold Ctrl-C (and SIGTERM, which caplab's CLI takes as one) while removing, then deliver it:
     a half-removed cell is the worst leftover."""
     if threading.current_thread() is not threading.main_thread():

@@ -25,8 +25,7 @@ from types import TracebackType
 
 from caplab.profiles.cgroup import Cgroup, CgroupLayout, detect
 from caplab.profiles.errors import ProfileError
-from caplab.profiles.hardware import _interrupts_deferred as interrupts_deferred  # same package
-from caplab.profiles.hardware import owner_prefix
+from caplab.profiles.hardware import interrupts_deferred, owner_prefix
 
 __all__ = ["SHARED", "CpuPlacement", "Placed", "format_cpus", "host_cpus", "parse_cpus", "plan_placement"]
 

@@ -32,7 +32,7 @@ from pathlib import Path
 import psutil
 from pydantic import BaseModel
 
-from caplab.profiles.hardware import _interrupts_deferred, owner_prefix
+from caplab.profiles.hardware import interrupts_deferred, owner_prefix
 from caplab.spec import StudyConfig
 
 PLACEHOLDER = "{runtime}"
@@ -110,7 +110,7 @@ def remove_runtime(path: Path) -> list[str]:
     filesystem mounted inside (a volume whose removal failed) is left alone. Returns what was not
     removed, one line each."""
     problems: list[str] = []
-    with _interrupts_deferred():
+    with interrupts_deferred():
         _kill_processes_in(path)
         if path.is_dir() and not path.is_symlink():
             _remove_tree(path, os.lstat(path).st_dev, problems)

@@ -149,6 +149,7 @@ class Sut:
                 capture_output=True,
                 check=False,
                 env=sut_environment(),  # as the start command's: `python -m …` is this install's
+                start_new_session=True,  # a terminal's Ctrl-C goes to caplab's group, not to it
             )
         if self.process is None:
             return

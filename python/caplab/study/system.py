@@ -7,6 +7,7 @@ from __future__ import annotations
 from caplab.collect import RoleSpec
 from caplab.json_types import JsonDict
 from caplab.profiles import CellHardware
+from caplab.profiles.hardware import interrupts_deferred
 from caplab.profiles.placement import Placed
 from caplab.study.hardware import Attacher, describe, with_profiles
 from caplab.study.plan import CellPlan
@@ -48,10 +49,14 @@ class RunningSystem:
             raise
 
     def stop(self) -> None:
-        if self.attacher is not None:
-            self.attacher.stop()
-        if self.sut is not None:
-            self.sut.stop()
+        """Stops the attacher and the SUT with Ctrl-C held until both are done, then delivered: a
+        second Ctrl-C (or SIGTERM) while a cluster is stopping — a 400-database pgha cell takes
+        minutes — would otherwise kill the stop command half-way and leave its servers running."""
+        with interrupts_deferred():
+            if self.attacher is not None:
+                self.attacher.stop()
+            if self.sut is not None:
+                self.sut.stop()
 
     def restart(self) -> None:
         """Stops the system and starts it again, ready. The attacher keeps running and puts the
