@@ -58,6 +58,8 @@ def test_a_killed_leader_is_replaced_by_patroni_in_phases_the_client_agrees_with
 
 
 def test_a_switchover_through_patronis_api_loses_no_acknowledged_write(start_cluster: StartCluster) -> None:
+    """Its phases run from the request to Patroni (the fault): the old leader steps down, the new
+    one is elected, promoted and writable, when the client's first write on it was acknowledged."""
     cluster = start_cluster(nodes=2, sync=True, **FAST)
     old = cluster.status()["leader"]
     with Writer(cluster) as writer:
@@ -65,8 +67,15 @@ def test_a_switchover_through_patronis_api_loses_no_acknowledged_write(start_clu
             time.sleep(0.05)
         result = failover.switchover(cluster)
         new = cluster.node(result["new_primary"])
-        writer.wait_acked_after(time.time() - 0.001, new.port, 30.0)
+        at = result["phases"]["at"]
+        client_first = writer.wait_acked_after(at["fault"], new.port, 30.0)
     assert result["old_primary"] == old and result["new_primary"] != old
+    resolution = result["phases"]["resolution_s"]
+    assert at["fault"] < at["detected"] <= at["elected"], at
+    assert at["elected"] - resolution <= at["promoted"] <= at["writable"], at
+    assert result["writable_after_s"] == pytest.approx(at["writable"] - at["fault"], abs=0.001)
+    assert abs(client_first - at["writable"]) <= AGREE_S, (client_first - at["fault"], at)
+    assert "stepping down" in result["phases"]["set_by"]["detected"]
     acked = {i for i, _, _ in writer.acked}
     before = {i for i, _, p in writer.acked if p != new.port}
     assert before and acked - before, "writes were acknowledged on both sides of the switchover"

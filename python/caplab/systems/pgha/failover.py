@@ -3,7 +3,9 @@
 - ``kill_primary``: SIGKILL of the leader's Patroni and postmaster, nothing else. The replicas'
   Patroni notice the leader key expire, one takes it and promotes its PostgreSQL. The phases come
   from etcd and Patroni (see phases.py).
-- ``switchover``: Patroni's ``POST /switchover``; the old leader's Patroni makes it a replica.
+- ``switchover``: Patroni's ``POST /switchover``; the old leader's Patroni makes it a replica. Its
+  phases run from the request (the leader stepping down stands where a dead leader's detection
+  does).
 - ``rejoin``: the killed node's Patroni is started again; it rewinds PostgreSQL (``use_pg_rewind``)
   onto the new timeline and streams from the new leader.
 """
@@ -43,7 +45,7 @@ def kill_primary(cluster: Cluster, *, then_rejoin: bool = False) -> dict[str, An
         patroni_pid, postmaster_pid, fault_at = old.kill()
         new = cluster.node(watch.wait_elected(bound))
     timeline_phases, new_timeline = phases.taken_over(
-        watch, new, fault_at, timeline, bound, s.ttl, s.loop_wait
+        watch, new, fault_at, timeline, bound, phases.set_by(s.ttl, s.loop_wait)
     )
     old.server.wait_gone()
     result: dict[str, Any] = {
@@ -63,25 +65,32 @@ def kill_primary(cluster: Cluster, *, then_rejoin: bool = False) -> dict[str, An
 
 
 def switchover(cluster: Cluster, candidate: str | None = None) -> dict[str, Any]:
-    """Patroni's switchover to ``candidate`` (by default any healthy replica); returns when the
-    old leader streams from the new one again."""
-    old, _ = leader_and_timeline(cluster)
+    """Patroni's switchover to ``candidate`` (by default any healthy replica), with its phases from
+    the moment Patroni was asked — the fault, on the clients' clock: the wait for a healthy
+    cluster before it is no part of the failover. Returns when the old leader streams from the new
+    one again."""
+    old, timeline = leader_and_timeline(cluster)
     cluster.members().wait_healthy(READY_TIMEOUT_S, sync=cluster.state.sync)
-    started = time.time()
     body = {"leader": old.name, **({"candidate": candidate} if candidate else {})}
-    answer = old.rest("/switchover", "POST", body, timeout_s=READY_TIMEOUT_S)
-    if answer.status != 200:
-        raise HaError(f"Patroni refused the switchover ({answer.status}): {answer.body}")
-    new = cluster.members().wait_leader(READY_TIMEOUT_S)
-    writable_at = time.time()
+    with phases.LeaderWatch(cluster.etcd, cluster.state.scope, old.name) as watch:
+        asked_at = time.time()
+        answer = old.rest("/switchover", "POST", body, timeout_s=READY_TIMEOUT_S)
+        if answer.status != 200:
+            raise HaError(f"Patroni refused the switchover ({answer.status}): {answer.body}")
+        new = cluster.node(watch.wait_elected(READY_TIMEOUT_S))
+    timeline_phases, new_timeline = phases.taken_over(
+        watch, new, asked_at, timeline, READY_TIMEOUT_S, phases.switchover_set_by()
+    )
     cluster.members().wait_healthy(READY_TIMEOUT_S, sync=cluster.state.sync)
     return {
         "action": "switchover",
         "old_primary": old.name,
         "new_primary": new.name,
         "patroni": answer.body,
-        "writable_after_s": round(writable_at - started, 3),
-        "rejoined_after_s": round(time.time() - started, 3),
+        "timeline": new_timeline,
+        "phases": timeline_phases.as_dict(),
+        "writable_after_s": round(timeline_phases.writable_at - asked_at, 3),
+        "rejoined_after_s": round(time.time() - asked_at, 3),
     }
 
 

@@ -154,7 +154,7 @@ def isolate(cluster: Cluster, seconds: float) -> dict[str, Any]:
                 old.net.isolate()
                 new = cluster.node(watch.wait_elected(bound))
             timeline_phases, new_timeline = phases.taken_over(
-                watch, new, fault_at, timeline, bound, s.ttl, s.loop_wait
+                watch, new, fault_at, timeline, bound, phases.set_by(s.ttl, s.loop_wait)
             )
             time.sleep(max(0.0, fault_at + seconds - time.time()))
         finally:

@@ -1,7 +1,8 @@
 """The recovery timeline of a failover as the HA manager records it, on the client's clock
 (``time.time()``):
 
-- **detected**: the old leader's key is gone from etcd (its lease expired: nobody renewed it);
+- **detected**: the old leader's key is gone from etcd (its lease expired: nobody renewed it; in a
+  switchover, the old leader released it once its PostgreSQL had stopped);
 - **elected**: the key names another node (it won the race for it);
 - **promoted**: the new timeline's history file was written (PostgreSQL ended recovery), the
   time Patroni's ``/history`` gives for it;
@@ -38,8 +39,7 @@ class Phases:
     promoted_at: float
     writable_at: float
     resolution_s: float = WATCH_INTERVAL_S
-    set_by: tuple[tuple[str, str], ...] = ()
-    """(phase, what sets how long it takes), in Patroni's words and this cluster's settings."""
+    set_by: SetBy = ()
 
     def as_dict(self) -> dict[str, Any]:
         at = {
@@ -57,13 +57,34 @@ class Phases:
         }
 
 
-def set_by(ttl: int, loop_wait: int) -> tuple[tuple[str, str], ...]:
-    """What sets each phase's length under Patroni with these settings."""
+SetBy = tuple[tuple[str, str], ...]
+"""(phase, what sets how long it takes), in Patroni's words and this cluster's settings."""
+
+_PROMOTED_WRITABLE = (
+    ("promoted", "PostgreSQL's promotion (end of recovery, a new timeline)"),
+    ("writable", "the new leader's Patroni seeing its PostgreSQL out of recovery"),
+)
+
+
+def set_by(ttl: int, loop_wait: int) -> SetBy:
+    """What sets each phase's length under Patroni with these settings, when the leader died."""
     return (
         ("detected", f"Patroni's ttl ({ttl} s; the leader renews its key every loop_wait, {loop_wait} s)"),
         ("elected", f"Patroni's loop_wait ({loop_wait} s): a replica's next HA loop takes the key"),
-        ("promoted", "PostgreSQL's promotion (end of recovery, a new timeline)"),
-        ("writable", "the new leader's Patroni seeing its PostgreSQL out of recovery"),
+        *_PROMOTED_WRITABLE,
+    )
+
+
+def switchover_set_by() -> SetBy:
+    """What sets each phase's length in a switchover: nothing expires; the leader steps down."""
+    return (
+        (
+            "detected",
+            "the old leader stepping down: Patroni stops its PostgreSQL (a shutdown checkpoint of "
+            "every database) and releases the leader key",
+        ),
+        ("elected", "the candidate's Patroni taking the released key"),
+        *_PROMOTED_WRITABLE,
     )
 
 
@@ -143,11 +164,12 @@ def taken_over(
     fault_at: float,
     old_timeline: int,
     bound_s: float,
-    ttl: int,
-    loop_wait: int,
+    explained: SetBy,
 ) -> tuple[Phases, int]:
     """Once ``watch`` saw ``new`` elected: waits until it takes writes and its promotion is on
-    record, and returns the failover's phases from ``fault_at`` and the new timeline."""
+    record, and returns the failover's phases from ``fault_at`` (each explained by ``explained``:
+    ``set_by`` for a dead leader, ``switchover_set_by`` for one that stepped down) and the new
+    timeline."""
     writable_at = wait_writable(new, bound_s)
     promoted_at, new_timeline = promotion_time(new, old_timeline, bound_s)
     assert watch.detected_at is not None and watch.elected_at is not None
@@ -157,6 +179,6 @@ def taken_over(
         watch.elected_at,
         promoted_at,
         writable_at,
-        set_by=set_by(ttl, loop_wait),
+        set_by=explained,
     )
     return found, new_timeline
