@@ -1,5 +1,6 @@
 """pgha's settings are checked before anything starts (Patroni's own rule for ttl, loop_wait and
-retry_timeout among them), and a failover's phases read as offsets from the fault."""
+retry_timeout among them), a failover's phases read as offsets from the fault, and a switchover
+Patroni's API stopped waiting for is watched on, not taken as refused."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from typing import Any
 import pytest
 
 from caplab.systems.pgha import HaError, HaSettings, Phases
+from caplab.systems.pgha.failover import switchover_under_way
+from caplab.systems.pgha.patroni import RestAnswer
 
 
 @pytest.mark.parametrize(
@@ -39,3 +42,19 @@ def test_phases_are_offsets_from_the_fault() -> None:
     phases = Phases(100.0, 109.25, 109.3, 109.4, 109.5).as_dict()
     assert phases["after_fault_s"] == {"detected": 9.25, "elected": 9.3, "promoted": 9.4, "writable": 9.5}
     assert phases["at"]["fault"] == 100.0 and phases["resolution_s"] > 0
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "under_way"),
+    [
+        (200, 'Successfully switched over to "node1"', True),
+        (503, "Switchover status unknown", True),  # Patroni's API stopped waiting; the watch goes on
+        (503, "Switchover failed", False),
+        (412, "switchover is not possible: cluster does not have members except leader", False),
+        (0, None, False),  # nothing answered
+    ],
+)
+def test_a_switchover_patroni_stopped_waiting_for_is_still_watched(
+    status: int, body: str | None, under_way: bool
+) -> None:
+    assert switchover_under_way(RestAnswer(status, body)) is under_way

@@ -17,7 +17,7 @@ from typing import Any
 
 from caplab.systems.pgha import phases
 from caplab.systems.pgha.cluster import READY_TIMEOUT_S, Cluster
-from caplab.systems.pgha.patroni import Node
+from caplab.systems.pgha.patroni import Node, RestAnswer
 from caplab.systems.pgha.settings import HaError
 
 MARGIN_S = 30.0
@@ -75,7 +75,7 @@ def switchover(cluster: Cluster, candidate: str | None = None) -> dict[str, Any]
     with phases.LeaderWatch(cluster.etcd, cluster.state.scope, old.name) as watch:
         asked_at = time.time()
         answer = old.rest("/switchover", "POST", body, timeout_s=READY_TIMEOUT_S)
-        if answer.status != 200:
+        if not switchover_under_way(answer):
             raise HaError(f"Patroni refused the switchover ({answer.status}): {answer.body}")
         new = cluster.node(watch.wait_elected(READY_TIMEOUT_S))
     timeline_phases, new_timeline = phases.taken_over(
@@ -92,6 +92,17 @@ def switchover(cluster: Cluster, candidate: str | None = None) -> dict[str, Any]
         "writable_after_s": round(timeline_phases.writable_at - asked_at, 3),
         "rejoined_after_s": round(time.time() - asked_at, 3),
     }
+
+
+def switchover_under_way(answer: RestAnswer) -> bool:
+    """Whether Patroni took the switchover: done (200), or still going when its API stopped
+    waiting. ``POST /switchover`` polls for a new leader for 2 × max(10 s, loop_wait), then answers
+    503 "Switchover status unknown" while the old leader may still be stopping (a shutdown
+    checkpoint of 200 databases took longer); the leader watch then goes on waiting. "Switchover
+    failed" (the request withdrawn, no new leader) and any other answer are a refusal."""
+    if answer.status == 200:
+        return True
+    return answer.status == 503 and str(answer.body).endswith("status unknown")
 
 
 def rejoin(cluster: Cluster, node: Node | None = None) -> float:
