@@ -50,6 +50,18 @@ def test_a_commit_after_a_dead_interval_counts_even_beside_failures() -> None:
     assert found.recovery_s == pytest.approx(0.2) and found.failed == 7
 
 
+def test_a_commit_before_the_old_leader_was_gone_is_not_the_recovery() -> None:
+    """A switchover: the old leader checkpoints before it stops (a probe times out, the next one
+    commits on it), is gone at 1.5 s by the manager's record, and the database is back at 1.8 s."""
+    counts = [(1, 0)] * 10 + [(0, 1), (1, 0), (1, 0), (0, 0), (0, 3), (0, 3), (0, 3), (0, 3), (1, 0), (1, 0)]
+    early = database_recovery("ag_0", series(counts), 1.0)
+    assert early.recovery_s == pytest.approx(0.1), "without the manager's record: the checkpoint's dip"
+    found = database_recovery("ag_0", series(counts), 1.0, leader_gone_s=1.5)
+    assert found.disrupted and found.recovery_s == pytest.approx(0.8) and found.failed == 13
+    group = group_recovery({"ag_0": series(counts)}, 1.0, leader_gone_s=1.5)
+    assert group.max_s == pytest.approx(0.8)
+
+
 def test_a_database_that_never_commits_again_is_not_recovered_and_one_untouched_took_no_time() -> None:
     never = database_recovery("ag_1", series([(1, 0)] * 10 + [(0, 3)] * 5), 1.0)
     assert never.recovery_s is None and never.failed == 15

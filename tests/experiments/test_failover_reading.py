@@ -105,3 +105,20 @@ def test_a_killed_primarys_phases_are_read_from_its_own_fault_beside_the_databas
     assert late["failover"][0]["phases"]["fault_s"] == pytest.approx(1.0)
     # a fault said to come after the outage: the clients were back before the manager's writable
     assert "the two readings disagree" in notes[-1], notes[-1]
+
+
+def test_no_database_is_back_before_the_manager_says_the_old_leader_was_gone() -> None:
+    """The leader gone 0.65 s after the fault (at 1.15 s on the trial's clock): the commits from
+    0.8 s were the old leader's, and each database is read back from the interval that ends after
+    it, 1.1–1.2 s."""
+    phases = ManagerPhases.from_report(
+        {"phases": {"at": {"fault": 1000.2, "detected": 1000.85, "elected": 1000.86, "promoted": 1000.87,
+                           "writable": 1000.9}, "resolution_s": 0.02}}
+    )  # fmt: skip
+    asked = ActionOutcome(
+        "switchover", "true", 0.3, started_s=0.3, ended_s=0.9, exit_code=0, started_at=1000.0, phases=phases
+    )
+    entries = reading(PostgresTargetSpec(url=URL), [], []).read(trial(failing=True), [asked], 0)
+    [judged] = entries["failover"]
+    assert judged["recovery"]["fault_s"] == pytest.approx(0.5)
+    assert judged["recovery"]["max_s"] == pytest.approx(0.6)

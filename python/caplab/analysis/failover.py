@@ -34,13 +34,20 @@ class DatabaseRecovery:
     """Its transactions that failed from the fault until it recovered (until the end if never)."""
 
 
-def database_recovery(database: str, intervals: Sequence[Interval], fault_s: float) -> DatabaseRecovery:
+def database_recovery(
+    database: str, intervals: Sequence[Interval], fault_s: float, leader_gone_s: float | None = None
+) -> DatabaseRecovery:
     """When ``database`` committed again after a fault at ``fault_s``.
 
     The outage begins with the first interval after the fault that has a failed transaction; it is
     over at the first interval from there with a commit and no failure, or with a commit after an
     interval that had failures and no commit at all (the commit then came after the failures). A
-    database that saw no request after the fault never showed it recovered."""
+    database that saw no request after the fault never showed it recovered.
+
+    ``leader_gone_s``, when the HA manager said when the old leader was gone (its key expired or
+    released, on the same clock): a commit in an interval that ended by then was the old leader's,
+    not the recovery. A switchover's old leader serves on while it checkpoints before it stops,
+    and a commit slowed past its timeout there is a failure, but not yet the outage."""
     after = sorted((i for i in intervals if i.end_s > fault_s), key=lambda i: i.start_s)
     first_bad = next((k for k, i in enumerate(after) if i.errors > 0), None)
     if first_bad is None:
@@ -50,7 +57,8 @@ def database_recovery(database: str, intervals: Sequence[Interval], fault_s: flo
     dead = False
     failed = 0
     for i in after[first_bad:]:
-        if i.completed > 0 and (i.errors == 0 or dead):
+        old_leader = leader_gone_s is not None and i.end_s <= leader_gone_s
+        if i.completed > 0 and (i.errors == 0 or dead) and not old_leader:
             return DatabaseRecovery(database, True, max(0.0, i.start_s - fault_s), failed + i.errors)
         failed += i.errors
         dead = dead or (i.completed == 0 and i.errors > 0)
@@ -86,10 +94,14 @@ def percentile(values: Sequence[float], q: float) -> float | None:
 
 
 def group_recovery(
-    series: Mapping[str, Sequence[Interval]], fault_s: float, group_s: float | None = None
+    series: Mapping[str, Sequence[Interval]],
+    fault_s: float,
+    group_s: float | None = None,
+    leader_gone_s: float | None = None,
 ) -> GroupRecovery:
-    """Each database's recovery from a fault at ``fault_s`` and their spread (module docstring)."""
-    each = [database_recovery(name, intervals, fault_s) for name, intervals in series.items()]
+    """Each database's recovery from a fault at ``fault_s`` (none counted before ``leader_gone_s``,
+    where the manager said when the old leader was gone) and their spread (module docstring)."""
+    each = [database_recovery(name, intervals, fault_s, leader_gone_s) for name, intervals in series.items()]
     times = [d.recovery_s for d in each if d.recovery_s is not None]
     widths = [i.end_s - i.start_s for s in series.values() for i in s if i.end_s > i.start_s]
     gaps = [_request_gap(s) for s in series.values()]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from caplab.analysis.failover import GroupRecovery, IsolatedSide, group_recovery, judge, reported_seconds
+from caplab.analysis.failover import IsolatedSide, group_recovery, judge, reported_seconds
 from caplab.analysis.phases import MANAGER_PHASES, Timeline, timeline
 from caplab.analysis.recovery import Interval
 from caplab.engine import RunResult
@@ -85,7 +85,9 @@ def judged_failover(
     ran = next((o for o in outcomes if o.started_s is not None), None)
     if ran is None or ran.fault_s is None:
         return None
-    recovery: GroupRecovery = group_recovery(series, ran.fault_s, reported_seconds(ran.reported))
+    gone = ran.phases.after_fault().get("detected") if ran.phases is not None else None
+    leader_gone_s = ran.fault_s + gone if gone is not None else None
+    recovery = group_recovery(series, ran.fault_s, reported_seconds(ran.reported), leader_gone_s)
     entry: dict[str, Any] = {"trial": trial, "action": ran.name, "recovery": recovery.as_dict()}
     isolated = IsolatedSide.from_reported(ran.reported)
     if isolated is not None:
