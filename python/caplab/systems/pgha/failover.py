@@ -79,7 +79,7 @@ def switchover(cluster: Cluster, candidate: str | None = None) -> dict[str, Any]
             raise HaError(f"Patroni refused the switchover ({answer.status}): {answer.body}")
         new = cluster.node(watch.wait_elected(READY_TIMEOUT_S))
     timeline_phases, new_timeline = phases.taken_over(
-        watch, new, asked_at, timeline, READY_TIMEOUT_S, phases.switchover_set_by()
+        watch, new, asked_at, timeline, READY_TIMEOUT_S, phases.SWITCHOVER_SET_BY
     )
     cluster.members().wait_healthy(READY_TIMEOUT_S, sync=cluster.state.sync)
     return {

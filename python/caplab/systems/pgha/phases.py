@@ -75,17 +75,16 @@ def set_by(ttl: int, loop_wait: int) -> SetBy:
     )
 
 
-def switchover_set_by() -> SetBy:
-    """What sets each phase's length in a switchover: nothing expires; the leader steps down."""
-    return (
-        (
-            "detected",
-            "the old leader stepping down: Patroni stops its PostgreSQL (a shutdown checkpoint of "
-            "every database) and releases the leader key",
-        ),
-        ("elected", "the candidate's Patroni taking the released key"),
-        *_PROMOTED_WRITABLE,
-    )
+SWITCHOVER_SET_BY: SetBy = (
+    (
+        "detected",
+        "the old leader stepping down: Patroni stops its PostgreSQL (a shutdown checkpoint of "
+        "every database) and releases the leader key",
+    ),
+    ("elected", "the candidate's Patroni taking the released key"),
+    *_PROMOTED_WRITABLE,
+)
+"""What sets each phase's length in a switchover: nothing expires; the leader steps down."""
 
 
 class LeaderWatch:
@@ -168,7 +167,7 @@ def taken_over(
 ) -> tuple[Phases, int]:
     """Once ``watch`` saw ``new`` elected: waits until it takes writes and its promotion is on
     record, and returns the failover's phases from ``fault_at`` (each explained by ``explained``:
-    ``set_by`` for a dead leader, ``switchover_set_by`` for one that stepped down) and the new
+    ``set_by`` for a dead leader, ``SWITCHOVER_SET_BY`` for one that stepped down) and the new
     timeline."""
     writable_at = wait_writable(new, bound_s)
     promoted_at, new_timeline = promotion_time(new, old_timeline, bound_s)
