@@ -9,7 +9,7 @@ the measured RTT and the time per message. The report puts the paper's figures b
 labelled as its hardware, and prices each setup.
 
 On the HDD model (7,200 rpm, its write cache on) the database's log flushes about once a turn,
-100–120 a second, and group commit carries several messages a flush; the checkpoints' page
+80–120 a second, and group commit carries several messages a flush; the checkpoints' page
 writes (every 32 MB of log in this cut) move its head too. The HDD cell carries about 600
 messages a second, where the throttled volume it replaced (180 IOPS, no cache) found 12.5–480 or
 nothing."""
@@ -56,17 +56,22 @@ def test_the_quick_hl7_study_names_disk_cpu_and_link_limits_from_measurements(sh
     hdd, ssd, remote = cells["hdd"]["limit"], cells["ssd"]["limit"], cells["remote-100mbit"]["limit"]
     # The HDD is busy with its flushes and the checkpoints' page writes, at about the rate the one
     # CPU placed for the system carries too. Here: 628 msg/s with the disk at 77 % and the CPU at
-    # 70 % (`volume:data`); 624 msg/s with the CPU at 84 % (`cpu:engine+db`); and in CI twice
-    # neither near saturation — the disk at 79–82 %, the CPU at 76–79 % — named `software`, its
-    # evidence giving both. Never the host's CPU.
+    # 70 % (`volume:data`); 624 msg/s with the CPU at 84 % (`cpu:engine+db`); 750 msg/s with the
+    # disk at 77 % and the CPU at 80 %, and in CI the disk at 57–82 %, the CPU at 76–79 %, named
+    # `software`, its evidence giving both. Never the host's CPU.
     hdd_device = cells["hdd"]["resources"]["volume:data"]
-    assert hdd_device["busy_percent"] >= 70, "the HDD holding data and log is busy with its flushes"
+    assert 60 <= hdd_device["flush_iops"] <= 130, "a flush a turn at most: 120 a second at 7,200 rpm"
+    # How busy the disk is varies with where the search ended; what a flush costs does not. The
+    # log's next write arrives just after the last one passed under the head, so each flush waits
+    # most of a turn (8.3 ms at 7,200 rpm; 9.1 ms measured here), never less than the half turn a
+    # random request waits on average. The SSD's flushes take a quarter of a millisecond.
+    per_flush_ms = hdd_device["busy_percent"] * 10 / hdd_device["flush_iops"]
+    assert per_flush_ms >= 0.5 * 60_000 / 7_200, ("a flush waits for the platter", hdd_device)
     assert "cpu:host" not in hdd["summary"], hdd["summary"]
     if hdd["resource"] == "software":
         assert "volume:data was at" in hdd["summary"] or "volume:data at" in hdd["summary"], hdd["summary"]
     elif hdd["resource"] != "volume:data":
         assert ResourceScope.parse(hdd["resource"]).parts <= {"engine", "db"}, hdd["summary"]
-    assert 60 <= hdd_device["flush_iops"] <= 130, "a flush a turn at most: 120 a second at 7,200 rpm"
     # The SSD device is mostly idle where the HDD is busy: the two cells differ by the devices
     # alone, and only the HDD is bound by its disk. (Their capacities are not compared: on a
     # 2-core host both end near the one CPU the system has beside the generator's.)
