@@ -73,7 +73,7 @@ CATALOG: tuple[BuiltInStudy, ...] = (
         "each database's recovery from a switchover and a killed primary, k/K against a 30 s SLO, "
         "Patroni's failover in phases; a partitioned leader; recovery against Patroni's ttl",
         "1.5 min",
-        "about 2 h 20 min",
+        "about 2 h 30 min",
         ("pgha.yaml", "partition.yaml", "ttl.yaml"),
     ),
     BuiltInStudy(
