@@ -46,7 +46,7 @@ CATALOG: tuple[BuiltInStudy, ...] = (
         "idsync + OpenLDAP",
         "staging and sync objects/s by size, internal disks against an external array",
         "40 s",
-        "about 1.5 h",
+        "30 min",
     ),
     BuiltInStudy(
         "hl7-hardware",
