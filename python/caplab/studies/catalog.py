@@ -63,7 +63,7 @@ CATALOG: tuple[BuiltInStudy, ...] = (
         "mail (Postfix + Dovecot)",
         "most users per profile at <= 75 % CPU, CPU per user by mix and size, one server against two",
         "2 min",
-        "about 1.5 h",
+        "1 h 45 min",
         ("users.yaml", "mix.yaml"),
     ),
     BuiltInStudy(
